@@ -1,0 +1,1 @@
+"""Weather tools (providers) shared by both routes, and the LLM tool-calling loop."""

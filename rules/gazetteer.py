@@ -1,0 +1,213 @@
+"""Places: Chinese administrative units, world cities and nicknames, and how a word resolves to them.
+
+Resolution order (the router relies on it): nickname table → exact names and short forms → pinyin
+repair of homophone typos (only for words in place position, only over provinces and prefectures,
+since common words such as 背景/程度 sound like 北京/成都) → unknown.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from ._data import load_table
+
+PlaceLevel = Literal["province", "prefecture", "county", "world"]
+_LEVELS: dict[int, PlaceLevel] = {1: "province", 2: "prefecture", 3: "county"}
+# When one word names several units, the city a person most likely means wins: a prefecture-level city
+# (吉林 → 吉林市, 朝阳 → 朝阳市) over a province, a province over a county, any of these over abroad.
+_LEVEL_RANK: dict[str, int] = {"prefecture": 0, "province": 1, "county": 2, "world": 3}
+_MUNICIPALITY_CODES = {"110000", "120000", "310000", "500000"}
+_TRAILING_SUFFIXES = ("市", "省", "区", "县")
+_MAX_READING_COMBINATIONS = 64
+_FUZZY_PINYIN_CUTOFF = 85.0
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A place the weather can be fetched for."""
+
+    name: str  #: canonical name as the gazetteer spells it: 上海市, 深圳市南山区, 东京
+    display: str  #: short name for answers: 上海, 深圳市南山区, 东京
+    level: PlaceLevel
+    latitude: float
+    longitude: float
+    timezone: str
+    country: str  #: ISO 3166 alpha-2
+    adcode: str | None = None  #: Chinese administrative code (AMap uses it)
+    parent: str | None = None  #: adcode of the enclosing unit
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceMatch:
+    """What one word resolves to: a single place, or several a person would have to choose from."""
+
+    candidates: tuple[Place, ...]
+    via: str  #: nickname, name, pinyin, latin
+
+    @property
+    def ambiguous(self) -> bool:
+        return len(self.candidates) > 1
+
+
+class Gazetteer:
+    """All places the router knows, indexed by every spelling it accepts. Build once, share freely."""
+
+    def __init__(self) -> None:
+        places = load_table("places")
+        aliases = load_table("aliases")
+        self._by_code: dict[str, Place] = {}
+        self._by_name: dict[str, Place] = {}
+        by_word: dict[str, list[Place]] = defaultdict(list)
+        self._pinyin_keys: list[tuple[str, Place]] = []
+        latin: dict[str, list[Place]] = defaultdict(list)
+        for unit in places["china"]:
+            level = _LEVELS[unit["level"]]
+            short = unit["short"]
+            display = unit["canonical"] if level == "county" else (short[-1] if short else unit["name"])
+            place = Place(unit["canonical"], display, level, unit["lat"], unit["lon"], "Asia/Shanghai", "CN",
+                          unit["code"], unit["parent"])
+            self._by_code[unit["code"]] = place
+            self._by_name[place.name] = place
+            for word in dict.fromkeys([unit["canonical"], unit["name"], *short]):
+                by_word[word].append(place)
+            for reading in unit.get("pinyin", ()):
+                self._pinyin_keys.append((reading, place))
+                latin[reading.translate(_NO_TONES)].append(place)
+        for city in places["world"]:
+            place = Place(city["name"], city["name"], "world", city["lat"], city["lon"], city["tz"], city["country"])
+            self._by_name[place.name] = place
+            for word in city["names"]:
+                by_word[word].append(place)
+            latin[_latin_key(city["en"])].append(place)
+        self._by_word = {word: tuple(found) for word, found in by_word.items()}
+        self._nicknames = {word: self._by_name[name] for word, name in aliases["nicknames"].items()}
+        self._ambiguous = {word: tuple(self._by_name[n] for n in names) for word, names in aliases["ambiguous"].items()}
+        for word, name in aliases["latin"].items():
+            latin[_latin_key(word)] = [self._by_name[name]]
+        self._latin = {key: tuple(dict.fromkeys(found)) for key, found in latin.items()}
+        self._repair_index: _PinyinIndex | None = None
+
+    def words(self) -> Iterable[str]:
+        """Every Han spelling of a place, for the tokenizer's dictionary."""
+        return itertools.chain(self._by_word, self._nicknames, self._ambiguous)
+
+    def get(self, name: str) -> Place | None:
+        """The place with this canonical name."""
+        return self._by_name.get(name)
+
+    def parent_of(self, place: Place) -> Place | None:
+        return self._by_code.get(place.parent) if place.parent else None
+
+    def lookup(self, word: str) -> PlaceMatch | None:
+        """Resolve a Han word: nickname first, then names and short forms; None if it names no place."""
+        if word in self._nicknames:
+            return PlaceMatch((self._nicknames[word],), "nickname")
+        if word in self._ambiguous:
+            return PlaceMatch(self._ambiguous[word], "nickname")
+        found = self._by_word.get(word)
+        return PlaceMatch(_most_likely(found), "name") if found else None
+
+    def lookup_latin(self, word: str) -> PlaceMatch | None:
+        """Resolve English or toneless pinyin (shanghai, new york, xi'an)."""
+        found = self._latin.get(_latin_key(word))
+        return PlaceMatch(_most_likely(found), "latin") if found else None
+
+    def within(self, outer: PlaceMatch, word: str) -> Place | None:
+        """The unit named WORD that lies inside one of OUTER's candidates (北京 + 朝阳 → 北京市朝阳区)."""
+        found = self._by_word.get(word, ())
+        outer_codes = {p.adcode for p in outer.candidates if p.adcode}
+        inside = [p for p in found if p.adcode and self._enclosing_codes(p) & outer_codes]
+        return inside[0] if len(inside) == 1 else None
+
+    def _enclosing_codes(self, place: Place) -> set[str]:
+        codes: set[str] = set()
+        current = self.parent_of(place)
+        while current is not None and current.adcode and current.adcode not in codes:
+            codes.add(current.adcode)
+            current = self.parent_of(current)
+        return codes
+
+    def repair(self, word: str) -> Place | None:
+        """The province or prefecture WORD is a homophone typo of (杭洲 → 杭州市), or None.
+
+        Exact readings with tones first, then without tones, then fuzzy pinyin; a tie between two
+        different places is no answer, since guessing would be worse than asking.
+        """
+        for suffix in _TRAILING_SUFFIXES:
+            if word.endswith(suffix) and len(word) > 2:
+                word = word[: -len(suffix)]
+                break
+        if not 2 <= len(word) <= 5:
+            return None
+        if self._repair_index is None:
+            self._repair_index = _PinyinIndex(self._pinyin_keys)
+        return self._repair_index.find(word)
+
+
+class _PinyinIndex:
+    """Readings of province and prefecture names, built on the first typo the router meets."""
+
+    def __init__(self, keys: list[tuple[str, Place]]) -> None:
+        self.readings: dict[str, list[str]] = {ch: r.split(",") for ch, r in load_table("pinyin")["readings"].items()}
+        self.toned: dict[str, set[Place]] = defaultdict(set)
+        # toneless key → {place: its syllables}
+        self.toneless: dict[str, dict[Place, tuple[str, ...]]] = defaultdict(dict)
+        for reading, place in keys:
+            self.toned[reading].add(place)
+            self.toneless[reading.translate(_NO_TONES)][place] = tuple(r.rstrip("012345") for r in reading.split())
+        self.fuzzy_choices = list(self.toneless)
+
+    def find(self, word: str) -> Place | None:
+        per_char = [self.readings.get(ch) for ch in word]
+        if not all(per_char):
+            return None
+        combos = list(itertools.islice(itertools.product(*per_char), _MAX_READING_COMBINATIONS))
+        toned = [" ".join(c) for c in combos]
+        for index, keys in ((self.toned, toned), (self.toneless, [k.translate(_NO_TONES) for k in toned])):
+            hits = {p for key in keys for p in index.get(key, ())}
+            if hits:
+                return _single(hits)
+        # Fuzzy pinyin only between names of as many syllables, sharing one syllable outright: a near
+        # miss of a different length (吃什么 ~ 河池) is a different phrase, not a typo.
+        from rapidfuzz import fuzz, process
+
+        best: dict[Place, float] = {}
+        for combo in dict.fromkeys(tuple(r.rstrip("012345") for r in c) for c in combos):
+            key = "".join(combo)
+            for choice, score, _ in process.extract(key, self.fuzzy_choices, scorer=fuzz.ratio,
+                                                     score_cutoff=_FUZZY_PINYIN_CUTOFF, limit=5):
+                for place, syllables in self.toneless[choice].items():
+                    if len(syllables) == len(combo) and any(a == b for a, b in zip(syllables, combo)):
+                        best[place] = max(best.get(place, 0.0), score)
+        if not best:
+            return None
+        top = max(best.values())
+        return _single({p for p, s in best.items() if s == top})
+
+
+def _single(places: set[Place]) -> Place | None:
+    ranked = _most_likely(tuple(places))
+    return ranked[0] if len(ranked) == 1 else None
+
+
+def _most_likely(found: tuple[Place, ...] | list[Place]) -> tuple[Place, ...]:
+    best_rank = min(_LEVEL_RANK[p.level] for p in found)
+    best = [p for p in found if _LEVEL_RANK[p.level] == best_rank]
+    if len(best) > 1 and best_rank == _LEVEL_RANK["county"]:
+        # Two districts of one name: the one in a direct-controlled municipality is the famous one
+        # (朝阳区 → 北京市朝阳区); otherwise the user has to say which.
+        in_municipality = [p for p in best if p.parent in _MUNICIPALITY_CODES]
+        if len(in_municipality) == 1:
+            return (in_municipality[0],)
+    return tuple(dict.fromkeys(best))
+
+
+_NO_TONES = str.maketrans("", "", "0123456789 ")
+
+
+def _latin_key(word: str) -> str:
+    return "".join(ch for ch in word.lower() if ch.isalpha())

@@ -1,0 +1,54 @@
+"""Turn raw user text into the one canonical form the router reads.
+
+Full-width to half-width, traditional to simplified, lower case, and away with what cannot be part
+of a weather question: emoji, control characters, HTML tags and SQL-looking debris.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+
+from ._data import load_table
+
+#: Longest normalised query the router reads; longer input is cut, not refused (no weather question
+#: needs more, and the cut keeps every route() call cheap, even on a 1 MB string).
+MAX_QUERY_CHARS = 200
+# Raw text is cut before any other work; generous enough that debris removal cannot eat the question.
+_MAX_RAW_CHARS = MAX_QUERY_CHARS * 8
+
+_HTML_TAG = re.compile(r"<[^<>]{0,200}>|&[a-z]{2,8};|&#\d{1,6};")
+# Runs of non-Han text that look like injected SQL or script, e.g. "'; DROP TABLE users; --".
+_CODE_DEBRIS = re.compile(
+    r"""['"`;]*\s*\b(?:drop|select|insert|delete|update|union|alter|truncate|script|exec)\b[^\u3400-\u9fff]*""",
+    re.IGNORECASE,
+)
+# Everything outside Han, ASCII letters and digits, and the punctuation dates and PM2.5 need, becomes a
+# space; the tokenizer treats spaces as boundaries, so "北京,上海" still reads as two places.
+_NOT_KEPT = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fffa-z0-9.\-/:%'、 ]+")
+_SPACES = re.compile(r"\s+")
+_DANGLING_DOTS = re.compile(r"(?<![0-9a-z])[.\-/:%']+|[.\-/:%']+(?![0-9a-z])")
+
+
+@functools.cache
+def _t2s_table() -> dict[int, str]:
+    return str.maketrans(load_table("t2s")["chars"])
+
+
+def to_simplified(text: str) -> str:
+    """Map traditional Han characters to simplified ones, character by character (OpenCC's t2s table)."""
+    return text.translate(_t2s_table())
+
+
+def normalize(text: str) -> str:
+    """Return TEXT in the form the router parses; never raises on any str."""
+    text = text[:_MAX_RAW_CHARS]
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = to_simplified(text)
+    text = _HTML_TAG.sub(" ", text)
+    text = _CODE_DEBRIS.sub(" ", text)
+    text = _NOT_KEPT.sub(" ", text)
+    text = _DANGLING_DOTS.sub(" ", text)
+    text = _SPACES.sub(" ", text).strip()
+    return text[:MAX_QUERY_CHARS].rstrip()

@@ -1,0 +1,104 @@
+"""Benchmark the router on the dev set and print what was measured.
+
+    python tests/bench/bench_route.py [--rounds N]
+
+Prints: decisions/s and p50/p99 µs per warm route(); the same for a bare jieba.lcut() of the same text
+with jieba's default dictionary (so the router's cost shows as a ratio); the wall time of a cold
+`hybrid-weather route "上海今天天气"` (median of several fresh processes); and that process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DEV_SET = Path(__file__).resolve().parents[1] / "data" / "queries.jsonl"
+
+
+def percentiles(samples_ns: list[int]) -> tuple[float, float]:
+    ordered = sorted(samples_ns)
+    p50 = ordered[len(ordered) // 2] / 1000
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] / 1000
+    return p50, p99
+
+
+def time_each(function, queries: list[str], rounds: int) -> tuple[list[int], float]:
+    samples: list[int] = []
+    clock = time.perf_counter_ns
+    started = clock()
+    for _ in range(rounds):
+        for query in queries:
+            before = clock()
+            function(query)
+            samples.append(clock() - before)
+    return samples, (clock() - started) / 1e9
+
+
+# Runs in a small fresh interpreter: a child's ru_maxrss counts the pages it shared with its parent
+# before exec, so spawning from this (large) benchmark process would overstate the CLI's peak RSS.
+_COLD_RUN = """
+import os, subprocess, sys, time
+started = time.perf_counter()
+process = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(process.pid, 0)
+print((time.perf_counter() - started) * 1000, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))
+"""
+
+
+def cold_cli(runs: int) -> tuple[float, float]:
+    """Median wall ms and max peak RSS MB of fresh `hybrid-weather route` processes."""
+    exe = shutil.which("hybrid-weather") or str(Path(sys.executable).with_name("hybrid-weather"))
+    walls, peaks = [], []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", _COLD_RUN, exe, "route", "上海今天天气"],
+                             capture_output=True, text=True, check=True).stdout.split()
+        if out[2] != "0":
+            raise SystemExit("hybrid-weather route failed")
+        walls.append(float(out[0]))
+        peaks.append(float(out[1]))  # ru_maxrss is KiB on Linux
+    return statistics.median(walls), max(peaks)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20, help="passes over the dev set (default 20)")
+    parser.add_argument("--cold-runs", type=int, default=7, help="fresh CLI processes to time (default 7)")
+    args = parser.parse_args()
+
+    from hybrid_weather.router import HybridRouter
+
+    queries = [json.loads(line)["query"] for line in DEV_SET.read_text("utf-8").splitlines() if line.strip()]
+    today = dt.date(2026, 11, 29)
+    router = HybridRouter()
+    for query in queries:  # warm: tokenizer built, pinyin table loaded by the typo cases
+        router.route(query, today=today)
+    route_samples, route_seconds = time_each(lambda q: router.route(q, today=today), queries, args.rounds)
+
+    import jieba
+
+    jieba.setLogLevel(60)
+    jieba.initialize()
+    for query in queries:
+        jieba.lcut(query)
+    jieba_samples, _ = time_each(jieba.lcut, queries, args.rounds)
+
+    route_p50, route_p99 = percentiles(route_samples)
+    jieba_p50, jieba_p99 = percentiles(jieba_samples)
+    cold_ms, peak_mb = cold_cli(args.cold_runs)
+    print(f"dev set: {len(queries)} queries x {args.rounds} rounds, Python {sys.version.split()[0]}, {os.cpu_count()} cores")
+    print(f"route():           {len(route_samples) / route_seconds:,.0f} decisions/s, p50 {route_p50:.1f} µs, p99 {route_p99:.1f} µs")
+    print(f"bare jieba.lcut(): p50 {jieba_p50:.1f} µs, p99 {jieba_p99:.1f} µs (default dictionary, warm)")
+    print(f"ratio route/jieba: p50 {route_p50 / jieba_p50:.2f}x, p99 {route_p99 / jieba_p99:.2f}x")
+    print(f"cold `hybrid-weather route \"上海今天天气\"`: {cold_ms:.0f} ms wall (median of {args.cold_runs}), peak RSS {peak_mb:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()

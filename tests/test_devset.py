@@ -1,0 +1,53 @@
+"""Route accuracy on the labelled dev set tests/data/queries.jsonl (DESIGN.md §5: precision first)."""
+
+import datetime as dt
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from hybrid_weather.router import HybridRouter
+
+DEV_SET = Path(__file__).parent / "data" / "queries.jsonl"
+CASES = [json.loads(line) for line in DEV_SET.read_text("utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def router():
+    return HybridRouter()
+
+
+def _wrong(router, case):
+    decision = router.route(case["query"], today=dt.date.fromisoformat(case["today"]))
+    got = {"route": decision.route}
+    want = {"route": case["route"]}
+    if case["route"] == "rule":
+        got.update(cities=decision.cities, dates=[d.isoformat() for d in decision.dates], aspect=decision.aspect)
+        want.update(cities=case["cities"], dates=case["dates"], aspect=case["aspect"])
+    return None if got == want else f"{case['query']!r}: want {want}, got {got} ({decision.reason})"
+
+
+def test_dev_set_is_large_and_covers_every_category():
+    categories = Counter(case["category"] for case in CASES)
+    assert len(CASES) >= 250
+    assert categories["open"] >= 60
+    for category in ("standard", "order", "punctuation", "suffixes", "districts", "nicknames", "typos",
+                     "traditional", "dates", "ranges", "aspects", "multi", "world", "latin", "clarify"):
+        assert categories[category] >= 5, category
+    # The open-ended traps must mention a city and a weather word, or they prove nothing about precision.
+    weather_traps = [c for c in CASES if c["category"] == "open" and any(w in c["query"] for w in ("天气", "下雨", "冷", "热", "空气", "雨", "雪", "度"))]
+    assert len(weather_traps) >= 40
+
+
+def test_route_accuracy_at_least_99_percent(router):
+    wrong = [w for case in CASES if (w := _wrong(router, case))]
+    accuracy = 1 - len(wrong) / len(CASES)
+    assert accuracy >= 0.99, f"accuracy {accuracy:.1%}; wrong:\n" + "\n".join(wrong)
+
+
+def test_no_open_ended_trap_takes_the_rule_route(router):
+    # A wrong rule answer is the worst outcome, so this holds with no tolerance at all.
+    leaks = [c["query"] for c in CASES if c["route"] == "llm"
+             and router.route(c["query"], today=dt.date.fromisoformat(c["today"])).route == "rule"]
+    assert leaks == []

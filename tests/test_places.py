@@ -1,0 +1,99 @@
+"""One test per place rule: nicknames, names and suffixes, hierarchy, ambiguity, typos, world, Latin."""
+
+import datetime as dt
+
+import pytest
+
+from hybrid_weather.router import HybridRouter
+
+TODAY = dt.date(2026, 11, 29)
+
+
+@pytest.fixture(scope="module")
+def router():
+    return HybridRouter()
+
+
+def cities(router, text):
+    decision = router.route(text, today=TODAY)
+    assert decision.route == "rule", decision.reason
+    return decision.cities
+
+
+@pytest.mark.parametrize("nickname,city", [
+    ("魔都", "上海市"), ("帝都", "北京市"), ("羊城", "广州市"), ("鹏城", "深圳市"), ("蓉城", "成都市"), ("春城", "昆明市"),
+    ("冰城", "哈尔滨市"), ("泉城", "济南市"), ("星城", "长沙市"), ("金陵", "南京市"), ("鹭岛", "厦门市"),
+    ("杭城", "杭州市"), ("申城", "上海市"), ("沪", "上海市"), ("京城", "北京市"), ("津门", "天津市"), ("雾都", "重庆市"),
+])
+def test_nicknames(router, nickname, city):
+    assert cities(router, f"{nickname}明天天气") == [city]
+
+
+@pytest.mark.parametrize("nickname,city", [("江城", "武汉市"), ("榕城", "福州市"), ("山城", "重庆市")])
+def test_nickname_table_wins_over_a_district_of_that_name(router, nickname, city):
+    # 江城区, 榕城区 and 山城区 are real districts elsewhere; the nickname is what people mean.
+    assert cities(router, f"{nickname}明天天气") == [city]
+
+
+@pytest.mark.parametrize("nickname", ["花城", "鹿城", "车城", "龙城", "油城"])
+def test_ambiguous_nicknames_ask_which(router, nickname):
+    decision = router.route(f"{nickname}明天天气", today=TODAY)
+    assert decision.route == "clarify"
+    assert nickname in decision.clarification
+
+
+@pytest.mark.parametrize("text,city", [
+    ("上海", "上海市"), ("上海市", "上海市"), ("广东省广州市", "广州市"), ("广东广州", "广州市"),
+    ("深圳市南山区", "深圳市南山区"), ("上海浦东新区", "上海市浦东新区"), ("浦东", "上海市浦东新区"),
+    ("北京朝阳", "北京市朝阳区"), ("朝阳", "朝阳市"), ("吉林市", "吉林市"), ("吉林省", "吉林省"), ("吉林", "吉林市"),
+    ("延边", "延边朝鲜族自治州"), ("香港", "香港特别行政区"),
+])
+def test_names_suffixes_and_hierarchy(router, text, city):
+    assert cities(router, f"{text}今天天气") == [city]
+
+
+def test_admin_changes_since_2017(router):
+    assert cities(router, "莱芜明天天气") == ["济南市莱芜区"]
+    assert cities(router, "那曲明天天气") == ["那曲市"]
+
+
+@pytest.mark.parametrize("typo,city", [
+    ("杭洲", "杭州市"), ("成督", "成都市"), ("苏洲", "苏州市"), ("武汗", "武汉市"), ("沈杨", "沈阳市"),
+    ("广洲", "广州市"), ("深镇", "深圳市"), ("西按", "西安市"),
+])
+def test_homophone_typos_are_repaired_in_place_position(router, typo, city):
+    assert cities(router, f"{typo}明天天气") == [city]
+
+
+def test_typo_repair_needs_a_weather_question(router):
+    # 吃什么 sounds a little like a city name; outside a weather question it must not become one.
+    assert router.route("今天吃什么", today=TODAY).route == "llm"
+
+
+def test_a_place_the_gazetteer_lacks_is_a_clarify(router):
+    decision = router.route("纳尼亚明天天气", today=TODAY)
+    assert decision.route == "clarify" and "纳尼亚" in decision.clarification
+
+
+def test_a_district_name_shared_by_two_cities_asks_which(router):
+    decision = router.route("南山区明天天气", today=TODAY)
+    assert decision.route == "clarify"
+    assert "深圳市南山区" in decision.clarification and "鹤岗市南山区" in decision.clarification
+
+
+def test_several_places_in_order(router):
+    assert cities(router, "北京上海广州三城明天天气") == ["北京市", "上海市", "广州市"]
+    assert cities(router, "北京和上海明天哪个冷") == ["北京市", "上海市"]
+
+
+def test_more_places_than_the_limit_ask_to_split(router):
+    decision = router.route("北京上海广州深圳杭州成都明天天气", today=TODAY)
+    assert decision.route == "clarify" and "5" in decision.clarification
+
+
+@pytest.mark.parametrize("text,city", [
+    ("东京", "东京"), ("纽约", "纽约"), ("伦敦", "伦敦"), ("Tokyo", "东京"), ("new york", "纽约"),
+    ("Shanghai", "上海市"), ("shenzhen", "深圳市"), ("hong kong", "香港特别行政区"), ("Xi'an", "西安市"),
+])
+def test_world_cities_and_latin_input_resolve_to_chinese_names(router, text, city):
+    assert cities(router, f"{text} weather") == [city]

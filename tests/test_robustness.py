@@ -1,0 +1,61 @@
+"""route() never raises, whatever it is given (DESIGN.md §5), and is safe to share between threads."""
+
+import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hybrid_weather.router import HybridRouter
+
+TODAY = dt.date(2026, 11, 29)
+ROUTER = HybridRouter()
+ROUTES = {"rule", "clarify", "llm"}
+
+weather_words = st.sampled_from(["上海", "明天", "天气", "下雨", "哪个", "冷", "和", "周三", "12月3日", "适合", "魔都",
+                                 "杭洲", "new york", "pm2.5", "、", "三天后", "未来30天", "2月30日", "<b>", "'; drop"])
+mixed_text = st.lists(st.one_of(st.text(max_size=20), weather_words), max_size=30).map("".join)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(st.text(), mixed_text))
+def test_route_never_raises(text):
+    decision = ROUTER.route(text, today=TODAY)
+    assert decision.route in ROUTES
+    assert decision.reason
+    if decision.route == "rule":
+        assert decision.cities and decision.dates and decision.aspect
+    else:
+        assert decision.aspect is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(date=st.dates(min_value=dt.date(1900, 1, 1), max_value=dt.date(2200, 12, 31)), text=mixed_text)
+def test_route_never_raises_for_any_today(date, text):
+    assert ROUTER.route(text, today=date).route in ROUTES
+
+
+@pytest.mark.parametrize("text", [
+    "上海" * 500_000,  # 1 MB of Han text
+    "a" * 1_000_000,
+    "\x00\x01\x02\x1b[31m" * 200_000,
+    "".join(chr(c) for c in range(0x20, 0x3000)) * 50,
+    "上海明天天气" + "😀" * 300_000,
+    "\ud800上海",  # a lone surrogate
+])
+def test_huge_and_hostile_strings(text):
+    assert ROUTER.route(text, today=TODAY).route in ROUTES
+
+
+def test_non_str_input_does_not_raise():
+    assert ROUTER.route(None, today=TODAY).route in ROUTES  # type: ignore[arg-type]
+
+
+def test_concurrent_routes_agree_with_serial_ones():
+    queries = ["上海今天天气", "魔都明天会下雨吗", "北京和上海明天哪个冷", "北京明天适合出游吗", "杭洲明天天气", "纳尼亚明天天气"] * 50
+    serial = [ROUTER.route(q, today=TODAY).to_json(q) for q in queries]
+    fresh = HybridRouter()  # built lazily by whichever thread gets there first
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        threaded = list(pool.map(lambda q: fresh.route(q, today=TODAY).to_json(q), queries))
+    assert threaded == serial
