@@ -2,35 +2,248 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
 
+from hybrid_weather.agent.errors import LLMUnavailable, NotCovered, WeatherUnavailable
+from hybrid_weather.agent.providers import AMapProvider, DemoProvider, OpenMeteoProvider, WeatherProvider
+from hybrid_weather.agent.service import Fetched, WeatherService
+from hybrid_weather.agent.weather import to_jsonable
+
+from ._config import Settings, check_provider
 from ._decision import Decision
 from ._parser import QueryParser
+from .render import Facts, render
 
 _CHINA_TIME = dt.timezone(dt.timedelta(hours=8))  # Asia/Shanghai has no daylight saving time
+DEFAULT_DEADLINE = 5.0
 
 
 def today_in_china() -> dt.date:
     return dt.datetime.now(_CHINA_TIME).date()
 
 
-class HybridRouter:
-    """Routes questions and answers the simple ones. Thread-safe; build one and share it."""
+@dataclass(slots=True)
+class Answer:
+    """What ask() returns: the text to show and everything behind it."""
 
-    def __init__(self) -> None:
+    text: str
+    route: str
+    decision: Decision
+    data: dict[str, Any]
+    source: str | None  #: provider name (open-meteo, amap, demo), None when no weather was fetched
+    stale: bool
+    cost_usd: float | None
+    latency_ms: float
+    stale_age_s: float | None = None
+    cache_hit: bool | None = None
+    provider_ms: float = 0.0
+    attribution: str | None = None
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self, query: str) -> dict[str, Any]:
+        decision = self.decision.to_json(query)
+        del decision["query"]
+        payload = {
+            "query": query, "route": self.route, "answer": self.text, "decision": decision, "data": self.data,
+            "source": self.source, "stale": self.stale, "latency_ms": round(self.latency_ms, 3),
+            "cost_usd": self.cost_usd,
+        }
+        if self.stale:
+            payload["stale_age_s"] = round(self.stale_age_s or 0.0, 1)
+        if self.attribution:
+            payload["attribution"] = self.attribution
+        return payload
+
+
+class HybridRouter:
+    """Routes questions and answers the simple ones. Thread-safe; build one and share it.
+
+    Keyword arguments left as None come from the environment (DESIGN.md §3.3), read here, at
+    construction, never at import.
+    """
+
+    def __init__(self, *, provider: str | None = None, ledger: str | None = None, cache_ttl: float | None = None,
+                 deadline: float = DEFAULT_DEADLINE, settings: Settings | None = None,
+                 http_options: dict[str, Any] | None = None) -> None:
+        self._settings = settings
+        self._provider_name = provider
+        self._cache_ttl = cache_ttl
+        self._ledger_setting = ledger
+        self.deadline = deadline
+        self._http_options = http_options or {}
         self._parser: QueryParser | None = None
-        self._parser_lock = threading.Lock()
+        self._service: WeatherService | None = None
+        self._lock = threading.Lock()
+        if provider is not None:
+            check_provider(provider)
+
+    # -- the expensive parts, built on first use ---------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = Settings.from_env()
+        return self._settings
 
     @property
     def parser(self) -> QueryParser:
-        # Built on first use, not in __init__, so constructing a router costs nothing until it routes.
         if self._parser is None:
-            with self._parser_lock:
+            with self._lock:
                 if self._parser is None:
                     self._parser = QueryParser()
         return self._parser
 
+    @property
+    def weather(self) -> WeatherService:
+        if self._service is None:
+            with self._lock:
+                if self._service is None:
+                    settings = self.settings
+                    ttl = settings.cache_ttl if self._cache_ttl is None else self._cache_ttl
+                    self._service = WeatherService(self._make_provider(self._provider_name or settings.provider), cache_ttl=ttl)
+        return self._service
+
+    def _make_provider(self, name: str) -> WeatherProvider:
+        settings = self.settings
+        if name == "demo":
+            return DemoProvider()
+        if name == "amap":
+            return AMapProvider(settings.amap_key, settings.amap_url, **self._http_options)
+        return OpenMeteoProvider(settings.open_meteo_url, **self._http_options)
+
+    def close(self) -> None:
+        if self._service is not None:
+            self._service.close()
+
+    def __enter__(self) -> HybridRouter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- routing and answering ---------------------------------------------------------------------
+
     def route(self, text: str, *, today: dt.date | None = None, session: object | None = None) -> Decision:
         """Decide what to do with TEXT: no I/O, never raises for any str."""
         return self.parser.parse(text if isinstance(text, str) else str(text), today or today_in_china())
+
+    def ask(self, text: str, *, today: dt.date | None = None, session: object | None = None,
+            emoji: bool = True) -> Answer:
+        """Answer TEXT. Raises WeatherUnavailable (no data, not even stale) or LLMUnavailable."""
+        started = time.perf_counter()
+        today = today or today_in_china()
+        decision = self.route(text, today=today, session=session)
+        early = self._without_weather(decision, started)
+        if early is not None:
+            return early
+        decision, early = self._check_horizon(decision, today, started)
+        if early is not None:
+            return early
+        deadline = time.monotonic() + self.deadline
+        fetched = [self._fetch(decision, place, today, deadline) for place in decision.places]
+        return self._answer(decision, fetched, today, emoji, started)
+
+    async def aask(self, text: str, *, today: dt.date | None = None, session: object | None = None,
+                   emoji: bool = True) -> Answer:
+        """ask() for asyncio programs: places are fetched concurrently, the event loop never blocks."""
+        started = time.perf_counter()
+        today = today or today_in_china()
+        decision = self.route(text, today=today, session=session)
+        early = self._without_weather(decision, started)
+        if early is not None:
+            return early
+        decision, early = self._check_horizon(decision, today, started)
+        if early is not None:
+            return early
+        deadline = time.monotonic() + self.deadline
+        fetched = await asyncio.gather(*(self._afetch(decision, place, today, deadline) for place in decision.places))
+        return self._answer(decision, list(fetched), today, emoji, started)
+
+    def _without_weather(self, decision: Decision, started: float) -> Answer | None:
+        if decision.route == "clarify":
+            return Answer(decision.clarification or "", "clarify", decision, {}, None, False, 0.0, _ms(started))
+        if decision.route == "llm":
+            raise LLMUnavailable(
+                f"this question needs an LLM ({decision.reason}), and none is configured yet: "
+                "set OPENAI_API_KEY (and OPENAI_BASE_URL for other OpenAI-compatible services)"
+            )
+        return None
+
+    def _check_horizon(self, decision: Decision, today: dt.date, started: float) -> tuple[Decision, Answer | None]:
+        provider = self.weather.provider
+        ahead = provider.max_days_ahead if decision.aspect != "air" else 6
+        for day in decision.dates:
+            offset = (day - today).days
+            if offset > ahead or offset < -provider.max_days_back:
+                message = (f"{provider.label}只提供今天起{ahead + 1}天内"
+                           + (f"和过去{provider.max_days_back}天" if provider.max_days_back else "")
+                           + f"的{'空气质量' if decision.aspect == 'air' else '天气'}，"
+                           f"{day.month}月{day.day}日不在范围内。")
+                clarify = Decision("clarify", [], [], None, f"clarify: beyond {provider.name} horizon: {day.isoformat()}",
+                                   clarification=message, normalized=decision.normalized)
+                return clarify, Answer(message, "clarify", clarify, {}, None, False, 0.0, _ms(started))
+        return decision, None
+
+    def _past_days(self, decision: Decision, place_today: dt.date) -> int:
+        return max(1, max((place_today - day).days for day in decision.dates))
+
+    def _fetch(self, decision: Decision, place, today: dt.date, deadline: float) -> Fetched:
+        service = self.weather
+        past = self._past_days(decision, today)
+        if decision.aspect == "air":
+            return service.air_quality(place, past, deadline)
+        return service.forecast(place, past, deadline)
+
+    async def _afetch(self, decision: Decision, place, today: dt.date, deadline: float) -> Fetched:
+        service = self.weather
+        past = self._past_days(decision, today)
+        if decision.aspect == "air":
+            return await service.aair_quality(place, past, deadline)
+        return await service.aforecast(place, past, deadline)
+
+    def _answer(self, decision: Decision, fetched: list[Fetched], today: dt.date, emoji: bool, started: float) -> Answer:
+        provider = self.weather.provider
+        air = decision.aspect == "air"
+        facts = [Facts(f.value.place, air=f.value) if air else Facts(f.value.place, weather=f.value) for f in fetched]
+        text = render(decision, facts, today, emoji=emoji)
+        stale = any(f.stale for f in fetched)
+        oldest = max((f.age_s for f in fetched), default=0.0)
+        if stale:
+            text += f"\n（天气服务暂时无法访问，以上为缓存数据，数据更新于{_age_text(oldest)}前）"
+        if provider.name == "demo":
+            text = "【演示数据】" + text
+        data = {
+            "places": [
+                {"name": f.value.place.name, "latitude": f.value.place.latitude, "longitude": f.value.place.longitude,
+                 "timezone": f.value.place.timezone,
+                 "days": [to_jsonable(d) for d in f.value.days if d.date in decision.dates],
+                 "current": to_jsonable(f.value.current) if today in decision.dates else None}
+                for f in fetched
+            ],
+        }
+        return Answer(
+            text=text, route="rule", decision=decision, data=data, source=provider.name, stale=stale,
+            cost_usd=0.0, latency_ms=_ms(started), stale_age_s=oldest if stale else None,
+            cache_hit=all(f.cache_hit for f in fetched), provider_ms=sum(f.provider_ms for f in fetched),
+            attribution=provider.attribution,
+        )
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def _age_text(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f}秒"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f}分钟"
+    return f"{seconds / 3600:.1f}小时"
+
+
+

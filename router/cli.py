@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
 
 import click
 from click_default_group import DefaultGroup
 
-from ._router import HybridRouter
+from hybrid_weather.agent.errors import HybridWeatherError, WeatherUnavailable
+
+from ._router import Answer, HybridRouter
 
 
 def _parse_today(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.date | None:
@@ -37,6 +40,68 @@ def cli() -> None:
         hybrid-weather route "北京明天适合出游吗"
         hybrid-weather savings --days 30
     """
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object.")
+@click.option("--explain", is_flag=True, help="Also show the decision, its reason, cache hit or miss and timings.")
+@click.option("--provider", type=click.Choice(["open-meteo", "amap", "demo"]), default=None,
+              help="Weather source (default: $HYBRID_WEATHER_PROVIDER or open-meteo). demo is offline synthetic data.")
+@_today_option
+@click.option("--no-emoji", is_flag=True, help="Plain text without weather emoji (also when NO_COLOR is set).")
+def ask(query: str, as_json: bool, explain: bool, provider: str | None, today: dt.date | None, no_emoji: bool) -> None:
+    """Answer a weather question (the default command).
+
+    \b
+        hybrid-weather "上海今天天气"
+        hybrid-weather "北京和上海明天哪个冷" --explain
+        hybrid-weather "魔都明天会下雨吗" --json
+        hybrid-weather "广州后天天气" --provider demo    # offline, synthetic data
+    """
+    emoji = not no_emoji and not os.environ.get("NO_COLOR")
+    with _errors_as_exit_codes(), HybridRouter(provider=provider) as router:
+        answer = router.ask(query, today=today, emoji=emoji)
+        if as_json:
+            click.echo(json.dumps(answer.to_json(query), ensure_ascii=False))
+        else:
+            click.echo(answer.text)
+        if explain:
+            click.echo(_explanation(answer))
+
+
+def _explanation(answer: Answer) -> str:
+    decision = answer.decision
+    days = ",".join(d.isoformat() for d in decision.dates) or "-"
+    lines = [
+        f"decision: {decision.route} · {','.join(decision.cities) or '-'} · {days} · {decision.aspect or '-'}",
+        f"reason:   {decision.reason}",
+    ]
+    if answer.source:
+        cache = "hit" if answer.cache_hit else "stale" if answer.stale else "miss"
+        lines.append(f"cache:    {cache} · provider {answer.source} {answer.provider_ms:.1f} ms")
+    lines.append(f"total:    {answer.latency_ms:.1f} ms")
+    return "\n".join(lines)
+
+
+class _errors_as_exit_codes:
+    """Turn the library's typed errors into one line on stderr and the documented exit code."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, traceback) -> bool:  # type: ignore[no-untyped-def]
+        if error is None or isinstance(error, (click.exceptions.Exit, click.ClickException, click.Abort)):
+            return False
+        if isinstance(error, WeatherUnavailable):
+            hint = "" if "--provider demo" in str(error) else " (offline? try --provider demo for demo data)"
+            click.echo(f"Error: weather service unavailable: {error}{hint}", err=True)
+        elif isinstance(error, HybridWeatherError):
+            click.echo(f"Error: {error}", err=True)
+        else:
+            click.echo(f"Error: internal error ({type(error).__name__}: {error}); please report it", err=True)
+        code = error.exit_code if isinstance(error, HybridWeatherError) else 1
+        raise SystemExit(code)
 
 
 @cli.command()

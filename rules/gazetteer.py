@@ -15,11 +15,11 @@ from typing import Literal
 
 from ._data import load_table
 
-PlaceLevel = Literal["province", "prefecture", "county", "world"]
+PlaceLevel = Literal["province", "prefecture", "county", "world", "geocoded"]
 _LEVELS: dict[int, PlaceLevel] = {1: "province", 2: "prefecture", 3: "county"}
 # When one word names several units, the city a person most likely means wins: a prefecture-level city
 # (吉林 → 吉林市, 朝阳 → 朝阳市) over a province, a province over a county, any of these over abroad.
-_LEVEL_RANK: dict[str, int] = {"prefecture": 0, "province": 1, "county": 2, "world": 3}
+_LEVEL_RANK: dict[str, int] = {"prefecture": 0, "province": 1, "county": 2, "world": 3, "geocoded": 4}
 _MUNICIPALITY_CODES = {"110000", "120000", "310000", "500000"}
 _TRAILING_SUFFIXES = ("市", "省", "区", "县")
 _MAX_READING_COMBINATIONS = 64

@@ -1,0 +1,78 @@
+"""Every error hybrid-weather raises, in one place. The library raises these; only the CLI prints them.
+
+    HybridWeatherError
+    ├── ConfigurationError          a setting is missing or wrong (exit 2)
+    ├── WeatherUnavailable          the weather service could not answer (exit 3)
+    │   ├── UpstreamTimeout         no answer within the timeout or the deadline
+    │   ├── UpstreamConnectError    connection refused or failed
+    │   ├── UpstreamHTTPError       HTTP 429/5xx after retries, or another 4xx at once
+    │   ├── UpstreamRejected        the service refused the request (AMap 10001 bad key, 10003 daily limit …)
+    │   ├── MalformedResponse       a body that is not the documented shape
+    │   ├── CircuitOpen             too many recent failures; not asking again for a while
+    │   └── NotCovered              the provider cannot answer this (AMap abroad, air quality)
+    └── LLMUnavailable              an LLM is needed but none is configured or reachable (exit 4)
+
+Messages are one line and say how to fix the problem.
+"""
+
+from __future__ import annotations
+
+
+class HybridWeatherError(Exception):
+    """Base class of every error hybrid-weather raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigurationError(HybridWeatherError):
+    """A setting is missing or has a value hybrid-weather cannot use."""
+
+    exit_code = 2
+
+
+class WeatherUnavailable(HybridWeatherError):
+    """The weather provider could not give an answer."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, provider: str = "") -> None:
+        super().__init__(message)
+        self.provider = provider
+
+
+class UpstreamTimeout(WeatherUnavailable):
+    """The provider did not answer within the timeout or the request deadline."""
+
+
+class UpstreamConnectError(WeatherUnavailable):
+    """The connection to the provider was refused or failed."""
+
+
+class UpstreamHTTPError(WeatherUnavailable):
+    """The provider answered with an HTTP error status."""
+
+    def __init__(self, message: str, *, provider: str = "", status_code: int = 0) -> None:
+        super().__init__(message, provider=provider)
+        self.status_code = status_code
+
+
+class UpstreamRejected(WeatherUnavailable):
+    """The provider refused the request for a reason retrying cannot fix (bad key, quota)."""
+
+
+class MalformedResponse(WeatherUnavailable):
+    """The provider's body is not the documented shape (not JSON, truncated, fields missing)."""
+
+
+class CircuitOpen(WeatherUnavailable):
+    """Recent requests to the provider failed; it is left alone until the cool-down ends."""
+
+
+class NotCovered(WeatherUnavailable):
+    """The provider has no data for this place, date or aspect."""
+
+
+class LLMUnavailable(HybridWeatherError):
+    """The question needs an LLM, but none is configured or reachable."""
+
+    exit_code = 4

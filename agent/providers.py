@@ -1,0 +1,303 @@
+"""Weather providers: Open-Meteo (default, no key), AMap (Chinese places, AMAP_KEY) and demo (offline).
+
+Each turns its service's documented JSON into the shared shapes in weather.py; a body that does not
+have the documented shape is a MalformedResponse, never a crash.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+import zlib
+from abc import ABC, abstractmethod
+from collections import defaultdict
+from typing import Any
+
+from hybrid_weather.rules.gazetteer import Place
+
+from ._http import ResilientClient
+from .errors import ConfigurationError, MalformedResponse, NotCovered, UpstreamRejected
+from .weather import AirQuality, CurrentWeather, DailyAir, DailyWeather, Forecast, beaufort, condition_of
+
+OPEN_METEO_FORECAST_URL = "https://api.open-meteo.com"
+OPEN_METEO_AIR_URL = "https://air-quality-api.open-meteo.com"
+OPEN_METEO_GEOCODING_URL = "https://geocoding-api.open-meteo.com"
+AMAP_URL = "https://restapi.amap.com"
+PROVIDERS = ("open-meteo", "amap", "demo")
+
+# Ten variables: Open-Meteo bills more than ten per location as extra calls.
+_DAILY = ("weather_code", "temperature_2m_max", "temperature_2m_min", "precipitation_probability_max",
+          "precipitation_sum", "wind_speed_10m_max", "relative_humidity_2m_mean")
+_CURRENT = ("temperature_2m", "relative_humidity_2m", "weather_code")
+_AIR = ("us_aqi", "pm2_5", "pm10")
+# Geocoding ranks villages first for some Chinese names; capitals and seats of government go first.
+_FEATURE_RANK = {"PPLC": 0, "PPLA": 1, "PPLA2": 2, "PPLA3": 3, "PPLA4": 4, "PPL": 5}
+
+
+class WeatherProvider(ABC):
+    """A source of forecasts and air quality for places."""
+
+    name: str
+    label: str  #: for messages and answers
+    attribution: str | None = None
+    max_days_ahead: int = 15
+    max_days_back: int = 92
+
+    @abstractmethod
+    def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast: ...
+
+    def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
+        raise NotCovered(f"{self.label} has no air-quality data; use --provider open-meteo", provider=self.name)
+
+    def geocode(self, name: str, *, deadline: float) -> Place | None:
+        """A place the gazetteer lacks, looked up by name; None where the provider cannot search."""
+        return None
+
+    @property
+    def upstream_requests(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
+class OpenMeteoProvider(WeatherProvider):
+    name = "open-meteo"
+    label = "Open-Meteo"
+    attribution = "Weather data by Open-Meteo.com (CC BY 4.0)"
+    max_days_ahead = 15  # forecast_days=16, today included
+    max_days_back = 92
+
+    def __init__(self, base_url: str | None = None, **http: Any) -> None:
+        base = base_url.rstrip("/") if base_url else None
+        self.forecast_url = f"{base or OPEN_METEO_FORECAST_URL}/v1/forecast"
+        self.air_url = f"{base or OPEN_METEO_AIR_URL}/v1/air-quality"
+        self.geocoding_url = f"{base or OPEN_METEO_GEOCODING_URL}/v1/search"
+        self.http = ResilientClient(self.label, **http)
+
+    @property
+    def upstream_requests(self) -> int:
+        return self.http.attempts
+
+    def close(self) -> None:
+        self.http.close()
+
+    def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast:
+        body = self.http.get_json(self.forecast_url, {
+            "latitude": place.latitude, "longitude": place.longitude,
+            "daily": ",".join(_DAILY), "current": ",".join(_CURRENT),
+            "timezone": place.timezone, "forecast_days": self.max_days_ahead + 1, "past_days": past_days,
+            "wind_speed_unit": "ms",
+        }, deadline=deadline)
+        daily = _columns(body, "daily", _DAILY, self.label)
+        days = []
+        for i, day in enumerate(daily["time"]):
+            code = _int(daily["weather_code"][i])
+            wind = _float(daily["wind_speed_10m_max"][i])
+            force = beaufort(wind)
+            days.append(DailyWeather(
+                date=_date(day, self.label), condition=condition_of(code)[0], weather_code=code,
+                temp_max=_float(daily["temperature_2m_max"][i]), temp_min=_float(daily["temperature_2m_min"][i]),
+                precip_probability=_int(daily["precipitation_probability_max"][i]),
+                precip_sum=_float(daily["precipitation_sum"][i]), wind_speed_max=wind,
+                wind_scale=None if force is None else f"{force}级", humidity=_int(daily["relative_humidity_2m_mean"][i]),
+            ))
+        current = None
+        if isinstance(body.get("current"), dict):
+            now = body["current"]
+            code = _int(now.get("weather_code"))
+            current = CurrentWeather(time=str(now.get("time", "")), condition=condition_of(code)[0], weather_code=code,
+                                     temperature=_float(now.get("temperature_2m")),
+                                     humidity=_int(now.get("relative_humidity_2m")))
+        return Forecast(place, tuple(days), current, self.name, time.time())
+
+    def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
+        body = self.http.get_json(self.air_url, {
+            "latitude": place.latitude, "longitude": place.longitude, "hourly": ",".join(_AIR),
+            "current": ",".join(_AIR), "timezone": place.timezone, "forecast_days": 7, "past_days": past_days,
+        }, deadline=deadline)
+        hourly = _columns(body, "hourly", _AIR, self.label)
+        by_day: dict[str, list[int]] = defaultdict(list)
+        for i, stamp in enumerate(hourly["time"]):
+            by_day[str(stamp)[:10]].append(i)
+        days = []
+        for day, rows in by_day.items():
+            aqi = [v for i in rows if (v := _float(hourly["us_aqi"][i])) is not None]
+            pm25 = [v for i in rows if (v := _float(hourly["pm2_5"][i])) is not None]
+            pm10 = [v for i in rows if (v := _float(hourly["pm10"][i])) is not None]
+            days.append(DailyAir(_date(day, self.label), round(max(aqi)) if aqi else None,
+                                 round(sum(pm25) / len(pm25), 1) if pm25 else None,
+                                 round(sum(pm10) / len(pm10), 1) if pm10 else None))
+        current = None
+        if isinstance(body.get("current"), dict):
+            now = body["current"]
+            aqi_now = _float(now.get("us_aqi"))
+            current = DailyAir(_date(str(now.get("time", ""))[:10], self.label) if now.get("time") else dt.date.today(),
+                               None if aqi_now is None else round(aqi_now), _float(now.get("pm2_5")), _float(now.get("pm10")))
+        return AirQuality(place, tuple(days), current, self.name, time.time())
+
+    def geocode(self, name: str, *, deadline: float) -> Place | None:
+        body = self.http.get_json(self.geocoding_url, {"name": name, "count": 10, "language": "zh", "format": "json"},
+                                  deadline=deadline)
+        if not isinstance(body, dict):
+            raise MalformedResponse(f"{self.label} geocoding sent {type(body).__name__}, not an object", provider=self.name)
+        results = [r for r in body.get("results") or [] if isinstance(r, dict)
+                   and _float(r.get("latitude")) is not None and _float(r.get("longitude")) is not None]
+        if not results:
+            return None
+        best = min(results, key=lambda r: (_FEATURE_RANK.get(str(r.get("feature_code")), 9), -(_int(r.get("population")) or 0)))
+        label = str(best.get("name") or name)
+        return Place(label, label, "geocoded", float(best["latitude"]), float(best["longitude"]),
+                     str(best.get("timezone") or "UTC"), str(best.get("country_code") or ""))
+
+
+class AMapProvider(WeatherProvider):
+    name = "amap"
+    label = "高德天气 (AMap)"
+    attribution = "天气数据来自高德开放平台"
+    max_days_ahead = 3  # casts: today and three more days
+    max_days_back = 0
+
+    _ERRORS = {
+        "10001": "AMap rejected the key (10001 INVALID_USER_KEY): check AMAP_KEY",
+        "10003": "AMap daily quota used up (10003 DAILY_QUERY_OVER_LIMIT); it resets at 00:00 Beijing time, or use --provider open-meteo",
+        "10004": "AMap says requests come too often (10004 ACCESS_TOO_FREQUENT); try again in a minute",
+    }
+
+    def __init__(self, key: str | None, base_url: str | None = None, **http: Any) -> None:
+        if not key:
+            raise ConfigurationError("the amap provider needs a key: set AMAP_KEY (or use --provider open-meteo)")
+        self.key = key
+        self.url = f"{(base_url or AMAP_URL).rstrip('/')}/v3/weather/weatherInfo"
+        self.http = ResilientClient(self.label, **http)
+
+    @property
+    def upstream_requests(self) -> int:
+        return self.http.attempts
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _get(self, place: Place, extensions: str, deadline: float) -> dict[str, Any]:
+        if not place.adcode:
+            raise NotCovered(f"AMap covers places in China only, not {place.display}; use --provider open-meteo",
+                             provider=self.name)
+        body = self.http.get_json(self.url, {"key": self.key, "city": place.adcode, "extensions": extensions,
+                                             "output": "JSON"}, deadline=deadline)
+        if not isinstance(body, dict) or "status" not in body:
+            raise MalformedResponse("AMap sent a body without its status envelope", provider=self.name)
+        if body["status"] != "1":
+            code = str(body.get("infocode", ""))
+            message = self._ERRORS.get(code, f"AMap refused the request ({code} {body.get('info', '')})")
+            raise UpstreamRejected(message, provider=self.name)
+        return body
+
+    def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast:
+        body = self._get(place, "all", deadline)
+        try:
+            casts = body["forecasts"][0]["casts"]
+            days = []
+            for cast in casts:
+                day_weather, night_weather = cast["dayweather"], cast["nightweather"]
+                temps = [_float(cast["daytemp"]), _float(cast["nighttemp"])]
+                known = [t for t in temps if t is not None]
+                days.append(DailyWeather(
+                    date=_date(cast["date"], self.label),
+                    condition=day_weather if day_weather == night_weather else f"{day_weather}转{night_weather}",
+                    temp_max=max(known) if known else None, temp_min=min(known) if known else None,
+                    wind_scale=f"{cast['daypower']}级", wind_direction=f"{cast['daywind']}风",
+                ))
+        except (KeyError, IndexError, TypeError) as exc:
+            raise MalformedResponse(f"AMap forecast is missing {exc}", provider=self.name) from None
+        live = self._get(place, "base", deadline)
+        try:
+            now = live["lives"][0]
+            current = CurrentWeather(time=str(now["reporttime"]), condition=str(now["weather"]),
+                                     temperature=_float(now["temperature"]), humidity=_int(now["humidity"]),
+                                     wind_scale=f"{now['windpower']}级")
+        except (KeyError, IndexError, TypeError) as exc:
+            raise MalformedResponse(f"AMap live weather is missing {exc}", provider=self.name) from None
+        return Forecast(place, tuple(days), current, self.name, time.time())
+
+
+class DemoProvider(WeatherProvider):
+    """Deterministic synthetic weather for offline use and tests. Every answer says 演示数据."""
+
+    name = "demo"
+    label = "演示数据 (demo)"
+    attribution = "演示数据：合成天气，不是真实预报"
+
+    def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast:
+        today = dt.datetime.now(dt.timezone(dt.timedelta(hours=8))).date()
+        days = tuple(self._day(place, today + dt.timedelta(days=offset))
+                     for offset in range(-past_days, self.max_days_ahead + 1))
+        first = self._day(place, today)
+        current = CurrentWeather(time=f"{today.isoformat()}T12:00", condition=first.condition,
+                                 weather_code=first.weather_code,
+                                 temperature=round(((first.temp_max or 0) + (first.temp_min or 0)) / 2, 1),
+                                 humidity=first.humidity)
+        return Forecast(place, days, current, self.name, time.time())
+
+    def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
+        today = dt.datetime.now(dt.timezone(dt.timedelta(hours=8))).date()
+        days = []
+        for offset in range(-past_days, 7):
+            day = today + dt.timedelta(days=offset)
+            seed = zlib.crc32(f"air|{place.name}|{day}".encode())
+            days.append(DailyAir(day, 20 + seed % 160, round(5 + seed % 90, 1), round(10 + seed % 130, 1)))
+        return AirQuality(place, tuple(days), days[past_days], self.name, time.time())
+
+    @staticmethod
+    def _day(place: Place, day: dt.date) -> DailyWeather:
+        seed = zlib.crc32(f"{place.name}|{day}".encode())
+        codes = (0, 1, 2, 3, 3, 61, 63, 80, 2, 1, 45, 71 if abs(place.latitude) > 35 else 65)
+        code = codes[seed % len(codes)]
+        # Warmer near the equator, seasons flipped south of it: plausible, never real.
+        season = math.cos(2 * math.pi * (day.timetuple().tm_yday - 200) / 365) * (1 if place.latitude >= 0 else -1)
+        mean = 30 - 0.5 * abs(place.latitude) + 9 * season * min(1.0, abs(place.latitude) / 30)
+        spread = 4 + seed % 6
+        wind = round((seed >> 8) % 90 / 10, 1)
+        rainy = code in (61, 63, 65, 80, 71)
+        return DailyWeather(
+            date=day, condition=condition_of(code)[0], weather_code=code,
+            temp_max=round(mean + spread / 2, 1), temp_min=round(mean - spread / 2, 1),
+            precip_probability=60 + seed % 40 if rainy else seed % 30, precip_sum=round((seed % 120) / 10, 1) if rainy else 0.0,
+            wind_speed_max=wind, wind_scale=f"{beaufort(wind)}级", humidity=40 + seed % 50,
+        )
+
+
+def _columns(body: Any, block: str, names: tuple[str, ...], label: str) -> dict[str, list[Any]]:
+    """Open-Meteo's parallel arrays under BLOCK, checked for presence and equal length."""
+    if not isinstance(body, dict):
+        raise MalformedResponse(f"{label} sent {type(body).__name__}, not an object")
+    columns = body.get(block)
+    if not isinstance(columns, dict) or not isinstance(columns.get("time"), list):
+        raise MalformedResponse(f"{label} response has no '{block}.time' array")
+    length = len(columns["time"])
+    for name in names:
+        if not isinstance(columns.get(name), list) or len(columns[name]) != length:
+            raise MalformedResponse(f"{label} response has no '{block}.{name}' array of {length} values")
+    return columns
+
+
+def _date(text: Any, label: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(str(text)[:10])
+    except ValueError:
+        raise MalformedResponse(f"{label} sent a date that is not YYYY-MM-DD: {str(text)[:20]!r}") from None
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _int(value: Any) -> int | None:
+    number = _float(value)
+    return None if number is None else round(number)

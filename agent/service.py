@@ -1,0 +1,153 @@
+"""WeatherService: the one object that fetches weather, for both routes.
+
+It owns the provider (and so its HTTP client), a TTL cache keyed by place so that different questions
+about one place share one fetch, single-flight so that N concurrent asks for one key cause one upstream
+request, and a stale store that answers with the last good data when the provider fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import cachetools
+
+from hybrid_weather.rules.gazetteer import Place
+
+from .errors import NotCovered, UpstreamTimeout, WeatherUnavailable
+from .providers import WeatherProvider
+from .weather import AirQuality, Forecast
+
+DEFAULT_CACHE_TTL = 600.0
+#: The oldest data served when the provider fails (stale-if-error). Six hours: older forecasts have
+#: drifted enough that an error is more honest than the numbers.
+DEFAULT_MAX_STALE_AGE = 6 * 3600.0
+DEFAULT_CACHE_SIZE = 4096
+# Past days are fetched in a few fixed windows, so 昨天 and 前天 share a fetch with 今天.
+_PAST_WINDOWS = (1, 7, 31, 92)
+
+T = TypeVar("T", Forecast, AirQuality)
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched(Generic[T]):
+    """Data for one place, and how it was obtained."""
+
+    value: T
+    cache_hit: bool
+    stale: bool
+    age_s: float  #: seconds since the provider produced it
+    provider_ms: float  #: time spent waiting for the provider (0 on a cache hit)
+
+
+class WeatherService:
+    """Cached, single-flight, stale-if-error access to one provider. Thread-safe; share one."""
+
+    def __init__(self, provider: WeatherProvider, *, cache_ttl: float = DEFAULT_CACHE_TTL,
+                 max_stale_age: float = DEFAULT_MAX_STALE_AGE, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+        self.provider = provider
+        self.max_stale_age = max_stale_age
+        self._fresh: cachetools.TTLCache | None = cachetools.TTLCache(cache_size, cache_ttl) if cache_ttl > 0 else None
+        self._stale: cachetools.LRUCache = cachetools.LRUCache(cache_size)
+        self._inflight: dict[tuple, concurrent.futures.Future] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.provider.close()
+
+    # -- public: sync and async, forecast and air quality -------------------------------------------
+
+    def forecast(self, place: Place, past_days: int, deadline: float) -> Fetched[Forecast]:
+        return self._get("forecast", place, past_days, deadline, self.provider.forecast)
+
+    def air_quality(self, place: Place, past_days: int, deadline: float) -> Fetched[AirQuality]:
+        return self._get("air", place, past_days, deadline, self.provider.air_quality)
+
+    async def aforecast(self, place: Place, past_days: int, deadline: float) -> Fetched[Forecast]:
+        return await self._aget("forecast", place, past_days, deadline, self.provider.forecast)
+
+    async def aair_quality(self, place: Place, past_days: int, deadline: float) -> Fetched[AirQuality]:
+        return await self._aget("air", place, past_days, deadline, self.provider.air_quality)
+
+    # -- machinery ---------------------------------------------------------------------------------
+
+    def _get(self, kind: str, place: Place, past_days: int, deadline: float, fetch: Callable) -> Fetched:
+        key, hit, future, leader = self._begin(kind, place, past_days)
+        if hit is not None:
+            return hit
+        started = time.monotonic()
+        if leader:
+            self._run(key, future, fetch, place, deadline)
+        try:
+            value = future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except concurrent.futures.TimeoutError:
+            return self._stale_or_raise(key, UpstreamTimeout(
+                f"{self.provider.label} did not answer within the deadline", provider=self.provider.name))
+        except WeatherUnavailable as error:
+            return self._stale_or_raise(key, error)
+        return Fetched(value, False, False, max(0.0, time.time() - value.fetched_at), (time.monotonic() - started) * 1000)
+
+    async def _aget(self, kind: str, place: Place, past_days: int, deadline: float, fetch: Callable) -> Fetched:
+        key, hit, future, leader = self._begin(kind, place, past_days)
+        if hit is not None:
+            return hit
+        started = time.monotonic()
+        if leader:
+            # The provider's client is synchronous and pooled; a worker thread keeps the event loop free,
+            # and the shared future lets thread and task callers wait on the same upstream request.
+            asyncio.get_running_loop().run_in_executor(None, self._run, key, future, fetch, place, deadline)
+        try:
+            value = await asyncio.wait_for(asyncio.wrap_future(future), timeout=max(0.0, deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            return self._stale_or_raise(key, UpstreamTimeout(
+                f"{self.provider.label} did not answer within the deadline", provider=self.provider.name))
+        except WeatherUnavailable as error:
+            return self._stale_or_raise(key, error)
+        return Fetched(value, False, False, max(0.0, time.time() - value.fetched_at), (time.monotonic() - started) * 1000)
+
+    def _begin(self, kind: str, place: Place, past_days: int) -> tuple[tuple, Fetched | None, concurrent.futures.Future, bool]:
+        window = next((w for w in _PAST_WINDOWS if w >= past_days), None)
+        if window is None:
+            raise NotCovered(f"{self.provider.label} keeps at most {_PAST_WINDOWS[-1]} past days", provider=self.provider.name)
+        key = (kind, self.provider.name, place.name, place.latitude, place.longitude, window)
+        with self._lock:
+            if self._fresh is not None:
+                for wider in _PAST_WINDOWS[_PAST_WINDOWS.index(window):]:
+                    value = self._fresh.get(key[:-1] + (wider,))
+                    if value is not None:
+                        return key, Fetched(value, True, False, max(0.0, time.time() - value.fetched_at), 0.0), None, False  # type: ignore[return-value]
+            future = self._inflight.get(key)
+            if future is not None:
+                return key, None, future, False
+            future = concurrent.futures.Future()
+            self._inflight[key] = future
+            return key, None, future, True
+
+    def _run(self, key: tuple, future: concurrent.futures.Future, fetch: Callable, place: Place, deadline: float) -> None:
+        try:
+            value = fetch(place, past_days=key[-1], deadline=deadline)
+        except BaseException as error:  # noqa: BLE001 - handed to every waiter, re-raised there
+            with self._lock:
+                self._inflight.pop(key, None)
+            future.set_exception(error)
+            return
+        with self._lock:
+            if self._fresh is not None:
+                self._fresh[key] = value
+            self._stale[key] = value
+            self._inflight.pop(key, None)
+        future.set_result(value)
+
+    def _stale_or_raise(self, key: tuple, error: WeatherUnavailable) -> Fetched:
+        with self._lock:
+            candidates = [self._stale.get(key[:-1] + (w,)) for w in _PAST_WINDOWS[_PAST_WINDOWS.index(key[-1]):]]
+        fresh_enough = [v for v in candidates if v is not None and time.time() - v.fetched_at <= self.max_stale_age]
+        if not fresh_enough:
+            raise error
+        value = max(fresh_enough, key=lambda v: v.fetched_at)
+        return Fetched(value, False, True, time.time() - value.fetched_at, 0.0)

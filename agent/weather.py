@@ -1,0 +1,154 @@
+"""What the weather tools return, the same for every provider, and the conversions answers need."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hybrid_weather.rules.gazetteer import Place
+
+# WMO weather interpretation codes (Open-Meteo's weather_code) in Chinese; wording after wttr.in zh-cn.
+WMO_CODES: dict[int, tuple[str, str]] = {
+    0: ("晴", "☀️"), 1: ("少云", "🌤️"), 2: ("多云", "⛅"), 3: ("阴", "☁️"),
+    45: ("雾", "🌫️"), 48: ("冻雾", "🌫️"),
+    51: ("小毛毛雨", "🌦️"), 53: ("毛毛雨", "🌦️"), 55: ("大毛毛雨", "🌦️"),
+    56: ("冻毛毛雨", "🌧️"), 57: ("强冻毛毛雨", "🌧️"),
+    61: ("小雨", "🌦️"), 63: ("中雨", "🌧️"), 65: ("大雨", "🌧️"),
+    66: ("小冻雨", "🌧️"), 67: ("大冻雨", "🌧️"),
+    71: ("小雪", "🌨️"), 73: ("中雪", "🌨️"), 75: ("大雪", "❄️"), 77: ("米雪", "🌨️"),
+    80: ("小阵雨", "🌦️"), 81: ("中阵雨", "🌧️"), 82: ("强阵雨", "🌧️"),
+    85: ("小阵雪", "🌨️"), 86: ("大阵雪", "❄️"),
+    95: ("雷阵雨", "⛈️"), 96: ("雷阵雨伴小冰雹", "⛈️"), 99: ("雷阵雨伴大冰雹", "⛈️"),
+}
+SNOW_CODES = frozenset({71, 73, 75, 77, 85, 86})
+RAIN_CODES = frozenset({51, 53, 55, 56, 57, 61, 63, 65, 66, 67, 80, 81, 82, 95, 96, 99})
+# Upper bounds (m/s) of Beaufort forces 0-11; 12 and above is 风力12级.
+_BEAUFORT_LIMITS = (0.3, 1.6, 3.4, 5.5, 8.0, 10.8, 13.9, 17.2, 20.8, 24.5, 28.5, 32.7)
+# AQI categories; US EPA and China's HJ 633 share these index breakpoints.
+_AQI_CATEGORIES = ((50, "优"), (100, "良"), (150, "轻度污染"), (200, "中度污染"), (300, "重度污染"))
+
+
+def condition_of(code: int | None) -> tuple[str, str]:
+    """(中文, emoji) for a WMO code; unknown codes say so instead of guessing."""
+    if code is None:
+        return ("未知", "✨")
+    return WMO_CODES.get(code, ("未知", "✨"))
+
+
+def beaufort(speed_ms: float | None) -> int | None:
+    """风力级 (Beaufort force) for a wind speed in m/s."""
+    if speed_ms is None:
+        return None
+    for force, limit in enumerate(_BEAUFORT_LIMITS):
+        if speed_ms < limit:
+            return force
+    return 12
+
+
+def aqi_category(aqi: float | None) -> str | None:
+    if aqi is None:
+        return None
+    for limit, name in _AQI_CATEGORIES:
+        if aqi <= limit:
+            return name
+    return "严重污染"
+
+
+@dataclass(frozen=True, slots=True)
+class DailyWeather:
+    """One day at one place, in the place's own time zone. None means the provider did not say."""
+
+    date: dt.date
+    condition: str  #: 晴, 多云, 小雨 …; AMap gives day and night: "多云转小雨"
+    weather_code: int | None = None
+    temp_max: float | None = None  #: °C
+    temp_min: float | None = None  #: °C
+    precip_probability: int | None = None  #: %, the day's maximum
+    precip_sum: float | None = None  #: mm
+    wind_speed_max: float | None = None  #: m/s
+    wind_scale: str | None = None  #: 风力级, e.g. "3级", "≤3级", "4-5级"
+    wind_direction: str | None = None  #: 东北风 … (AMap)
+    humidity: int | None = None  #: %, daily mean
+
+    @property
+    def rain_likely(self) -> bool:
+        if self.weather_code is not None and self.weather_code in RAIN_CODES:
+            return True
+        if self.precip_probability is not None and self.precip_probability >= 50:
+            return True
+        if self.precip_sum is not None and self.precip_sum >= 1.0:
+            return True
+        return "雨" in self.condition
+
+    @property
+    def snow_likely(self) -> bool:
+        return (self.weather_code is not None and self.weather_code in SNOW_CODES) or "雪" in self.condition
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentWeather:
+    """Conditions now, for questions about today."""
+
+    time: str  #: local time as the provider gives it
+    condition: str
+    weather_code: int | None = None
+    temperature: float | None = None
+    humidity: int | None = None
+    wind_speed: float | None = None
+    wind_scale: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    """A provider's days for one place, as fetched at one moment."""
+
+    place: Place
+    days: tuple[DailyWeather, ...]
+    current: CurrentWeather | None
+    source: str  #: provider name: open-meteo, amap, demo
+    fetched_at: float  #: time.time() of the fetch, for stale answers
+
+    def day(self, date: dt.date) -> DailyWeather | None:
+        return next((d for d in self.days if d.date == date), None)
+
+
+@dataclass(frozen=True, slots=True)
+class DailyAir:
+    date: dt.date
+    aqi: int | None  #: US AQI, daily maximum of the hourly values
+    pm2_5: float | None  #: µg/m³, daily mean
+    pm10: float | None  #: µg/m³, daily mean
+
+    @property
+    def category(self) -> str | None:
+        return aqi_category(self.aqi)
+
+
+@dataclass(frozen=True, slots=True)
+class AirQuality:
+    place: Place
+    days: tuple[DailyAir, ...]
+    current: DailyAir | None  #: the latest hour, for today
+    source: str
+    fetched_at: float
+
+    def day(self, date: dt.date) -> DailyAir | None:
+        return next((d for d in self.days if d.date == date), None)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, dates and tuples as plain JSON values (for --json and the LLM tools)."""
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: to_jsonable(v) for k, v in asdict(value).items()}
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+__all__ = ["AirQuality", "CurrentWeather", "DailyAir", "DailyWeather", "Forecast", "aqi_category", "beaufort",
+           "condition_of", "to_jsonable"]

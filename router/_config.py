@@ -1,0 +1,65 @@
+"""Settings from the environment (DESIGN.md §3.3), read in this one place and only when asked."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from hybrid_weather.agent.errors import ConfigurationError
+from hybrid_weather.agent.providers import PROVIDERS
+
+DEFAULT_PROVIDER = "open-meteo"
+DEFAULT_DEADLINE = 5.0
+DEFAULT_CACHE_TTL = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    provider: str = DEFAULT_PROVIDER
+    open_meteo_url: str | None = None
+    amap_key: str | None = None
+    amap_url: str | None = None
+    cache_ttl: float = DEFAULT_CACHE_TTL
+    home: Path | None = None
+    ledger: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        provider = env.get("HYBRID_WEATHER_PROVIDER") or DEFAULT_PROVIDER
+        check_provider(provider, "HYBRID_WEATHER_PROVIDER")
+        ttl_text = env.get("HYBRID_WEATHER_CACHE_TTL")
+        cache_ttl = DEFAULT_CACHE_TTL
+        if ttl_text:
+            try:
+                cache_ttl = float(ttl_text)
+            except ValueError:
+                raise ConfigurationError(
+                    f"HYBRID_WEATHER_CACHE_TTL={ttl_text!r} is not a number of seconds; use e.g. 600, or 0 to disable"
+                ) from None
+            if cache_ttl < 0:
+                raise ConfigurationError("HYBRID_WEATHER_CACHE_TTL must be 0 or more seconds")
+        home = env.get("HYBRID_WEATHER_HOME")
+        return cls(
+            provider=provider,
+            open_meteo_url=env.get("HYBRID_WEATHER_OPEN_METEO_URL") or None,
+            amap_key=env.get("AMAP_KEY") or None,
+            amap_url=env.get("HYBRID_WEATHER_AMAP_URL") or None,
+            cache_ttl=cache_ttl,
+            home=Path(home) if home else None,
+            ledger=env.get("HYBRID_WEATHER_LEDGER") or None,
+        )
+
+    def home_dir(self) -> Path:
+        if self.home is not None:
+            return self.home
+        import click
+
+        return Path(click.get_app_dir("hybrid-weather"))
+
+
+def check_provider(name: str, where: str = "--provider") -> None:
+    if name not in PROVIDERS:
+        raise ConfigurationError(f"unknown weather provider {name!r} in {where}; choose one of: {', '.join(PROVIDERS)}")

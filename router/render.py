@@ -1,0 +1,209 @@
+"""Answers in natural Chinese: the asked-for fact first, then the numbers behind it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hybrid_weather.agent.weather import DailyAir, DailyWeather, Forecast, AirQuality, condition_of
+from hybrid_weather.rules.gazetteer import Place
+
+from ._decision import Decision
+
+_RELATIVE_DAYS = {0: "今天", 1: "明天", 2: "后天", 3: "大后天", -1: "昨天", -2: "前天"}
+_WEEKDAYS = "一二三四五六日"
+# Below this many degrees apart, two places or days are "about the same".
+_SAME_TEMPERATURE = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What one place has for the asked days: weather days or air days, in date order."""
+
+    place: Place
+    weather: Forecast | None = None
+    air: AirQuality | None = None
+
+
+def day_label(day: dt.date, today: dt.date, *, with_date: bool = False) -> str:
+    relative = _RELATIVE_DAYS.get((day - today).days)
+    calendar = f"{day.month}月{day.day}日（周{_WEEKDAYS[day.weekday()]}）"
+    if relative and with_date:
+        return f"{relative} {calendar}"
+    return relative or calendar
+
+
+def render(decision: Decision, facts: Sequence[Facts], today: dt.date, *, emoji: bool = True) -> str:
+    """The answer to a rule decision from the fetched facts (one per place, in the order asked)."""
+    lines: list[str] = []
+    if decision.compare:
+        lines.extend(_comparison(decision, facts, today))
+    several_days = len(decision.dates) > 1
+    for item in facts:
+        if several_days:
+            lines.append(f"{item.place.display}：")
+        for day in decision.dates:
+            line = _fact_line(decision.aspect or "weather", item, day, today, emoji,
+                              prefix=day_label(day, today, with_date=True) + "：" if several_days else None)
+            lines.append("  " + line if several_days else line)
+    return "\n".join(lines)
+
+
+def _fact_line(aspect: str, item: Facts, day: dt.date, today: dt.date, emoji: bool, prefix: str | None) -> str:
+    place, when = item.place.display, day_label(day, today)
+    head = prefix if prefix is not None else f"{place}{when}"
+    if aspect == "air":
+        air = item.air.day(day) if item.air else None
+        if air is None:
+            return f"{head}暂无空气质量数据。"
+        return f"{head}{_air_phrase(air)}。"
+    weather = item.weather.day(day) if item.weather else None
+    if weather is None:
+        return f"{head}暂无预报数据。"
+    mark = condition_of(weather.weather_code)[1] + " " if emoji and weather.weather_code is not None else ""
+    current = item.weather.current if item.weather and day == today else None
+    if aspect == "rain":
+        if weather.rain_likely:
+            return f"{mark}{head}可能下雨（{_rain_numbers(weather)}），记得带伞。"
+        if weather.precip_probability is not None and weather.precip_probability >= 30:
+            return f"{mark}{head}下雨的可能不大（{_rain_numbers(weather)}），可以备一把伞。"
+        return f"{mark}{head}不会下雨（{_rain_numbers(weather)}）。"
+    if aspect == "snow":
+        verdict = "可能下雪" if weather.snow_likely else "不会下雪"
+        return f"{mark}{head}{verdict}（{weather.condition}，{_temperature_range(weather)}）。"
+    if aspect == "temperature":
+        now = f"，现在{_degrees(current.temperature)}" if current and current.temperature is not None else ""
+        return f"{mark}{head}气温{_temperature_range(weather)}{now}。"
+    if aspect == "wind":
+        return f"{mark}{head}{_wind_verdict(weather)}，{_wind_phrase(weather)}。"
+    if aspect == "humidity":
+        if current and current.humidity is not None:
+            average = f"，全天平均{weather.humidity}%" if weather.humidity is not None else ""
+            return f"{mark}{prefix or place}现在湿度{current.humidity}%{average}。"
+        if weather.humidity is None:
+            return f"{head}暂无湿度数据。"
+        return f"{mark}{head}平均湿度{weather.humidity}%。"
+    parts = [weather.condition, _temperature_range(weather)]
+    if weather.precip_probability is not None:
+        parts.append(f"降水概率{weather.precip_probability}%")
+    parts.append(_wind_phrase(weather))
+    if weather.humidity is not None:
+        parts.append(f"湿度{weather.humidity}%")
+    now = ""
+    if current and current.temperature is not None:
+        now = f"现在{current.condition}，{_degrees(current.temperature)}；"
+    colon = "：" if prefix is None else ""
+    return f"{mark}{head}{colon}{now}{'，'.join(parts)}。"
+
+
+def _comparison(decision: Decision, facts: Sequence[Facts], today: dt.date) -> list[str]:
+    """The sentence that answers 哪个更冷 / 明天比今天热吗 before the numbers."""
+    kind = decision.compare
+    sentences = []
+    if len(facts) >= 2:
+        for day in decision.dates:
+            items = [(f.place.display, _metric(kind, f, day)) for f in facts]
+            sentences.append(_compare_sentence(kind, items, day_label(day, today)))
+    else:
+        item = facts[0]
+        items = [(day_label(day, today), _metric(kind, item, day)) for day in decision.dates]
+        sentences.append(_compare_sentence(kind, items, "", subject=item.place.display))
+    return sentences
+
+
+def _metric(kind: str | None, item: Facts, day: dt.date) -> float | None:
+    if kind == "air":
+        air = item.air.day(day) if item.air else None
+        return None if air is None or air.aqi is None else float(air.aqi)
+    weather = item.weather.day(day) if item.weather else None
+    if weather is None:
+        return None
+    if kind in ("hot", "cold"):
+        if weather.temp_max is None or weather.temp_min is None:
+            return None
+        return (weather.temp_max + weather.temp_min) / 2
+    if kind == "rain":
+        if weather.precip_probability is not None:
+            return float(weather.precip_probability)
+        return 1.0 if weather.rain_likely else 0.0
+    if kind == "snow":
+        return 1.0 if weather.snow_likely else 0.0
+    if kind == "wind":
+        return weather.wind_speed_max
+    if kind == "humidity":
+        return None if weather.humidity is None else float(weather.humidity)
+    return None
+
+
+_COMPARATIVES = {
+    # kind: (which way is "more", word for the winner, word when all are equal)
+    "hot": (max, "更热", "气温差不多"), "cold": (min, "更冷", "气温差不多"),
+    "rain": (max, "更可能下雨", "下雨的可能差不多"), "snow": (max, "更可能下雪", "都不太会下雪"),
+    "wind": (max, "风更大", "风力差不多"), "humidity": (max, "更潮湿", "湿度差不多"),
+    "air": (min, "空气更好", "空气质量差不多"),
+}
+
+
+def _compare_sentence(kind: str | None, items: list[tuple[str, float | None]], when: str, subject: str = "") -> str:
+    known = [(name, value) for name, value in items if value is not None]
+    if len(known) < 2 or kind not in _COMPARATIVES:
+        return f"{subject}{when}缺少比较所需的数据。"
+    pick, better, same = _COMPARATIVES[kind]
+    values = [v for _, v in known]
+    tolerance = _SAME_TEMPERATURE if kind in ("hot", "cold") else 0.0
+    if max(values) - min(values) <= tolerance:
+        return f"{subject}{when}{'、'.join(n for n, _ in known)}{same}。"
+    winner = pick(known, key=lambda item: item[1])[0]
+    if kind == "snow" and max(values) == 0:
+        return f"{subject}{when}{same}。"
+    if len(known) == 2 and kind in ("hot", "cold", "humidity"):
+        other = next(n for n, _ in known if n != winner)
+        return f"{subject}{when}{winner}比{other}{better.removeprefix('更')}。"
+    return f"{subject}{when}{winner}{better}。"
+
+
+def _degrees(value: float | None) -> str:
+    return "?" if value is None else f"{value:.0f}°C"
+
+
+def _temperature_range(weather: DailyWeather) -> str:
+    if weather.temp_min is None and weather.temp_max is None:
+        return "气温未知"
+    return f"{_degrees(weather.temp_min)}~{_degrees(weather.temp_max)}"
+
+
+def _rain_numbers(weather: DailyWeather) -> str:
+    parts = [weather.condition]
+    if weather.precip_probability is not None:
+        parts.append(f"降水概率{weather.precip_probability}%")
+    if weather.precip_sum:
+        parts.append(f"预计{weather.precip_sum:g}毫米")
+    return "，".join(parts)
+
+
+def _wind_phrase(weather: DailyWeather) -> str:
+    direction = weather.wind_direction or ""
+    scale = f"风力{weather.wind_scale}" if weather.wind_scale else ""
+    speed = f"（最大风速{weather.wind_speed_max:.1f} m/s）" if weather.wind_speed_max is not None else ""
+    return f"{direction}{scale}{speed}" or "风力未知"
+
+
+def _wind_verdict(weather: DailyWeather) -> str:
+    # AMap gives ranges such as "≤3" or "4-5"; the first number is the force to judge by.
+    digits = "".join(ch if ch.isdigit() else " " for ch in weather.wind_scale or "").split()
+    if not digits:
+        return "风力未知"
+    force = int(digits[0])
+    return "风不大" if force <= 3 else "风有点大" if force <= 5 else "风很大"
+
+
+def _air_phrase(air: DailyAir) -> str:
+    if air.aqi is None:
+        return "暂无空气质量指数"
+    numbers = [f"AQI {air.aqi}"]
+    if air.pm2_5 is not None:
+        numbers.append(f"PM2.5 {air.pm2_5:.0f} µg/m³")
+    if air.pm10 is not None:
+        numbers.append(f"PM10 {air.pm10:.0f} µg/m³")
+    return f"空气质量{air.category}（{'，'.join(numbers)}）"
