@@ -55,6 +55,7 @@ class WeatherService:
         self._fresh: cachetools.TTLCache | None = cachetools.TTLCache(cache_size, cache_ttl) if cache_ttl > 0 else None
         self._stale: cachetools.LRUCache = cachetools.LRUCache(cache_size)
         self._inflight: dict[tuple, concurrent.futures.Future] = {}
+        self._geocoded: cachetools.LRUCache = cachetools.LRUCache(cache_size)
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -67,6 +68,16 @@ class WeatherService:
 
     def air_quality(self, place: Place, past_days: int, deadline: float) -> Fetched[AirQuality]:
         return self._get("air", place, past_days, deadline, self.provider.air_quality)
+
+    def geocode(self, name: str, deadline: float) -> Place | None:
+        """A place the gazetteer lacks, from the provider's geocoder; answers (found or not) are kept."""
+        with self._lock:
+            if name in self._geocoded:
+                return self._geocoded[name]
+        place = self.provider.geocode(name, deadline=deadline)
+        with self._lock:
+            self._geocoded[name] = place
+        return place
 
     async def aforecast(self, place: Place, past_days: int, deadline: float) -> Fetched[Forecast]:
         return await self._aget("forecast", place, past_days, deadline, self.provider.forecast)

@@ -30,6 +30,10 @@ class Decision:
     clarification: str | None = None
     #: The query after normalisation, as the rules read it.
     normalized: str = ""
+    #: For a clarify about a place the gazetteer lacks: the word, and the rule decision it would make
+    #: if a geocoder finds that place (its Place is a placeholder to be replaced).
+    unknown_place: str | None = None
+    pending: Decision | None = None
 
     def to_json(self, query: str) -> dict[str, Any]:
         """The `route --json` object (DESIGN.md §3.2): exactly these keys."""

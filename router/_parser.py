@@ -79,7 +79,7 @@ class QueryParser:
         if len(reading.unknown) > 1:
             return _llm("unrecognised: " + " ".join(text for _, _, text in reading.unknown), clean)
         if reading.unknown:
-            decided = self._place_attempt(reading, tokens, clean)
+            decided = self._place_attempt(reading, tokens, clean, dates, today)
             if decided is not None:
                 return decided
         return self._decide(reading, dates, today, clean)
@@ -151,7 +151,8 @@ class QueryParser:
                 return
         reading.places.append((index, word, match))
 
-    def _place_attempt(self, reading: _Reading, tokens: list[str | None], clean: str) -> Decision | None:
+    def _place_attempt(self, reading: _Reading, tokens: list[str | None], clean: str,
+                       dates: list[dt.date], today: dt.date) -> Decision | None:
         """Handle the one unknown run: a typo of a place, a place we lack, or content for the LLM."""
         first, last, word = reading.unknown[0]
         before = tokens[first - 1] if first > 0 else None
@@ -174,7 +175,17 @@ class QueryParser:
                 reading.places.sort(key=lambda item: item[0])
                 return None
         if in_place_slot and weather_signal and (len(word) >= 2):
-            return _clarify(f"unknown place: {word}", f"没有找到“{word}”这个地点，请换个说法，例如“上海”“北京朝阳区”或“东京”。", clean)
+            decided = _clarify(f"unknown place: {word}", f"没有找到“{word}”这个地点，请换个说法，例如“上海”“北京朝阳区”或“东京”。", clean)
+            decided.unknown_place = word
+            # What the question would be with the word as a place: a geocoder may still find it.
+            placeholder = Place(word, word, "geocoded", 0.0, 0.0, "UTC", "")
+            reading.unknown.clear()
+            reading.places.append((first, word, PlaceMatch((placeholder,), "geocoding")))
+            reading.places.sort(key=lambda item: item[0])
+            pending = self._decide(reading, dates, today, clean)
+            if pending.route == "rule":
+                decided.pending = pending
+            return decided
         return _llm(f"unrecognised: {word}", clean)
 
     def _decide(self, reading: _Reading, dates: list[dt.date], today: dt.date, clean: str) -> Decision:

@@ -6,7 +6,7 @@ import asyncio
 import datetime as dt
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hybrid_weather.agent.errors import LLMUnavailable, NotCovered, WeatherUnavailable
@@ -137,14 +137,14 @@ class HybridRouter:
         """Answer TEXT. Raises WeatherUnavailable (no data, not even stale) or LLMUnavailable."""
         started = time.perf_counter()
         today = today or today_in_china()
-        decision = self.route(text, today=today, session=session)
+        deadline = time.monotonic() + self.deadline
+        decision = self._geocoded(self.route(text, today=today, session=session), deadline)
         early = self._without_weather(decision, started)
         if early is not None:
             return early
         decision, early = self._check_horizon(decision, today, started)
         if early is not None:
             return early
-        deadline = time.monotonic() + self.deadline
         fetched = [self._fetch(decision, place, today, deadline) for place in decision.places]
         return self._answer(decision, fetched, today, emoji, started)
 
@@ -153,16 +153,33 @@ class HybridRouter:
         """ask() for asyncio programs: places are fetched concurrently, the event loop never blocks."""
         started = time.perf_counter()
         today = today or today_in_china()
+        deadline = time.monotonic() + self.deadline
         decision = self.route(text, today=today, session=session)
+        if decision.pending is not None:
+            decision = await asyncio.get_running_loop().run_in_executor(None, self._geocoded, decision, deadline)
         early = self._without_weather(decision, started)
         if early is not None:
             return early
         decision, early = self._check_horizon(decision, today, started)
         if early is not None:
             return early
-        deadline = time.monotonic() + self.deadline
         fetched = await asyncio.gather(*(self._afetch(decision, place, today, deadline) for place in decision.places))
         return self._answer(decision, list(fetched), today, emoji, started)
+
+    def _geocoded(self, decision: Decision, deadline: float) -> Decision:
+        """For a place the gazetteer lacks, ask the provider's geocoder before giving up."""
+        if decision.pending is None or decision.unknown_place is None:
+            return decision
+        try:
+            found = self.weather.geocode(decision.unknown_place, deadline)
+        except WeatherUnavailable:
+            return decision  # the clarify stands; the forecast fetch would fail the same way
+        if found is None:
+            return decision
+        pending = decision.pending
+        places = [found if p.level == "geocoded" and p.name == decision.unknown_place else p for p in pending.places]
+        return replace(pending, places=places, cities=[p.name for p in places],
+                       reason=pending.reason.replace("via geocoding", f"via geocoding ({self.weather.provider.name})"))
 
     def _without_weather(self, decision: Decision, started: float) -> Answer | None:
         if decision.route == "clarify":

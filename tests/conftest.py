@@ -10,3 +10,20 @@ def isolated_home(tmp_path, monkeypatch):
                  "HYBRID_WEATHER_CACHE_TTL", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path / "home"
+
+
+TODAY = __import__("datetime").date(2026, 11, 29)
+
+
+@pytest.fixture
+def weather_server():
+    """A fake Open-Meteo/AMap server on 127.0.0.1 whose "today" is 2026-11-29."""
+    from fake_weather import FakeWeather
+
+    server = FakeWeather(TODAY).start()
+    yield server
+    server.stop()
+
+
+# Fast retries for tests: the behaviour is the same, the waits are milliseconds.
+FAST_HTTP = {"backoff_base": 0.01, "backoff_cap": 0.05, "read_timeout": 1.0, "connect_timeout": 0.5}

@@ -1,0 +1,300 @@
+"""The rule route over the wire: a fake Open-Meteo/AMap server on 127.0.0.1, with faults injected."""
+
+import asyncio
+import datetime as dt
+import threading
+import time
+
+import pytest
+from conftest import FAST_HTTP, TODAY
+from fake_weather import refused_url
+
+from hybrid_weather.agent.errors import (
+    CircuitOpen,
+    MalformedResponse,
+    UpstreamConnectError,
+    UpstreamHTTPError,
+    UpstreamRejected,
+    UpstreamTimeout,
+    WeatherUnavailable,
+)
+from hybrid_weather.router import HybridRouter
+from hybrid_weather.router._config import Settings
+
+SHANGHAI = (31.2304, 121.4737)
+BEIJING = (39.9042, 116.4074)
+TOMORROW = TODAY + dt.timedelta(days=1)
+
+
+def make_router(url, *, provider="open-meteo", cache_ttl=600, deadline=5.0, amap_key=None, **http):
+    settings = Settings(provider=provider, open_meteo_url=url, amap_url=url, amap_key=amap_key)
+    return HybridRouter(provider=provider, settings=settings, cache_ttl=cache_ttl, deadline=deadline,
+                        http_options={**FAST_HTTP, **http})
+
+
+@pytest.fixture
+def router(weather_server):
+    with make_router(weather_server.url) as router:
+        yield router
+
+
+def ask(router, text):
+    return router.ask(text, today=TODAY, emoji=False)
+
+
+# -- the right place, date and numbers ---------------------------------------------------------------
+
+def test_rain_question_answers_from_the_documented_api(router, weather_server):
+    weather_server.set_day(*SHANGHAI, TOMORROW, weather_code=61, precipitation_probability_max=70, precipitation_sum=5.2)
+    answer = ask(router, "魔都明天会下雨吗")
+    assert answer.text == "上海明天可能下雨（小雨，降水概率70%，预计5.2毫米），记得带伞。"
+    assert answer.route == "rule" and answer.source == "open-meteo" and not answer.stale
+    (params,) = weather_server.params["/v1/forecast"]
+    assert (float(params["latitude"]), float(params["longitude"])) == pytest.approx(SHANGHAI, abs=1e-3)
+    assert params["timezone"] == "Asia/Shanghai" and params["wind_speed_unit"] == "ms"
+    assert len(params["daily"].split(",")) + len(params["current"].split(",")) <= 10
+    day = answer.data["places"][0]["days"][0]
+    assert day["date"] == "2026-11-30" and day["precip_probability"] == 70
+
+
+def test_no_rain(router, weather_server):
+    weather_server.set_day(*SHANGHAI, TOMORROW, weather_code=0, precipitation_probability_max=5)
+    assert ask(router, "上海明天会下雨吗").text == "上海明天不会下雨（晴，降水概率5%）。"
+
+
+def test_every_aspect_is_rendered(router, weather_server):
+    weather_server.set_day(*BEIJING, TOMORROW, weather_code=73, temperature_2m_max=-1.4, temperature_2m_min=-8.6,
+                           wind_speed_10m_max=11.2, relative_humidity_2m_mean=35, precipitation_probability_max=80)
+    weather_server.set_air(*BEIJING, TODAY, us_aqi=160, pm2_5=95.0, pm10=130.0)
+    assert ask(router, "北京明天天气").text == "北京明天：中雪，-9°C~-1°C，降水概率80%，风力6级（最大风速11.2 m/s），湿度35%。"
+    assert ask(router, "北京明天多少度").text == "北京明天气温-9°C~-1°C。"
+    assert ask(router, "北京今天多少度").text == "北京今天气温8°C~15°C，现在12°C。"
+    assert ask(router, "北京明天会下雪吗").text == "北京明天可能下雪（中雪，-9°C~-1°C）。"
+    assert ask(router, "北京明天风大吗").text == "北京明天风很大，风力6级（最大风速11.2 m/s）。"
+    assert ask(router, "北京明天湿度").text == "北京明天平均湿度35%。"
+    assert ask(router, "北京今天湿度").text == "北京现在湿度55%，全天平均60%。"
+    assert ask(router, "北京今天空气质量").text == "北京今天空气质量中度污染（AQI 160，PM2.5 95 µg/m³，PM10 130 µg/m³）。"
+
+
+def test_a_range_gives_one_line_per_day(router, weather_server):
+    answer = ask(router, "上海未来三天天气")
+    lines = answer.text.splitlines()
+    assert lines[0] == "上海："
+    assert [line.split("：")[0].strip() for line in lines[1:]] == ["今天 11月29日（周日）", "明天 11月30日（周一）", "后天 12月1日（周二）"]
+
+
+def test_comparison_says_which_first(router, weather_server):
+    weather_server.set_day(*BEIJING, TOMORROW, temperature_2m_max=3.0, temperature_2m_min=-5.0)
+    weather_server.set_day(*SHANGHAI, TOMORROW, temperature_2m_max=14.0, temperature_2m_min=8.0)
+    answer = ask(router, "北京和上海明天哪个冷")
+    assert answer.text.splitlines() == ["明天北京比上海冷。", "北京明天气温-5°C~3°C。", "上海明天气温8°C~14°C。"]
+    assert weather_server.requests["/v1/forecast"] == 2  # one request per place
+
+
+def test_questions_about_one_place_share_one_fetch(router, weather_server):
+    for text in ("上海今天天气", "魔都明天会下雨吗", "上海后天多少度", "上海昨天天气", "申城明天风大吗"):
+        ask(router, text)
+    assert weather_server.requests["/v1/forecast"] == 1
+    assert ask(router, "上海今天天气").cache_hit is True
+
+
+def test_json_output_and_attribution(router, weather_server):
+    payload = ask(router, "上海今天天气").to_json("上海今天天气")
+    assert list(payload)[:9] == ["query", "route", "answer", "decision", "data", "source", "stale", "latency_ms", "cost_usd"]
+    assert payload["attribution"] == "Weather data by Open-Meteo.com (CC BY 4.0)"
+    assert payload["cost_usd"] == 0.0 and payload["decision"]["cities"] == ["上海市"]
+
+
+def test_geocoding_finds_a_place_the_gazetteer_lacks(router, weather_server):
+    weather_server.geocoding["周庄"] = [
+        {"id": 1, "name": "周庄", "latitude": 30.95, "longitude": 118.0, "feature_code": "PPL", "country_code": "CN",
+         "timezone": "Asia/Shanghai", "population": 900},
+        {"id": 2, "name": "周庄", "latitude": 31.1167, "longitude": 120.8486, "feature_code": "PPLA4", "country_code": "CN",
+         "timezone": "Asia/Shanghai", "population": 20000},
+    ]
+    answer = ask(router, "周庄明天天气")
+    assert answer.route == "rule" and answer.decision.cities == ["周庄"]
+    assert float(weather_server.params["/v1/forecast"][0]["latitude"]) == pytest.approx(31.1167)  # re-ranked
+    assert "geocoding (open-meteo)" in answer.decision.reason
+    assert ask(router, "纳尼亚明天天气").route == "clarify"
+    assert weather_server.requests["/v1/search"] == 2
+    ask(router, "纳尼亚明天天气")
+    assert weather_server.requests["/v1/search"] == 2  # "not found" is cached too
+
+
+# -- faults ------------------------------------------------------------------------------------------
+
+def test_503_twice_then_200_still_answers(router, weather_server):
+    weather_server.fail("/v1/forecast", "503", "503")
+    assert ask(router, "上海今天天气").route == "rule"
+    assert weather_server.requests["/v1/forecast"] == 3
+
+
+def test_429_and_500_are_retried_and_400_is_not(router, weather_server):
+    weather_server.fail("/v1/forecast", "429", "500")
+    assert ask(router, "上海今天天气").route == "rule"
+    assert weather_server.requests["/v1/forecast"] == 3
+    weather_server.fail("/v1/forecast", "400")
+    with pytest.raises(UpstreamHTTPError, match="HTTP 400: Cannot initialize"):
+        ask(router, "北京今天天气")
+    assert weather_server.requests["/v1/forecast"] == 4
+
+
+def test_server_down_fails_within_the_deadline():
+    with make_router(refused_url(), deadline=1.0) as router:
+        started = time.monotonic()
+        with pytest.raises(UpstreamConnectError, match="Open-Meteo"):
+            ask(router, "上海今天天气")
+        assert time.monotonic() - started < 1.5
+
+
+def test_slow_server_is_cut_off_by_the_deadline(weather_server):
+    weather_server.fail("/v1/forecast", "slow:3", "slow:3", "slow:3")
+    with make_router(weather_server.url, deadline=0.6, read_timeout=5.0) as router:
+        started = time.monotonic()
+        with pytest.raises(UpstreamTimeout):
+            ask(router, "上海今天天气")
+        assert time.monotonic() - started < 1.0
+
+
+@pytest.mark.parametrize("fault,error", [("malformed", MalformedResponse), ("short", MalformedResponse),
+                                         ("truncated", UpstreamConnectError)])
+def test_broken_bodies_are_errors_not_crashes(weather_server, fault, error):
+    weather_server.fail("/v1/forecast", *[fault] * 3)
+    with make_router(weather_server.url) as router, pytest.raises(error):
+        ask(router, "上海今天天气")
+
+
+def test_partial_body_missing_a_documented_array(weather_server, monkeypatch):
+    original = weather_server.forecast
+
+    def without_precipitation(query):
+        body = original(query)
+        del body["daily"]["precipitation_sum"]
+        return body
+
+    monkeypatch.setattr(weather_server, "forecast", without_precipitation)
+    # The handler looks the route up per request, so patch the bound method it uses.
+    with make_router(weather_server.url) as router:
+        weather_server._server.RequestHandlerClass = weather_server._handler_class()
+        with pytest.raises(MalformedResponse, match="precipitation_sum"):
+            ask(router, "上海今天天气")
+
+
+def test_stale_answer_when_the_server_dies_after_one_success(weather_server):
+    with make_router(weather_server.url, cache_ttl=0) as router:
+        first = ask(router, "上海今天天气")
+        assert not first.stale
+        weather_server.stop()
+        answer = ask(router, "上海明天会下雨吗")  # a different question, same place: served from the stale store
+        assert answer.stale and answer.stale_age_s is not None
+        assert "数据更新于" in answer.text
+        assert answer.to_json("q")["stale"] is True and "stale_age_s" in answer.to_json("q")
+
+
+def test_circuit_breaker_opens_then_probes(weather_server):
+    with make_router(weather_server.url) as router:
+        weather_server.fail("/v1/forecast", *["503"] * 9)
+        for city in ("上海", "北京", "广州"):
+            with pytest.raises(UpstreamHTTPError):
+                ask(router, f"{city}今天天气")
+        sent = weather_server.requests["/v1/forecast"]
+        assert sent == 9
+        with pytest.raises(CircuitOpen, match="--provider demo"):
+            ask(router, "深圳今天天气")
+        assert weather_server.requests["/v1/forecast"] == sent  # failing fast, the server is left alone
+        breaker = router.weather.provider.http.breaker
+        breaker.cool_down = 0.0  # the cool-down is over: one probe goes out and closes the circuit
+        assert ask(router, "深圳今天天气").route == "rule"
+        assert breaker.state == "closed"
+
+
+def test_single_flight_200_threads_one_upstream_request(weather_server):
+    weather_server.delay = 0.3
+    with make_router(weather_server.url) as router:
+        router.route("上海今天天气")  # build the parser first, so every thread reaches the fetch together
+        barrier = threading.Barrier(200)
+        answers, errors = [], []
+
+        def one():
+            barrier.wait()
+            try:
+                answers.append(ask(router, "上海今天天气"))
+            except Exception as error:  # noqa: BLE001
+                errors.append(error)
+
+        threads = [threading.Thread(target=one) for _ in range(200)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert errors == [] and len(answers) == 200
+    assert weather_server.requests["/v1/forecast"] == 1
+
+
+def test_single_flight_200_asyncio_tasks_one_upstream_request(weather_server):
+    weather_server.delay = 0.3
+    with make_router(weather_server.url) as router:
+        async def main():
+            return await asyncio.gather(*(router.aask("魔都明天会下雨吗", today=TODAY) for _ in range(200)))
+
+        answers = asyncio.run(main())
+    assert len(answers) == 200 and all(a.route == "rule" for a in answers)
+    assert weather_server.requests["/v1/forecast"] == 1
+
+
+def test_aask_fetches_places_concurrently(weather_server):
+    weather_server.delay = 0.4
+    with make_router(weather_server.url) as router:
+        started = time.monotonic()
+        answer = asyncio.run(router.aask("北京上海广州明天哪个热", today=TODAY))
+        assert answer.route == "rule"
+        assert time.monotonic() - started < 1.0  # three fetches of 0.4 s each, side by side
+
+
+# -- AMap and demo -----------------------------------------------------------------------------------
+
+def test_amap_answers_by_adcode(weather_server):
+    with make_router(weather_server.url, provider="amap", amap_key="good-key") as router:
+        answer = ask(router, "上海明天会下雨吗")
+        assert answer.text == "上海明天可能下雨（小雨），记得带伞。"
+        assert answer.source == "amap"
+        assert weather_server.params["/v3/weather/weatherInfo"][0]["city"] == "310000"
+        assert ask(router, "上海后天风大吗").text == "上海后天风有点大，东风风力4级。"
+        assert ask(router, "上海今天多少度").text == "上海今天气温7°C~14°C，现在11°C。"
+
+
+def test_amap_horizon_is_three_days(weather_server):
+    with make_router(weather_server.url, provider="amap", amap_key="good-key") as router:
+        answer = ask(router, "上海5天后天气")
+        assert answer.route == "clarify" and "4天" in answer.text
+        assert weather_server.requests["/v3/weather/weatherInfo"] == 0
+
+
+@pytest.mark.parametrize("code,message", [("10003", "daily quota"), ("10004", "too often")])
+def test_amap_error_codes_are_clear(weather_server, code, message):
+    weather_server.amap_error = code
+    with make_router(weather_server.url, provider="amap", amap_key="good-key") as router:
+        with pytest.raises(UpstreamRejected, match=message):
+            ask(router, "上海今天天气")
+
+
+def test_amap_bad_key(weather_server):
+    with make_router(weather_server.url, provider="amap", amap_key="wrong") as router:
+        with pytest.raises(UpstreamRejected, match="10001.*AMAP_KEY"):
+            ask(router, "上海今天天气")
+
+
+def test_amap_abroad_and_air_are_not_covered(weather_server):
+    with make_router(weather_server.url, provider="amap", amap_key="good-key") as router:
+        with pytest.raises(WeatherUnavailable, match="China only"):
+            ask(router, "东京今天天气")
+        with pytest.raises(WeatherUnavailable, match="air-quality"):
+            ask(router, "上海今天空气质量")
+
+
+def test_demo_provider_is_labelled_and_deterministic():
+    with HybridRouter(provider="demo") as router:
+        first, second = router.ask("上海今天天气"), router.ask("上海今天天气")
+    assert first.text.startswith("【演示数据】") and first.source == "demo"
+    assert first.text == second.text
