@@ -24,6 +24,10 @@ class Settings:
     cache_ttl: float = DEFAULT_CACHE_TTL
     home: Path | None = None
     ledger: str | None = None
+    ledger_queries: str = "masked"
+    model: str | None = None
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -42,6 +46,9 @@ class Settings:
             if cache_ttl < 0:
                 raise ConfigurationError("HYBRID_WEATHER_CACHE_TTL must be 0 or more seconds")
         home = env.get("HYBRID_WEATHER_HOME")
+        ledger_queries = env.get("HYBRID_WEATHER_LEDGER_QUERIES") or "masked"
+        if ledger_queries not in ("masked", "hash"):
+            raise ConfigurationError(f"HYBRID_WEATHER_LEDGER_QUERIES={ledger_queries!r}: use 'masked' (default) or 'hash'")
         return cls(
             provider=provider,
             open_meteo_url=env.get("HYBRID_WEATHER_OPEN_METEO_URL") or None,
@@ -50,7 +57,19 @@ class Settings:
             cache_ttl=cache_ttl,
             home=Path(home) if home else None,
             ledger=env.get("HYBRID_WEATHER_LEDGER") or None,
+            ledger_queries=ledger_queries,
+            model=env.get("HYBRID_WEATHER_MODEL") or None,
+            openai_api_key=env.get("OPENAI_API_KEY") or None,
+            openai_base_url=env.get("OPENAI_BASE_URL") or None,
         )
+
+    def ledger_location(self) -> str | None:
+        """Where the ledger lives: a path, ":memory:", or None for "off"."""
+        if self.ledger == "off":
+            return None
+        if self.ledger:
+            return self.ledger
+        return str(self.home_dir() / "ledger.db")
 
     def home_dir(self) -> Path:
         if self.home is not None:

@@ -9,7 +9,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from hybrid_weather.agent.errors import LLMUnavailable, NotCovered, WeatherUnavailable
+from hybrid_weather.agent.errors import HybridWeatherError, LLMUnavailable, WeatherUnavailable
+from hybrid_weather.agent.models import ModelTable
 from hybrid_weather.agent.providers import AMapProvider, DemoProvider, OpenMeteoProvider, WeatherProvider
 from hybrid_weather.agent.service import Fetched, WeatherService
 from hybrid_weather.agent.weather import to_jsonable
@@ -17,6 +18,7 @@ from hybrid_weather.agent.weather import to_jsonable
 from ._config import Settings, check_provider
 from ._decision import Decision
 from ._parser import QueryParser
+from .ledger import Ledger, LedgerEntry
 from .render import Facts, render
 
 _CHINA_TIME = dt.timezone(dt.timedelta(hours=8))  # Asia/Shanghai has no daylight saving time
@@ -78,6 +80,9 @@ class HybridRouter:
         self._http_options = http_options or {}
         self._parser: QueryParser | None = None
         self._service: WeatherService | None = None
+        self._ledger: Ledger | None = None
+        self._ledger_ready = False
+        self._models: ModelTable | None = None
         self._lock = threading.Lock()
         if provider is not None:
             check_provider(provider)
@@ -108,6 +113,25 @@ class HybridRouter:
                     self._service = WeatherService(self._make_provider(self._provider_name or settings.provider), cache_ttl=ttl)
         return self._service
 
+    @property
+    def models(self) -> ModelTable:
+        if self._models is None:
+            self._models = ModelTable(self.settings.home_dir() / "models.json")
+        return self._models
+
+    @property
+    def ledger(self) -> Ledger | None:
+        """The request ledger, or None when it is off (ledger="off" or HYBRID_WEATHER_LEDGER=off)."""
+        if not self._ledger_ready:
+            with self._lock:
+                if not self._ledger_ready:
+                    location = self._ledger_setting or self.settings.ledger_location()
+                    if location and location != "off":
+                        self._ledger = Ledger(location, models=self.models, model=self.settings.model,
+                                              store_queries=self.settings.ledger_queries)
+                    self._ledger_ready = True
+        return self._ledger
+
     def _make_provider(self, name: str) -> WeatherProvider:
         settings = self.settings
         if name == "demo":
@@ -117,6 +141,9 @@ class HybridRouter:
         return OpenMeteoProvider(settings.open_meteo_url, **self._http_options)
 
     def close(self) -> None:
+        """Flush the ledger and close the HTTP clients."""
+        if self._ledger is not None:
+            self._ledger.close()
         if self._service is not None:
             self._service.close()
 
@@ -135,36 +162,70 @@ class HybridRouter:
     def ask(self, text: str, *, today: dt.date | None = None, session: object | None = None,
             emoji: bool = True) -> Answer:
         """Answer TEXT. Raises WeatherUnavailable (no data, not even stale) or LLMUnavailable."""
-        started = time.perf_counter()
+        arrived, started = time.time(), time.perf_counter()
         today = today or today_in_china()
-        deadline = time.monotonic() + self.deadline
-        decision = self._geocoded(self.route(text, today=today, session=session), deadline)
-        early = self._without_weather(decision, started)
-        if early is not None:
-            return early
-        decision, early = self._check_horizon(decision, today, started)
-        if early is not None:
-            return early
-        fetched = [self._fetch(decision, place, today, deadline) for place in decision.places]
-        return self._answer(decision, fetched, today, emoji, started)
+        decision = self.route(text, today=today, session=session)
+        try:
+            deadline = time.monotonic() + self.deadline
+            decision = self._geocoded(decision, deadline)
+            answer = self._early_answer(decision, today, started)
+            if answer is None:
+                fetched = [self._fetch(decision, place, today, deadline) for place in decision.places]
+                answer = self._answer(decision, fetched, today, emoji, started)
+        except HybridWeatherError as error:
+            self._record_failure(text, decision, error, arrived, started)
+            raise
+        self._record(text, answer, arrived)
+        return answer
 
     async def aask(self, text: str, *, today: dt.date | None = None, session: object | None = None,
                    emoji: bool = True) -> Answer:
         """ask() for asyncio programs: places are fetched concurrently, the event loop never blocks."""
-        started = time.perf_counter()
+        arrived, started = time.time(), time.perf_counter()
         today = today or today_in_china()
-        deadline = time.monotonic() + self.deadline
         decision = self.route(text, today=today, session=session)
-        if decision.pending is not None:
-            decision = await asyncio.get_running_loop().run_in_executor(None, self._geocoded, decision, deadline)
-        early = self._without_weather(decision, started)
-        if early is not None:
-            return early
-        decision, early = self._check_horizon(decision, today, started)
-        if early is not None:
-            return early
-        fetched = await asyncio.gather(*(self._afetch(decision, place, today, deadline) for place in decision.places))
-        return self._answer(decision, list(fetched), today, emoji, started)
+        try:
+            deadline = time.monotonic() + self.deadline
+            if decision.pending is not None:
+                decision = await asyncio.get_running_loop().run_in_executor(None, self._geocoded, decision, deadline)
+            answer = self._early_answer(decision, today, started)
+            if answer is None:
+                fetched = await asyncio.gather(*(self._afetch(decision, place, today, deadline) for place in decision.places))
+                answer = self._answer(decision, list(fetched), today, emoji, started)
+        except HybridWeatherError as error:
+            self._record_failure(text, decision, error, arrived, started)
+            raise
+        self._record(text, answer, arrived)
+        return answer
+
+    def _early_answer(self, decision: Decision, today: dt.date, started: float) -> Answer | None:
+        """The answer when no weather needs fetching: a clarify, or a date beyond the provider's horizon."""
+        answer = self._without_weather(decision, started)
+        if answer is None:
+            _, answer = self._check_horizon(decision, today, started)
+        return answer
+
+    def _record(self, text: str, answer: Answer, arrived: float) -> None:
+        ledger = self.ledger
+        if ledger is None:
+            return
+        decision = answer.decision
+        ledger.record(LedgerEntry(
+            started_at=arrived, route=answer.route, query=text, reason=decision.reason, aspect=decision.aspect,
+            places=tuple(decision.cities), days=len(decision.dates), provider=answer.source,
+            cache_hit=answer.cache_hit, stale=answer.stale, cost_usd=answer.cost_usd, latency_ms=answer.latency_ms,
+        ))
+
+    def _record_failure(self, text: str, decision: Decision, error: Exception, arrived: float, started: float) -> None:
+        ledger = self.ledger
+        if ledger is None:
+            return
+        ledger.record(LedgerEntry(
+            started_at=arrived, route=decision.route, query=text, reason=decision.reason, aspect=decision.aspect,
+            places=tuple(decision.cities), days=len(decision.dates),
+            provider=self.weather.provider.name if decision.route == "rule" else None,
+            cost_usd=0.0, latency_ms=_ms(started), outcome=type(error).__name__,
+        ))
 
     def _geocoded(self, decision: Decision, deadline: float) -> Decision:
         """For a place the gazetteer lacks, ask the provider's geocoder before giving up."""

@@ -105,6 +105,92 @@ class _errors_as_exit_codes:
 
 
 @cli.command()
+@click.option("--days", type=click.IntRange(1, 3650), default=30, show_default=True, help="How many days back to look.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.option("--by", type=click.Choice(["day", "route", "aspect", "model"]), default="day", show_default=True,
+              help="How to group the table and chart.")
+def savings(days: int, as_json: bool, by: str) -> None:
+    """Show what the routing saved, from the request ledger.
+
+    Spend is what the LLM calls cost (tokens × the price table); the baseline is what an all-LLM
+    design would have spent on the same requests, and the report says how it was estimated.
+
+    \b
+        hybrid-weather savings --days 30
+        hybrid-weather savings --json --by route
+    """
+    from .savings import render_report, savings_report
+
+    with _errors_as_exit_codes(), HybridRouter() as router:
+        ledger = router.ledger
+        if ledger is None:
+            raise click.ClickException("the ledger is off (HYBRID_WEATHER_LEDGER=off); nothing was recorded")
+        db = ledger.connect()
+        try:
+            report = savings_report(db, days, by=by)
+        finally:
+            db.close()
+        if report["requests"] == 0:
+            if as_json:
+                click.echo(json.dumps(report, ensure_ascii=False))
+            else:
+                click.echo(f"No requests in the last {days} days in the ledger at {ledger.location}. "
+                           "Ask something first, e.g. hybrid-weather \"上海今天天气\".")
+            return
+        click.echo(json.dumps(report, ensure_ascii=False) if as_json else render_report(report))
+
+
+@cli.command()
+@click.argument("log", type=click.File("r", encoding="utf-8", errors="replace"))
+@click.option("--model", default=None, help="Price the LLM calls as this model (default: $HYBRID_WEATHER_MODEL or the table's default).")
+@click.option("--per-day", type=click.IntRange(1), default=None, help="Queries per day to project for (default: the log's size).")
+@click.option("--json", "as_json", is_flag=True, help="Print the projection as one JSON object.")
+@_today_option
+def simulate(log, model: str | None, per_day: int | None, as_json: bool, today: dt.date | None) -> None:
+    """Project what routing would save on your own traffic, offline.
+
+    Routes every line of LOG (one query per line, '-' for stdin) without touching the network, then
+    projects daily and monthly LLM spend for an all-LLM design and for hybrid-weather. An LLM answer is
+    priced at the published estimate (~500 tokens for one place, +1,000 per extra place) on MODEL.
+
+    \b
+        hybrid-weather simulate queries.txt --per-day 100000
+        hybrid-weather simulate queries.txt --model deepseek-v4-flash --json
+    """
+    from .ledger import default_baseline_usage
+    from .savings import simulate as project
+
+    with _errors_as_exit_codes(), HybridRouter(ledger="off") as router:
+        chosen = model or router.settings.model or router.models.default_model
+        if router.models.get(chosen) is None:
+            raise click.BadParameter(f"no price for model {chosen!r}; add it to {router.settings.home_dir() / 'models.json'}",
+                                     param_hint="--model")
+        routes, places = [], []
+        for line in log:
+            query = line.rstrip("\r\n")
+            if not query.strip():
+                continue
+            decision = router.route(query, today=today)
+            routes.append(decision.route)
+            places.append(len(decision.cities))
+        if not routes:
+            raise click.ClickException("the log has no queries (one per line)")
+        result = project(routes, places, model_cost=lambda n: router.models.cost(chosen, default_baseline_usage(n)) or 0.0,
+                         per_day=per_day)
+        result["model"] = chosen
+        if as_json:
+            click.echo(json.dumps(result, ensure_ascii=False))
+            return
+        by = result["by_route"]
+        click.echo(f"{result['queries']} queries: rule {by['rule']}, clarify {by['clarify']}, llm {by['llm']} "
+                   f"(rule share {100 * result['rule_share']:.1f}%)")
+        click.echo(f"At {result['per_day']:,} queries/day on {chosen}:")
+        click.echo(f"  all-LLM  ${result['daily_all_llm_usd']:,.4f}/day  ${result['monthly_all_llm_usd']:,.2f}/month")
+        click.echo(f"  hybrid   ${result['daily_hybrid_usd']:,.4f}/day  ${result['monthly_hybrid_usd']:,.2f}/month")
+        click.echo(f"  saved    ${result['monthly_saved_usd']:,.2f}/month ({result['saved_pct']:.1f}%)")
+
+
+@cli.command()
 @click.argument("queries", nargs=-1)
 @_today_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per query, one per line.")

@@ -26,9 +26,9 @@ BEIJING = (39.9042, 116.4074)
 TOMORROW = TODAY + dt.timedelta(days=1)
 
 
-def make_router(url, *, provider="open-meteo", cache_ttl=600, deadline=5.0, amap_key=None, **http):
+def make_router(url, *, provider="open-meteo", cache_ttl=600, deadline=5.0, amap_key=None, ledger="off", **http):
     settings = Settings(provider=provider, open_meteo_url=url, amap_url=url, amap_key=amap_key)
-    return HybridRouter(provider=provider, settings=settings, cache_ttl=cache_ttl, deadline=deadline,
+    return HybridRouter(provider=provider, settings=settings, cache_ttl=cache_ttl, deadline=deadline, ledger=ledger,
                         http_options={**FAST_HTTP, **http})
 
 

@@ -1,0 +1,73 @@
+"""Model facts in one table (agent/data/models.json): prices, retirement dates, required request options."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("hybrid_weather")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFacts:
+    name: str
+    input: float | None  #: USD per 1M prompt tokens not read from cache
+    cached_input: float | None  #: USD per 1M cached prompt tokens (None: the provider has no cache price)
+    output: float | None  #: USD per 1M completion tokens
+    as_of: str | None = None
+    source: str | None = None
+    retires_on: str | None = None
+    request_options: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens of one or more calls. `cached_tokens` are part of `prompt_tokens` (OpenAI's convention)."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.cached_tokens + other.cached_tokens,
+                     self.completion_tokens + other.completion_tokens)
+
+
+class ModelTable:
+    """The shipped table, with the user's $HYBRID_WEATHER_HOME/models.json laid over it."""
+
+    def __init__(self, override: Path | None = None) -> None:
+        data = _shipped()
+        models = {name: dict(facts) for name, facts in data["models"].items()}
+        self.default_model: str = data["default_model"]
+        if override is not None and override.exists():
+            user = json.loads(override.read_text("utf-8"))
+            for name, facts in user.get("models", {}).items():
+                models[name] = {**models.get(name, {}), **facts}
+            self.default_model = user.get("default_model", self.default_model)
+        self._models = {name: ModelFacts(name, f.get("input"), f.get("cached_input"), f.get("output"), f.get("as_of"),
+                                         f.get("source"), f.get("retires_on"), f.get("request_options"))
+                        for name, f in models.items()}
+
+    def get(self, model: str) -> ModelFacts | None:
+        return self._models.get(model) or self._models.get(model.rsplit("/", 1)[-1])
+
+    def cost(self, model: str, usage: Usage) -> float | None:
+        """USD for USAGE on MODEL; None (never 0) when the model's price is unknown."""
+        facts = self.get(model)
+        if facts is None or facts.input is None or facts.output is None:
+            logger.warning("no price for model %r: its cost is recorded as unknown", model)
+            return None
+        cached_price = facts.cached_input if facts.cached_input is not None else facts.input
+        uncached = max(0, usage.prompt_tokens - usage.cached_tokens)
+        return (uncached * facts.input + usage.cached_tokens * cached_price + usage.completion_tokens * facts.output) / 1e6
+
+
+@functools.cache
+def _shipped() -> dict[str, Any]:
+    return json.loads(resources.files("hybrid_weather.agent").joinpath("data", "models.json").read_text("utf-8"))

@@ -1,0 +1,75 @@
+"""The ledger's schema as ordered, append-only migrations; each applied one is recorded by name.
+
+A fix is a new migration, never an edit of one that has shipped.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+MIGRATIONS_TABLE = "_hybrid_weather_migrations"
+
+
+def m001_requests(db: sqlite3.Connection) -> None:
+    db.execute("""
+        CREATE TABLE requests (
+            id TEXT PRIMARY KEY,          -- time-sortable: milliseconds since 1970 in hex, then random hex
+            datetime_utc TEXT NOT NULL,   -- ISO 8601, when the request arrived
+            route TEXT NOT NULL,          -- rule, clarify or llm
+            reason TEXT,                  -- the router's reason, so a report can say why
+            aspect TEXT,
+            places TEXT,                  -- JSON list of canonical place names
+            provider TEXT,                -- weather provider asked (NULL when none was)
+            cache_hit INTEGER,
+            stale INTEGER,
+            model TEXT,                   -- LLM used (NULL for rule and clarify answers)
+            prompt_tokens INTEGER,        -- includes cached_tokens (OpenAI's convention)
+            cached_tokens INTEGER,
+            completion_tokens INTEGER,
+            llm_attempts INTEGER,         -- HTTP attempts to the LLM, retries included
+            cost_usd REAL,                -- actual spend; NULL when the model's price is unknown
+            baseline_cost_usd REAL,       -- estimated spend had an LLM answered (the all-LLM design)
+            baseline_method TEXT,
+            latency_ms REAL,
+            outcome TEXT NOT NULL,        -- ok, or the error class that ended the request
+            session_id TEXT,
+            query TEXT,                   -- with phone, ID and e-mail masked; NULL when only hashed
+            query_sha256 TEXT             -- to count repeats without keeping text
+        )
+    """)
+    db.execute("CREATE INDEX requests_datetime ON requests(datetime_utc)")
+
+
+def m002_agent_health(db: sqlite3.Connection) -> None:
+    # What an agent's operators watch: loops per request and whether tool calls succeed.
+    db.execute("ALTER TABLE requests ADD COLUMN days INTEGER")
+    db.execute("ALTER TABLE requests ADD COLUMN llm_loops INTEGER")
+    db.execute("ALTER TABLE requests ADD COLUMN tool_calls INTEGER")
+    db.execute("ALTER TABLE requests ADD COLUMN tool_failures INTEGER")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_requests, m002_agent_health]
+
+
+def migrate(db: sqlite3.Connection, migrations: list[Callable[[sqlite3.Connection], None]] = MIGRATIONS) -> list[str]:
+    """Apply the migrations not yet recorded, in order, each in its own transaction; return their names.
+
+    DB must be in autocommit mode (isolation_level=None) so that BEGIN/COMMIT here cover the DDL too.
+    """
+    db.execute(f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    done = {row[0] for row in db.execute(f"SELECT name FROM {MIGRATIONS_TABLE}")}
+    applied = []
+    for migration in migrations:
+        if migration.__name__ in done:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            migration(db)
+            db.execute(f"INSERT INTO {MIGRATIONS_TABLE} VALUES (?, datetime('now'))", (migration.__name__,))
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        applied.append(migration.__name__)
+    return applied

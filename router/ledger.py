@@ -1,0 +1,238 @@
+"""The cost ledger: one SQLite row per request, written by a background thread in batches.
+
+Writes never block the request path: ask() puts an entry on a queue and returns. Nothing is dropped:
+when the queue is full (the disk cannot keep up), the caller waits for room rather than losing the row.
+close() — and, failing that, interpreter exit — flushes everything queued.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime as dt
+import hashlib
+import itertools
+import json
+import logging
+import os
+import queue
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hybrid_weather.agent.models import ModelTable, Usage
+
+from ._migrations import migrate
+
+logger = logging.getLogger("hybrid_weather")
+
+DEFAULT_QUEUE_SIZE = 10_000
+DEFAULT_BATCH_SIZE = 500
+QUERY_STORAGE = ("masked", "hash")
+# Published measurements with gpt-4o-mini (issue #5): ~500 tokens for a one-city question in two loops,
+# ~2,500 for a three-city comparison in four; between and beyond, +1,000 tokens per extra place. The
+# prompt/completion split is ours: tool loops are mostly prompt (system prompt, schemas, tool results).
+DEFAULT_BASELINE_TOKENS_ONE_PLACE = 500
+DEFAULT_BASELINE_TOKENS_PER_EXTRA_PLACE = 1000
+DEFAULT_BASELINE_COMPLETION_SHARE = 0.15
+
+_PHONE = re.compile(r"(?<!\d)(?:\+?86[- ]?)?1[3-9]\d{9}(?!\d)")
+_ID_NUMBER = re.compile(r"(?<![\dA-Za-z])\d{17}[\dXx](?![\dA-Za-z])")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
+def mask_personal_data(text: str) -> str:
+    """Replace phone numbers, Chinese ID numbers and e-mail addresses (kept out of logs and the ledger)."""
+    return _PHONE.sub("[phone]", _ID_NUMBER.sub("[id]", _EMAIL.sub("[email]", text)))
+
+
+def default_baseline_usage(places: int) -> Usage:
+    tokens = DEFAULT_BASELINE_TOKENS_ONE_PLACE + DEFAULT_BASELINE_TOKENS_PER_EXTRA_PLACE * max(0, places - 1)
+    completion = round(tokens * DEFAULT_BASELINE_COMPLETION_SHARE)
+    return Usage(prompt_tokens=tokens - completion, completion_tokens=completion)
+
+
+@dataclass(slots=True)
+class LedgerEntry:
+    """One request, as the request path knows it; the writer thread derives the rest."""
+
+    started_at: float  #: time.time() when the request arrived
+    route: str
+    query: str
+    reason: str = ""
+    aspect: str | None = None
+    places: tuple[str, ...] = ()
+    days: int = 0
+    provider: str | None = None
+    cache_hit: bool | None = None
+    stale: bool | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    llm_attempts: int | None = None
+    llm_loops: int | None = None
+    tool_calls: int | None = None
+    tool_failures: int | None = None
+    cost_usd: float | None = 0.0
+    latency_ms: float = 0.0
+    outcome: str = "ok"
+    session_id: str | None = None
+
+
+_COLUMNS = ("id", "datetime_utc", "route", "reason", "aspect", "places", "provider", "cache_hit", "stale", "model",
+            "prompt_tokens", "cached_tokens", "completion_tokens", "llm_attempts", "cost_usd", "baseline_cost_usd",
+            "baseline_method", "latency_ms", "outcome", "session_id", "query", "query_sha256", "days", "llm_loops",
+            "tool_calls", "tool_failures")
+_INSERT = f"INSERT INTO requests ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+_memory_ids = itertools.count()
+
+
+@dataclass(slots=True)
+class _Flush:
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+_STOP = object()
+
+
+class Ledger:
+    """Append-only request log in SQLite (WAL). Thread-safe; one per process and location."""
+
+    def __init__(self, location: str | Path, *, models: ModelTable | None = None, model: str | None = None,
+                 store_queries: str = "masked", queue_size: int = DEFAULT_QUEUE_SIZE,
+                 batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        if store_queries not in QUERY_STORAGE:
+            raise ValueError(f"store_queries must be one of {QUERY_STORAGE}")
+        self.location = str(location)
+        self.models = models or ModelTable()
+        self.model = model or self.models.default_model
+        self.store_queries = store_queries
+        self.batch_size = batch_size
+        self._keeper: sqlite3.Connection | None = None
+        if self.location == ":memory:":
+            # A named shared-cache database: the writer and readers see the same rows.
+            self._uri = f"file:hybrid-weather-ledger-{os.getpid()}-{next(_memory_ids)}?mode=memory&cache=shared"
+            self._keeper = self._connect()
+        else:
+            Path(self.location).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            self._uri = Path(self.location).expanduser().resolve().as_uri()
+        setup = self._keeper or self._connect()
+        if self._keeper is None:
+            setup.execute("PRAGMA journal_mode=WAL")
+        migrate(setup)
+        if setup is not self._keeper:
+            setup.close()
+        self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self._closed = False
+        self._writer = threading.Thread(target=self._write_loop, name="hybrid-weather-ledger", daemon=True)
+        self._writer.start()
+        atexit.register(self.close)
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=30)
+        db.execute("PRAGMA busy_timeout=30000")
+        # In WAL mode NORMAL keeps every committed transaction through a crash of the process (SIGKILL);
+        # only a power loss may take the last ones.
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
+    def connect(self) -> sqlite3.Connection:
+        """A new read connection (for reports)."""
+        db = self._connect()
+        db.row_factory = sqlite3.Row
+        return db
+
+    def record(self, entry: LedgerEntry) -> None:
+        """Queue ENTRY for writing. Returns at once unless the queue is full; then waits for room."""
+        if self._closed:
+            raise RuntimeError("ledger is closed")
+        self._queue.put(entry)
+
+    def flush(self) -> None:
+        """Wait until everything recorded so far is committed."""
+        if self._closed:
+            return
+        marker = _Flush()
+        self._queue.put(marker)
+        marker.done.wait()
+
+    def close(self) -> None:
+        """Commit everything queued and stop the writer. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_STOP)
+        self._writer.join()
+        if self._keeper is not None:
+            self._keeper.close()
+        try:
+            atexit.unregister(self.close)
+        except Exception:  # noqa: BLE001 - interpreter shutting down
+            pass
+
+    # -- the writer thread ---------------------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        db = self._connect()
+        stopping = False
+        while not stopping:
+            batch: list[LedgerEntry] = []
+            markers: list[_Flush] = []
+            item = self._queue.get()
+            while True:
+                if item is _STOP:
+                    stopping = True
+                elif isinstance(item, _Flush):
+                    markers.append(item)
+                else:
+                    batch.append(item)
+                if stopping or len(batch) >= self.batch_size:
+                    break
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            if batch:
+                self._commit(db, batch)
+            for marker in markers:
+                marker.done.set()
+        db.close()
+
+    def _commit(self, db: sqlite3.Connection, batch: list[LedgerEntry]) -> None:
+        rows = [self._row(entry) for entry in batch]
+        while True:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany(_INSERT, rows)
+                db.execute("COMMIT")
+                return
+            except sqlite3.Error as error:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                # Keep the rows: a locked or full disk is waited out, not a reason to lose requests.
+                logger.error("ledger write failed (%s); retrying %d rows in 1 s", error, len(rows))
+                threading.Event().wait(1.0)
+
+    def _row(self, e: LedgerEntry) -> tuple:
+        when = dt.datetime.fromtimestamp(e.started_at, dt.timezone.utc)
+        row_id = f"{int(e.started_at * 1000):012x}{os.urandom(5).hex()}"
+        if e.route == "llm":
+            baseline, method = e.cost_usd, "actual"  # an all-LLM design pays the same for these
+        else:
+            baseline = self.models.cost(self.model, default_baseline_usage(len(e.places) or 1))
+            method = f"default:{self.model}"
+        masked = mask_personal_data(e.query)
+        usage = e.usage
+        return (
+            row_id, when.isoformat(timespec="microseconds"), e.route, e.reason, e.aspect,
+            json.dumps(list(e.places), ensure_ascii=False), e.provider, _flag(e.cache_hit), _flag(e.stale), e.model,
+            usage.prompt_tokens if usage else None, usage.cached_tokens if usage else None,
+            usage.completion_tokens if usage else None, e.llm_attempts, e.cost_usd, baseline, method,
+            round(e.latency_ms, 3), e.outcome, e.session_id,
+            masked if self.store_queries == "masked" else None, hashlib.sha256(e.query.encode()).hexdigest(),
+            e.days, e.llm_loops, e.tool_calls, e.tool_failures,
+        )
+
+
+def _flag(value: bool | None) -> int | None:
+    return None if value is None else int(value)

@@ -1,0 +1,178 @@
+"""What the routing saved: one pass over the ledger's rows for a window of days."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from collections import Counter, defaultdict
+from typing import Any
+
+ROUTES = ("rule", "clarify", "llm")
+#: LLM answers the ledger needs before its own measurements replace the published default baseline.
+MIN_LEDGER_SAMPLE = 20
+_MIN_BUCKET_SAMPLE = 5
+
+
+def _percentile(values: list[float], fraction: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(len(ordered) * fraction))], 3)
+
+
+def _bucket(places_json: str | None) -> int:
+    try:
+        count = len(json.loads(places_json or "[]"))
+    except ValueError:
+        count = 0
+    return min(max(count, 1), 3)  # 1, 2, 3 or more places
+
+
+def savings_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None = None,
+                   by: str | None = None) -> dict[str, Any]:
+    """The `savings --json` object (DESIGN.md §3.2 keys first, then the operator figures)."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    since = (now - dt.timedelta(days=days)).isoformat(timespec="microseconds")
+    rows = db.execute(
+        "SELECT route, aspect, places, model, cost_usd, baseline_cost_usd, baseline_method, latency_ms, outcome,"
+        " llm_loops, tool_calls, tool_failures, datetime_utc FROM requests WHERE datetime_utc >= ? ORDER BY id",
+        (since,),
+    ).fetchall()
+
+    # The baseline: the ledger's own LLM answers once there are enough of them, by number of places.
+    llm_costs: dict[int, list[float]] = defaultdict(list)
+    for r in rows:
+        if r["route"] == "llm" and r["outcome"] == "ok" and r["cost_usd"] is not None:
+            llm_costs[_bucket(r["places"])].append(r["cost_usd"])
+    sample = sum(len(v) for v in llm_costs.values())
+    measured = sample >= MIN_LEDGER_SAMPLE
+    overall = sum(c for v in llm_costs.values() for c in v) / sample if sample else 0.0
+
+    def baseline_of(r: sqlite3.Row) -> float | None:
+        if r["route"] == "llm":
+            return r["cost_usd"]
+        if measured:
+            bucket = llm_costs.get(_bucket(r["places"]), [])
+            return sum(bucket) / len(bucket) if len(bucket) >= _MIN_BUCKET_SAMPLE else overall
+        return r["baseline_cost_usd"]
+
+    by_route = {route: 0 for route in ROUTES}
+    latency: dict[str, list[float]] = defaultdict(list)
+    actual = baseline = 0.0
+    unknown_cost = 0
+    loops: Counter[int] = Counter()
+    tool_calls = tool_failures = 0
+    groups: dict[str, dict[str, float]] = defaultdict(lambda: {"requests": 0, "actual_cost_usd": 0.0, "baseline_cost_usd": 0.0})
+    for r in rows:
+        by_route[r["route"]] = by_route.get(r["route"], 0) + 1
+        latency[r["route"]].append(r["latency_ms"] or 0.0)
+        if r["cost_usd"] is None:
+            unknown_cost += 1
+        cost = r["cost_usd"] or 0.0
+        base = baseline_of(r) or 0.0
+        actual += cost
+        baseline += base
+        if r["route"] == "llm" and r["llm_loops"] is not None:
+            loops[r["llm_loops"]] += 1
+        tool_calls += r["tool_calls"] or 0
+        tool_failures += r["tool_failures"] or 0
+        key = _group_key(r, by or "day")
+        group = groups[key]
+        group["requests"] += 1
+        group["actual_cost_usd"] += cost
+        group["baseline_cost_usd"] += base
+    methods = sorted({r["baseline_method"] for r in rows if r["route"] != "llm" and r["baseline_method"]})
+    if measured:
+        method = f"ledger: mean cost of this ledger's {sample} LLM answers, by number of places"
+    else:
+        method = ("default: published gpt-4o-mini measurements (~500 tokens for one place in two loops, "
+                  f"~2,500 for three places in four) at the configured model's price ({', '.join(methods) or 'n/a'})")
+    saved = baseline - actual
+    return {
+        "days": days,
+        "requests": len(rows),
+        "by_route": by_route,
+        "actual_cost_usd": round(actual, 8),
+        "baseline_cost_usd": round(baseline, 8),
+        "saved_usd": round(saved, 8),
+        "saved_pct": round(100 * saved / baseline, 2) if baseline > 0 else None,
+        "latency_ms": {route: {"p50": _percentile(v, 0.50), "p95": _percentile(v, 0.95)} for route, v in latency.items()},
+        "baseline_method": method,
+        "baseline_sample": sample,
+        "unknown_cost_requests": unknown_cost,
+        "llm_loops": {str(k): v for k, v in sorted(loops.items())},
+        "tool_success_rate": round(1 - tool_failures / tool_calls, 4) if tool_calls else None,
+        "groups": {"by": by or "day", "rows": {k: {**v, "saved_usd": round(v["baseline_cost_usd"] - v["actual_cost_usd"], 8)}
+                                                for k, v in sorted(groups.items())}},
+    }
+
+
+def _group_key(r: sqlite3.Row, by: str) -> str:
+    if by == "route":
+        return r["route"]
+    if by == "aspect":
+        return r["aspect"] or "-"
+    if by == "model":
+        return r["model"] or "(none)"
+    return r["datetime_utc"][:10]
+
+
+def render_report(report: dict[str, Any]) -> str:
+    """The terminal view: totals, shares, latency, agent health and a per-group chart."""
+    by_route = report["by_route"]
+    total = report["requests"]
+    lines = [
+        f"Last {report['days']} days: {total} requests — "
+        + ", ".join(f"{route} {n} ({100 * n / total:.0f}%)" for route, n in by_route.items()),
+        f"Spent      ${report['actual_cost_usd']:.6f}",
+        f"All-LLM    ${report['baseline_cost_usd']:.6f}  (baseline)",
+        f"Saved      ${report['saved_usd']:.6f}" + (f"  ({report['saved_pct']:.1f}%)" if report["saved_pct"] is not None else ""),
+        f"Baseline:  {report['baseline_method']}",
+    ]
+    if report["unknown_cost_requests"]:
+        lines.append(f"Unknown:   {report['unknown_cost_requests']} request(s) used a model with no price; counted as $0 above")
+    lines.append("Latency:   " + "; ".join(f"{route} p50 {v['p50']:.1f} ms, p95 {v['p95']:.1f} ms"
+                                          for route, v in report["latency_ms"].items()))
+    if report["llm_loops"]:
+        lines.append("LLM loops: " + ", ".join(f"{k} loop(s): {v}" for k, v in report["llm_loops"].items()))
+    if report["tool_success_rate"] is not None:
+        lines.append(f"Tools:     {100 * report['tool_success_rate']:.1f}% of tool calls succeeded")
+    rows = report["groups"]["rows"]
+    if rows:
+        width = max(len(k) for k in rows)
+        peak = max(v["baseline_cost_usd"] for v in rows.values()) or 1.0
+        lines.append("")
+        lines.append(f"{'by ' + report['groups']['by']:<{width}}  requests  spent / all-LLM")
+        for key, v in rows.items():
+            spent = round(30 * v["actual_cost_usd"] / peak)
+            would = round(30 * v["baseline_cost_usd"] / peak)
+            bar = "█" * spent + "░" * max(0, would - spent)
+            lines.append(f"{key:<{width}}  {int(v['requests']):>8}  {bar} ${v['actual_cost_usd']:.6f} / ${v['baseline_cost_usd']:.6f}")
+    return "\n".join(lines)
+
+
+def simulate(decisions: list[str], places_per_query: list[int], *, model_cost, per_day: int | None) -> dict[str, Any]:
+    """Project daily and monthly LLM spend for a query log, all-LLM versus hybrid.
+
+    DECISIONS are the routes the router took for each logged query; PLACES_PER_QUERY how many places each
+    named; MODEL_COST(places) the estimated cost of one LLM answer about that many places.
+    """
+    total = len(decisions)
+    counts = Counter(decisions)
+    all_llm = sum(model_cost(max(1, n)) for n in places_per_query)
+    hybrid = sum(model_cost(max(1, n)) for route, n in zip(decisions, places_per_query) if route == "llm")
+    scale = (per_day or total) / total if total else 0.0
+    daily_all, daily_hybrid = all_llm * scale, hybrid * scale
+    return {
+        "queries": total,
+        "per_day": per_day or total,
+        "by_route": {route: counts.get(route, 0) for route in ROUTES},
+        "rule_share": round(counts.get("rule", 0) / total, 4) if total else None,
+        "daily_all_llm_usd": round(daily_all, 6),
+        "daily_hybrid_usd": round(daily_hybrid, 6),
+        "monthly_all_llm_usd": round(30 * daily_all, 4),
+        "monthly_hybrid_usd": round(30 * daily_hybrid, 4),
+        "monthly_saved_usd": round(30 * (daily_all - daily_hybrid), 4),
+        "saved_pct": round(100 * (1 - hybrid / all_llm), 2) if all_llm else None,
+    }

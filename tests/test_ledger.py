@@ -1,0 +1,267 @@
+"""The cost ledger: rows, migrations, batching under load, crash safety, prices and the savings report."""
+
+import datetime as dt
+import json
+import logging
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from hybrid_weather.agent.models import ModelTable, Usage
+from hybrid_weather.router import HybridRouter
+from hybrid_weather.router._migrations import MIGRATIONS, migrate
+from hybrid_weather.router.cli import cli
+from hybrid_weather.router.ledger import Ledger, LedgerEntry, mask_personal_data
+from hybrid_weather.router.savings import savings_report
+
+NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def count(path):
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT count(*) FROM requests").fetchone()[0]
+
+
+# -- prices ------------------------------------------------------------------------------------------
+
+def test_prices_with_cached_tokens():
+    table = ModelTable()
+    # gpt-4o-mini: $0.15 in, $0.075 cached in, $0.60 out per 1M tokens.
+    usage = Usage(prompt_tokens=10_000, cached_tokens=4_000, completion_tokens=1_000)
+    assert table.cost("gpt-4o-mini", usage) == pytest.approx((6_000 * 0.15 + 4_000 * 0.075 + 1_000 * 0.60) / 1e6)
+    # deepseek-v4-flash: cache hits at $0.0028, misses at $0.14.
+    assert table.cost("deepseek-v4-flash", Usage(1_000, 800, 100)) == pytest.approx((200 * 0.14 + 800 * 0.0028 + 100 * 0.28) / 1e6)
+
+
+def test_unknown_model_cost_is_unknown_not_zero(caplog):
+    with caplog.at_level(logging.WARNING, logger="hybrid_weather"):
+        assert ModelTable().cost("my-local-llama", Usage(100, 0, 10)) is None
+    assert "my-local-llama" in caplog.text
+
+
+def test_user_price_override(tmp_path):
+    override = tmp_path / "models.json"
+    override.write_text(json.dumps({"models": {"my-local-llama": {"input": 0, "cached_input": 0, "output": 0},
+                                               "gpt-4o-mini": {"input": 1.0}}}))
+    table = ModelTable(override)
+    assert table.cost("my-local-llama", Usage(100, 0, 10)) == 0.0
+    assert table.cost("gpt-4o-mini", Usage(1_000_000, 0, 0)) == pytest.approx(1.0)
+
+
+# -- rows ----------------------------------------------------------------------------------------------
+
+def test_masking():
+    text = "提醒13812345678和+86 13912345678，身份证11010519491231002X，邮件 a.b+c@example.com.cn 上海天气"
+    assert mask_personal_data(text) == "提醒[phone]和[phone]，身份证[id]，邮件 [email] 上海天气"
+
+
+def test_ask_writes_one_complete_row(tmp_path):
+    path = tmp_path / "ledger.db"
+    with HybridRouter(provider="demo", ledger=str(path)) as router:
+        router.ask("魔都明天会下雨吗")
+    with sqlite3.connect(path) as db:
+        db.row_factory = sqlite3.Row
+        (row,) = db.execute("SELECT * FROM requests").fetchall()
+    assert row["route"] == "rule" and row["aspect"] == "rain" and json.loads(row["places"]) == ["上海市"]
+    assert row["provider"] == "demo" and row["outcome"] == "ok" and row["cost_usd"] == 0.0
+    assert row["baseline_cost_usd"] > 0 and row["baseline_method"].startswith("default:")
+    assert row["query"] == "魔都明天会下雨吗"
+    assert len(row["id"]) == 22 and row["datetime_utc"].endswith("+00:00")
+
+
+def test_hash_only_setting(tmp_path, monkeypatch):
+    monkeypatch.setenv("HYBRID_WEATHER_LEDGER_QUERIES", "hash")
+    path = tmp_path / "ledger.db"
+    with HybridRouter(provider="demo", ledger=str(path)) as router:
+        router.ask("上海今天天气")
+    with sqlite3.connect(path) as db:
+        query, digest = db.execute("SELECT query, query_sha256 FROM requests").fetchone()
+    assert query is None and len(digest) == 64
+
+
+def test_failed_requests_are_recorded_too(tmp_path):
+    path = tmp_path / "ledger.db"
+    with HybridRouter(provider="demo", ledger=str(path)) as router:
+        with pytest.raises(Exception):
+            router.ask("北京明天适合出游吗？不行就打13812345678告诉我")
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT route, outcome, query FROM requests").fetchall() == [
+            ("llm", "LLMUnavailable", "北京明天适合出游吗？不行就打[phone]告诉我")]
+
+
+def test_memory_and_off():
+    with HybridRouter(provider="demo", ledger=":memory:") as router:
+        router.ask("上海今天天气")
+        router.ledger.flush()
+        db = router.ledger.connect()
+        assert db.execute("SELECT count(*) FROM requests").fetchone()[0] == 1
+        db.close()
+    with HybridRouter(provider="demo", ledger="off") as router:
+        router.ask("上海今天天气")
+        assert router.ledger is None
+
+
+def test_ids_sort_by_time(tmp_path):
+    ledger = Ledger(tmp_path / "l.db")
+    for i in range(50):
+        ledger.record(LedgerEntry(started_at=1_700_000_000 + i, route="rule", query=str(i)))
+    ledger.close()
+    with sqlite3.connect(tmp_path / "l.db") as db:
+        assert [r[0] for r in db.execute("SELECT query FROM requests ORDER BY id")] == [str(i) for i in range(50)]
+
+
+# -- load, crash, migration --------------------------------------------------------------------------
+
+def test_8_threads_5000_asks_each_lose_no_row(tmp_path):
+    path = tmp_path / "ledger.db"
+    router = HybridRouter(provider="demo", ledger=str(path))
+    router.route("上海今天天气")
+    queries = ["上海今天天气", "魔都明天会下雨吗", "北京和上海明天哪个冷", "明天会下雨吗"]
+
+    def work(n):
+        for i in range(5_000):
+            router.ask(queries[(n + i) % len(queries)])
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    router.close()
+    assert count(path) == 40_000
+
+
+def test_a_small_queue_makes_callers_wait_not_drop(tmp_path):
+    ledger = Ledger(tmp_path / "l.db", queue_size=2, batch_size=1)
+    for i in range(300):
+        ledger.record(LedgerEntry(started_at=time.time(), route="rule", query=str(i)))
+    ledger.close()
+    assert count(tmp_path / "l.db") == 300
+
+
+_WRITER = """
+import sys, time
+from hybrid_weather.router.ledger import Ledger, LedgerEntry
+ledger = Ledger(sys.argv[1], batch_size=50)
+n = 0
+while True:
+    for _ in range(100):
+        ledger.record(LedgerEntry(started_at=time.time(), route="rule", query=f"q{n}"))
+        n += 1
+    ledger.flush()
+    print(n, flush=True)
+"""
+
+
+def test_sigkill_keeps_every_committed_row(tmp_path):
+    path = tmp_path / "ledger.db"
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(path)], stdout=subprocess.PIPE, text=True)
+    committed = 0
+    while committed < 3_000:
+        committed = int(writer.stdout.readline())
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        rows = db.execute("SELECT count(*) FROM requests").fetchone()[0]
+    assert rows >= committed  # everything flushed before the kill is there (and maybe a batch more)
+    ledger = Ledger(path)  # and it opens, recovers the WAL and takes new rows
+    ledger.record(LedgerEntry(started_at=time.time(), route="rule", query="after"))
+    ledger.close()
+    assert count(path) == rows + 1
+
+
+def test_a_ledger_from_an_older_schema_migrates(tmp_path):
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    migrate(db, MIGRATIONS[:1])  # as the first release left it
+    db.execute("INSERT INTO requests (id, datetime_utc, route, outcome, cost_usd, baseline_cost_usd, query) "
+               "VALUES ('0001', '2026-11-28T00:00:00+00:00', 'rule', 'ok', 0.0, 0.0001, '上海今天天气')")
+    db.close()
+    ledger = Ledger(path)
+    ledger.record(LedgerEntry(started_at=time.time(), route="llm", query="x", llm_loops=2, tool_calls=1, tool_failures=0))
+    ledger.close()
+    with sqlite3.connect(path) as db:
+        assert [r[0] for r in db.execute("SELECT name FROM _hybrid_weather_migrations ORDER BY name")] == \
+               ["m001_requests", "m002_agent_health"]
+        assert db.execute("SELECT query, llm_loops FROM requests ORDER BY id").fetchall() == [("上海今天天气", None), ("x", 2)]
+
+
+# -- the savings report ------------------------------------------------------------------------------
+
+def _fixture_ledger(tmp_path, llm_answers=3):
+    ledger = Ledger(tmp_path / "fixture.db", model="gpt-4o-mini")
+    start = NOW.timestamp() - 3600
+    for i in range(6):  # rule answers about one place: baseline 500 tokens (425 in, 75 out) on gpt-4o-mini
+        ledger.record(LedgerEntry(started_at=start + i, route="rule", query="q", places=("上海市",), days=1,
+                                  latency_ms=1.0 + i, provider="open-meteo"))
+    ledger.record(LedgerEntry(started_at=start + 10, route="clarify", query="q", latency_ms=0.5))
+    for i in range(llm_answers):  # LLM answers with known usage
+        ledger.record(LedgerEntry(started_at=start + 20 + i, route="llm", query="q", model="gpt-4o-mini",
+                                  usage=Usage(1_000, 200, 100), cost_usd=ModelTable().cost("gpt-4o-mini", Usage(1_000, 200, 100)),
+                                  latency_ms=800.0, llm_loops=2, tool_calls=2, tool_failures=1 if i == 0 else 0,
+                                  places=("北京市",)))
+    ledger.record(LedgerEntry(started_at=NOW.timestamp() - 40 * 86400, route="rule", query="too old"))
+    ledger.close()
+    db = sqlite3.connect(tmp_path / "fixture.db")
+    db.row_factory = sqlite3.Row
+    return db
+
+
+def test_savings_arithmetic_with_the_default_baseline(tmp_path):
+    report = savings_report(_fixture_ledger(tmp_path), 30, now=NOW)
+    llm_cost = (800 * 0.15 + 200 * 0.075 + 100 * 0.60) / 1e6
+    one_place = (425 * 0.15 + 75 * 0.60) / 1e6
+    assert report["requests"] == 10 and report["by_route"] == {"rule": 6, "clarify": 1, "llm": 3}
+    assert report["actual_cost_usd"] == pytest.approx(3 * llm_cost)
+    assert report["baseline_cost_usd"] == pytest.approx(7 * one_place + 3 * llm_cost)
+    assert report["saved_usd"] == pytest.approx(7 * one_place)
+    assert report["saved_pct"] == pytest.approx(round(100 * 7 * one_place / (7 * one_place + 3 * llm_cost), 2))
+    assert report["latency_ms"]["rule"] == {"p50": 4.0, "p95": 6.0}
+    assert report["baseline_method"].startswith("default:") and report["baseline_sample"] == 3
+    assert report["llm_loops"] == {"2": 3} and report["tool_success_rate"] == pytest.approx(5 / 6, abs=1e-4)
+
+
+def test_savings_baseline_from_the_ledgers_own_llm_answers(tmp_path):
+    report = savings_report(_fixture_ledger(tmp_path, llm_answers=25), 30, now=NOW)
+    llm_cost = (800 * 0.15 + 200 * 0.075 + 100 * 0.60) / 1e6
+    # Enough LLM answers: every request's baseline is the mean LLM cost for its number of places.
+    assert report["baseline_cost_usd"] == pytest.approx(32 * llm_cost)
+    assert report["baseline_method"].startswith("ledger:") and report["baseline_sample"] == 25
+
+
+def test_savings_cli_empty_and_full(tmp_path, monkeypatch):
+    monkeypatch.setenv("HYBRID_WEATHER_LEDGER", str(tmp_path / "cli.db"))
+    result = CliRunner().invoke(cli, ["savings"], catch_exceptions=False)
+    assert result.exit_code == 0 and "No requests in the last 30 days" in result.output
+    for query in ("上海今天天气", "北京和上海明天哪个冷", "明天会下雨吗"):
+        assert CliRunner().invoke(cli, [query, "--provider", "demo"], catch_exceptions=False).exit_code == 0
+    result = CliRunner().invoke(cli, ["savings", "--days", "30", "--json"], catch_exceptions=False)
+    report = json.loads(result.output)
+    assert report["requests"] == 3 and report["by_route"] == {"rule": 2, "clarify": 1, "llm": 0}
+    for key in ("days", "requests", "by_route", "actual_cost_usd", "baseline_cost_usd", "saved_usd", "saved_pct",
+                "latency_ms", "baseline_method"):
+        assert key in report
+    text = CliRunner().invoke(cli, ["savings", "--by", "route"], catch_exceptions=False).output
+    assert "Saved" in text and "rule" in text and ("█" in text or "░" in text)
+
+
+def test_simulate(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text("上海今天天气\n北京明天适合出游吗\n\n北京和上海明天哪个冷\n明天会下雨吗\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["simulate", str(log), "--model", "gpt-4o-mini", "--per-day", "1000", "--json"],
+                                catch_exceptions=False)
+    projection = json.loads(result.output)
+    one, two = (425 * 0.15 + 75 * 0.60) / 1e6, (1275 * 0.15 + 225 * 0.60) / 1e6
+    assert projection["by_route"] == {"rule": 2, "clarify": 1, "llm": 1}
+    assert projection["daily_all_llm_usd"] == pytest.approx(round(250 * (one + one + two + one), 6))
+    assert projection["daily_hybrid_usd"] == pytest.approx(round(250 * one, 6))
+    bad = CliRunner().invoke(cli, ["simulate", str(log), "--model", "nope"])
+    assert bad.exit_code == 2 and "no price" in bad.output
