@@ -73,6 +73,10 @@ class NotCovered(WeatherUnavailable):
 
 
 class LLMUnavailable(HybridWeatherError):
-    """The question needs an LLM, but none is configured or reachable."""
+    """The question needs an LLM, but none is configured or reachable.
+
+    `partial` holds what the rules could still answer (the plain weather part of the question), if any.
+    """
 
     exit_code = 4
+    partial: object | None = None

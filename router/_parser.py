@@ -54,7 +54,10 @@ class QueryParser:
         self.lexicon = Lexicon()
         self.tokenizer = Tokenizer(itertools.chain(self.gazetteer.words(), self.lexicon.words()))
 
-    def parse(self, text: str, today: dt.date) -> Decision:
+    def parse(self, text: str, today: dt.date, context: Decision | None = None,
+              recent_places: list[Place] | None = None) -> Decision:
+        """Decide TEXT. CONTEXT is the last rule decision of a conversation and RECENT_PLACES the places it
+        asked about, newest last, for follow-ups (那上海呢？ 后天呢？ 这两个城市哪个更热？)."""
         clean = normalize(text)
         if not clean:
             return _clarify("empty query", "请问您想查询哪个城市的天气？", clean)
@@ -82,7 +85,30 @@ class QueryParser:
             decided = self._place_attempt(reading, tokens, clean, dates, today)
             if decided is not None:
                 return decided
-        return self._decide(reading, dates, today, clean)
+        borrowed = ""
+        if context is not None and context.route == "rule":
+            dates, borrowed = _borrow_context(reading, dates, context, recent_places or list(context.places),
+                                              follow_up="呢" in clean, several=3 if "三" in clean else 2)
+        decision = self._decide(reading, dates, today, clean)
+        if borrowed and decision.route == "rule":
+            decision.reason += f"; from context: {borrowed}"
+        return decision
+
+    @staticmethod
+    def normalize(text: str) -> str:
+        return normalize(text)
+
+    def resolve_place(self, text: str) -> PlaceMatch | None:
+        """The one place TEXT names, as a question would read it (北京朝阳, 魔都, 杭洲, Tokyo); else None."""
+        clean = normalize(text)
+        tokens: list[str | None] = list(self.tokenizer.split(clean))
+        reading = self._read(tokens)
+        if len(reading.unknown) == 1 and not reading.places:
+            repaired = self.gazetteer.repair(reading.unknown[0][2])
+            return PlaceMatch((repaired,), "pinyin") if repaired else None
+        if reading.unknown or len(reading.places) != 1:
+            return None
+        return reading.places[0][2]
 
     def _read(self, tokens: list[str | None]) -> _Reading:
         reading = _Reading()
@@ -231,6 +257,31 @@ class QueryParser:
         via = f" via {','.join(vias)}" if vias else ""
         reason = f"rule: {len(places)} place(s){via}, {len(dates)} day(s), {aspect}{how}"
         return Decision("rule", cities, dates, aspect, reason, places=places, compare=compare, normalized=clean)
+
+
+def _borrow_context(reading: _Reading, dates: list[dt.date], context: Decision, recent: list[Place],
+                    follow_up: bool, several: int) -> tuple[list[dt.date], str]:
+    """Fill what a follow-up leaves out from the last answer: 后天呢 keeps the place, 那上海呢 the day,
+    这两个城市哪个更热 the last two places asked about."""
+    if not (dates or reading.aspects or reading.compare or follow_up):
+        return dates, ""  # 你好, 谢谢: not a weather follow-up at all
+    borrowed = []
+    if not reading.places:
+        places = recent[-several:] if reading.compare and len(context.places) < 2 else context.places
+        reading.places = [(-len(places) + i, p.display, PlaceMatch((p,), "context")) for i, p in enumerate(places)]
+        borrowed.append("places")
+        if not dates:
+            dates = list(context.dates)
+            borrowed.append("dates")
+        if not reading.aspects and context.aspect:
+            reading.aspects.append(context.aspect)
+            borrowed.append("aspect")
+    elif not dates and not reading.aspects and not reading.compare:
+        dates = list(context.dates)
+        if context.aspect:
+            reading.aspects.append(context.aspect)
+        borrowed.append("dates, aspect")
+    return dates, ", ".join(borrowed)
 
 
 def _comparison(aspect: str, reading: _Reading) -> Comparison | None:

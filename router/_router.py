@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hybrid_weather.agent.errors import HybridWeatherError, LLMUnavailable, WeatherUnavailable
+from hybrid_weather.agent.llm import AgentResult, LLMAgent
 from hybrid_weather.agent.models import ModelTable
+from hybrid_weather.agent.tools import ToolBox
 from hybrid_weather.agent.providers import AMapProvider, DemoProvider, OpenMeteoProvider, WeatherProvider
 from hybrid_weather.agent.service import Fetched, WeatherService
 from hybrid_weather.agent.weather import to_jsonable
@@ -18,9 +21,11 @@ from hybrid_weather.agent.weather import to_jsonable
 from ._config import Settings, check_provider
 from ._decision import Decision
 from ._parser import QueryParser
+from ._session import Session
 from .ledger import Ledger, LedgerEntry
 from .render import Facts, render
 
+logger = logging.getLogger("hybrid_weather")
 _CHINA_TIME = dt.timezone(dt.timedelta(hours=8))  # Asia/Shanghai has no daylight saving time
 DEFAULT_DEADLINE = 5.0
 
@@ -45,7 +50,8 @@ class Answer:
     cache_hit: bool | None = None
     provider_ms: float = 0.0
     attribution: str | None = None
-    trace: list[dict[str, Any]] = field(default_factory=list)
+    model: str | None = None  #: the LLM that answered (llm route)
+    llm: AgentResult | None = None  #: the loop's trace: tokens, time and tools per loop
 
     def to_json(self, query: str) -> dict[str, Any]:
         decision = self.decision.to_json(query)
@@ -71,19 +77,21 @@ class HybridRouter:
 
     def __init__(self, *, provider: str | None = None, ledger: str | None = None, cache_ttl: float | None = None,
                  deadline: float = DEFAULT_DEADLINE, settings: Settings | None = None,
-                 http_options: dict[str, Any] | None = None) -> None:
+                 http_options: dict[str, Any] | None = None, llm_options: dict[str, Any] | None = None) -> None:
         self._settings = settings
         self._provider_name = provider
         self._cache_ttl = cache_ttl
         self._ledger_setting = ledger
         self.deadline = deadline
         self._http_options = http_options or {}
+        self._llm_options = llm_options or {}
+        self._agent: LLMAgent | None = None
         self._parser: QueryParser | None = None
         self._service: WeatherService | None = None
         self._ledger: Ledger | None = None
         self._ledger_ready = False
         self._models: ModelTable | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: building the agent builds the weather service
         if provider is not None:
             check_provider(provider)
 
@@ -132,6 +140,23 @@ class HybridRouter:
                     self._ledger_ready = True
         return self._ledger
 
+    @property
+    def agent(self) -> LLMAgent:
+        """The LLM loop; raises LLMUnavailable when no API key is configured."""
+        if self._agent is None:
+            with self._lock:
+                if self._agent is None:
+                    settings = self.settings
+                    model = settings.model or self.models.default_model
+                    facts = self.models.get(model)
+                    if facts and facts.retires_on and facts.retires_on <= today_in_china().isoformat():
+                        logger.warning("model %s was retired on %s; set HYBRID_WEATHER_MODEL to a current one",
+                                       model, facts.retires_on)
+                    tools = ToolBox(self.weather, self.parser.resolve_place, deadline_s=self.deadline)
+                    self._agent = LLMAgent(tools, model=model, api_key=settings.openai_api_key,
+                                           base_url=settings.openai_base_url, facts=facts, **self._llm_options)
+        return self._agent
+
     def _make_provider(self, name: str) -> WeatherProvider:
         settings = self.settings
         if name == "demo":
@@ -144,6 +169,8 @@ class HybridRouter:
         """Flush the ledger and close the HTTP clients."""
         if self._ledger is not None:
             self._ledger.close()
+        if self._agent is not None:
+            self._agent.close()
         if self._service is not None:
             self._service.close()
 
@@ -155,11 +182,13 @@ class HybridRouter:
 
     # -- routing and answering ---------------------------------------------------------------------
 
-    def route(self, text: str, *, today: dt.date | None = None, session: object | None = None) -> Decision:
-        """Decide what to do with TEXT: no I/O, never raises for any str."""
-        return self.parser.parse(text if isinstance(text, str) else str(text), today or today_in_china())
+    def route(self, text: str, *, today: dt.date | None = None, session: Session | None = None) -> Decision:
+        """Decide what to do with TEXT: no I/O, never raises for any str. A SESSION supplies follow-up context."""
+        context = session.last if isinstance(session, Session) else None
+        recent = list(session.recent_places) if isinstance(session, Session) else None
+        return self.parser.parse(text if isinstance(text, str) else str(text), today or today_in_china(), context, recent)
 
-    def ask(self, text: str, *, today: dt.date | None = None, session: object | None = None,
+    def ask(self, text: str, *, today: dt.date | None = None, session: Session | None = None,
             emoji: bool = True) -> Answer:
         """Answer TEXT. Raises WeatherUnavailable (no data, not even stale) or LLMUnavailable."""
         arrived, started = time.time(), time.perf_counter()
@@ -168,34 +197,79 @@ class HybridRouter:
         try:
             deadline = time.monotonic() + self.deadline
             decision = self._geocoded(decision, deadline)
-            answer = self._early_answer(decision, today, started)
-            if answer is None:
-                fetched = [self._fetch(decision, place, today, deadline) for place in decision.places]
-                answer = self._answer(decision, fetched, today, emoji, started)
+            if decision.route == "llm":
+                answer = self._ask_llm(text, decision, today, session, emoji, started)
+            else:
+                answer = self._early_answer(decision, today, started)
+                if answer is None:
+                    fetched = [self._fetch(decision, place, today, deadline) for place in decision.places]
+                    answer = self._answer(decision, fetched, today, emoji, started)
         except HybridWeatherError as error:
-            self._record_failure(text, decision, error, arrived, started)
+            self._record_failure(text, decision, error, arrived, started, session)
             raise
-        self._record(text, answer, arrived)
+        self._finish(text, answer, arrived, session)
         return answer
 
-    async def aask(self, text: str, *, today: dt.date | None = None, session: object | None = None,
+    async def aask(self, text: str, *, today: dt.date | None = None, session: Session | None = None,
                    emoji: bool = True) -> Answer:
         """ask() for asyncio programs: places are fetched concurrently, the event loop never blocks."""
         arrived, started = time.time(), time.perf_counter()
         today = today or today_in_china()
         decision = self.route(text, today=today, session=session)
+        loop = asyncio.get_running_loop()
         try:
             deadline = time.monotonic() + self.deadline
             if decision.pending is not None:
-                decision = await asyncio.get_running_loop().run_in_executor(None, self._geocoded, decision, deadline)
+                decision = await loop.run_in_executor(None, self._geocoded, decision, deadline)
+            if decision.route == "llm":
+                # The loop is sequential network I/O with its own deadline; a worker thread runs it.
+                answer = await loop.run_in_executor(None, self._ask_llm, text, decision, today, session, emoji, started)
+            else:
+                answer = self._early_answer(decision, today, started)
+                if answer is None:
+                    fetched = await asyncio.gather(*(self._afetch(decision, place, today, deadline) for place in decision.places))
+                    answer = self._answer(decision, list(fetched), today, emoji, started)
+        except HybridWeatherError as error:
+            self._record_failure(text, decision, error, arrived, started, session)
+            raise
+        self._finish(text, answer, arrived, session)
+        return answer
+
+    def _ask_llm(self, text: str, decision: Decision, today: dt.date, session: Session | None, emoji: bool,
+                 started: float) -> Answer:
+        try:
+            agent = self.agent
+            result = agent.run(text, history=session.llm_history() if session else None, today=today)
+        except LLMUnavailable as error:
+            error.partial = self._weather_part(text, today, emoji)
+            raise
+        cost = self.models.cost(agent.model, result.usage)
+        data = {"stopped": result.stopped, "places": result.places, "loops": [
+            {"loop": t.loop, "prompt_tokens": t.usage.prompt_tokens, "cached_tokens": t.usage.cached_tokens,
+             "completion_tokens": t.usage.completion_tokens, "latency_ms": round(t.latency_ms, 1), "attempts": t.attempts,
+             "tools": [{"name": c.name, "arguments": c.arguments, "ok": c.ok, "ms": round(c.duration_ms, 1), "reused": c.reused}
+                       for c in t.tools]} for t in result.loops]}
+        return Answer(text=result.text, route="llm", decision=decision, data=data,
+                      source=self.weather.provider.name if result.tool_calls else None, stale=False, cost_usd=cost,
+                      latency_ms=_ms(started), model=agent.model, llm=result,
+                      attribution=self.weather.provider.attribution if result.tool_calls else None)
+
+    def _weather_part(self, text: str, today: dt.date, emoji: bool) -> Answer | None:
+        """The plain weather part of an LLM question, answered by the rules (for a degraded answer)."""
+        clean = self.parser.lexicon.strip_open_ended(self.parser.normalize(text))
+        decision = self.route(clean, today=today)
+        if decision.route != "rule":
+            return None
+        started = time.perf_counter()
+        try:
+            deadline = time.monotonic() + self.deadline
             answer = self._early_answer(decision, today, started)
             if answer is None:
-                fetched = await asyncio.gather(*(self._afetch(decision, place, today, deadline) for place in decision.places))
-                answer = self._answer(decision, list(fetched), today, emoji, started)
-        except HybridWeatherError as error:
-            self._record_failure(text, decision, error, arrived, started)
-            raise
-        self._record(text, answer, arrived)
+                fetched = [self._fetch(decision, place, today, deadline) for place in decision.places]
+                answer = self._answer(decision, fetched, today, emoji, started)
+        except HybridWeatherError:
+            return None
+        answer.text = "（没有可用的 LLM，只能回答其中的天气部分）\n" + answer.text
         return answer
 
     def _early_answer(self, decision: Decision, today: dt.date, started: float) -> Answer | None:
@@ -205,18 +279,25 @@ class HybridRouter:
             _, answer = self._check_horizon(decision, today, started)
         return answer
 
-    def _record(self, text: str, answer: Answer, arrived: float) -> None:
+    def _finish(self, text: str, answer: Answer, arrived: float, session: Session | None) -> None:
+        if session is not None:
+            session.remember(text, answer.text, answer.decision)
         ledger = self.ledger
         if ledger is None:
             return
-        decision = answer.decision
+        decision, result = answer.decision, answer.llm
         ledger.record(LedgerEntry(
             started_at=arrived, route=answer.route, query=text, reason=decision.reason, aspect=decision.aspect,
-            places=tuple(decision.cities), days=len(decision.dates), provider=answer.source,
+            places=tuple(result.places if result else decision.cities), days=len(decision.dates), provider=answer.source,
             cache_hit=answer.cache_hit, stale=answer.stale, cost_usd=answer.cost_usd, latency_ms=answer.latency_ms,
+            model=answer.model, usage=result.usage if result else None, llm_attempts=result.attempts if result else None,
+            llm_loops=len(result.loops) if result else None, tool_calls=result.tool_calls if result else None,
+            tool_failures=result.tool_failures if result else None,
+            session_id=session.id if session is not None else None,
         ))
 
-    def _record_failure(self, text: str, decision: Decision, error: Exception, arrived: float, started: float) -> None:
+    def _record_failure(self, text: str, decision: Decision, error: Exception, arrived: float, started: float,
+                        session: Session | None) -> None:
         ledger = self.ledger
         if ledger is None:
             return
@@ -224,7 +305,9 @@ class HybridRouter:
             started_at=arrived, route=decision.route, query=text, reason=decision.reason, aspect=decision.aspect,
             places=tuple(decision.cities), days=len(decision.dates),
             provider=self.weather.provider.name if decision.route == "rule" else None,
+            model=(self._agent.model if self._agent else None) if decision.route == "llm" else None,
             cost_usd=0.0, latency_ms=_ms(started), outcome=type(error).__name__,
+            session_id=session.id if session is not None else None,
         ))
 
     def _geocoded(self, decision: Decision, deadline: float) -> Decision:
@@ -245,11 +328,6 @@ class HybridRouter:
     def _without_weather(self, decision: Decision, started: float) -> Answer | None:
         if decision.route == "clarify":
             return Answer(decision.clarification or "", "clarify", decision, {}, None, False, 0.0, _ms(started))
-        if decision.route == "llm":
-            raise LLMUnavailable(
-                f"this question needs an LLM ({decision.reason}), and none is configured yet: "
-                "set OPENAI_API_KEY (and OPENAI_BASE_URL for other OpenAI-compatible services)"
-            )
         return None
 
     def _check_horizon(self, decision: Decision, today: dt.date, started: float) -> tuple[Decision, Answer | None]:

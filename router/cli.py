@@ -10,9 +10,10 @@ import sys
 import click
 from click_default_group import DefaultGroup
 
-from hybrid_weather.agent.errors import HybridWeatherError, WeatherUnavailable
+from hybrid_weather.agent.errors import HybridWeatherError, LLMUnavailable, WeatherUnavailable
 
 from ._router import Answer, HybridRouter
+from ._session import Session
 
 
 def _parse_today(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.date | None:
@@ -77,11 +78,32 @@ def _explanation(answer: Answer) -> str:
         f"decision: {decision.route} · {','.join(decision.cities) or '-'} · {days} · {decision.aspect or '-'}",
         f"reason:   {decision.reason}",
     ]
-    if answer.source:
+    if answer.llm is not None:
+        lines.extend(_call_chain(answer))
+    elif answer.source:
         cache = "hit" if answer.cache_hit else "stale" if answer.stale else "miss"
         lines.append(f"cache:    {cache} · provider {answer.source} {answer.provider_ms:.1f} ms")
     lines.append(f"total:    {answer.latency_ms:.1f} ms")
     return "\n".join(lines)
+
+
+def _call_chain(answer: Answer) -> list[str]:
+    """调用链分析: per loop, where the tokens and the time went, and what the tools did."""
+    result = answer.llm
+    assert result is not None
+    cost = "unknown price" if answer.cost_usd is None else f"${answer.cost_usd:.6f}"
+    lines = [f"调用链分析 (call chain) · model {answer.model} · stopped: {result.stopped} · {cost}",
+             f"{'loop':>4}  {'prompt':>7}  {'cached':>6}  {'completion':>10}  {'ms':>8}  {'tries':>5}  tools"]
+    for loop in result.loops:
+        tools = ", ".join(f"{t.name}({t.arguments}) {'ok' if t.ok else 'error'}{' (reused)' if t.reused else ''} {t.duration_ms:.0f}ms"
+                          for t in loop.tools) or "-"
+        lines.append(f"{loop.loop:>4}  {loop.usage.prompt_tokens:>7}  {loop.usage.cached_tokens:>6}  "
+                     f"{loop.usage.completion_tokens:>10}  {loop.latency_ms:>8.1f}  {loop.attempts:>5}  {tools}")
+    total = result.usage
+    lines.append(f"{'all':>4}  {total.prompt_tokens:>7}  {total.cached_tokens:>6}  {total.completion_tokens:>10}  "
+                 f"{sum(l.latency_ms for l in result.loops):>8.1f}  {result.attempts:>5}  "
+                 f"{result.tool_calls} call(s), {result.tool_failures} failed")
+    return lines
 
 
 class _errors_as_exit_codes:
@@ -93,6 +115,8 @@ class _errors_as_exit_codes:
     def __exit__(self, kind, error, traceback) -> bool:  # type: ignore[no-untyped-def]
         if error is None or isinstance(error, (click.exceptions.Exit, click.ClickException, click.Abort)):
             return False
+        if isinstance(error, LLMUnavailable) and isinstance(error.partial, Answer):
+            click.echo(error.partial.text)  # the weather part the rules could answer, not nothing
         if isinstance(error, WeatherUnavailable):
             hint = "" if "--provider demo" in str(error) else " (offline? try --provider demo for demo data)"
             click.echo(f"Error: weather service unavailable: {error}{hint}", err=True)
@@ -102,6 +126,43 @@ class _errors_as_exit_codes:
             click.echo(f"Error: internal error ({type(error).__name__}: {error}); please report it", err=True)
         code = error.exit_code if isinstance(error, HybridWeatherError) else 1
         raise SystemExit(code)
+
+
+@cli.command()
+@click.option("--provider", type=click.Choice(["open-meteo", "amap", "demo"]), default=None,
+              help="Weather source (default: $HYBRID_WEATHER_PROVIDER or open-meteo).")
+@click.option("--no-emoji", is_flag=True, help="Plain text without weather emoji.")
+@click.option("--explain", is_flag=True, help="Show each answer's decision and timings.")
+def chat(provider: str | None, no_emoji: bool, explain: bool) -> None:
+    """Talk it through: one conversation across rule and LLM answers.
+
+    Follow-ups the rules can answer from context stay off the LLM: 那上海呢？ (same day and
+    question, new place), 后天呢？ (same place), 这两个城市哪个更热？ (the last places).
+    Type quit, exit or 退出 to leave.
+    """
+    emoji = not no_emoji and not os.environ.get("NO_COLOR")
+    session = Session()
+    with _errors_as_exit_codes(), HybridRouter(provider=provider) as router:
+        while True:
+            try:
+                line = click.prompt("你", prompt_suffix="> ", default="", show_default=False)
+            except (EOFError, click.Abort):
+                break
+            query = line.strip()
+            if query.lower() in ("quit", "exit", "退出", "q"):
+                break
+            if not query:
+                continue
+            try:
+                answer = router.ask(query, session=session, emoji=emoji)
+            except HybridWeatherError as error:
+                if isinstance(error, LLMUnavailable) and isinstance(error.partial, Answer):
+                    click.echo(error.partial.text)
+                click.echo(f"Error: {error}", err=True)
+                continue
+            click.echo(answer.text)
+            if explain:
+                click.echo(_explanation(answer))
 
 
 @cli.command()

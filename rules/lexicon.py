@@ -38,6 +38,10 @@ class Lexicon:
         yield from self.hot
         yield from self._open_category
 
+    def strip_open_ended(self, text: str) -> str:
+        """TEXT with every open-ended marker removed (北京明天适合出游吗 → 北京明天吗), for degraded answers."""
+        return self._open_pattern.sub(" ", text)
+
     def open_ended(self, text: str) -> tuple[str, str] | None:
         """(category, marker) of the first open-ended marker in TEXT, or None."""
         found = self._open_pattern.search(text)

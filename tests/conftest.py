@@ -27,3 +27,17 @@ def weather_server():
 
 # Fast retries for tests: the behaviour is the same, the waits are milliseconds.
 FAST_HTTP = {"backoff_base": 0.01, "backoff_cap": 0.05, "read_timeout": 1.0, "connect_timeout": 0.5}
+
+
+@pytest.fixture
+def llm_server():
+    """A scripted OpenAI-compatible server on 127.0.0.1."""
+    from fake_openai import FakeOpenAI
+
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+# Fast LLM retries for tests.
+FAST_LLM = {"backoff_base": 0.01, "backoff_cap": 0.05, "call_timeout": 2.0, "deadline": 10.0}

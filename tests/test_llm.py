@@ -1,0 +1,297 @@
+"""The LLM fallback over real HTTP: the real openai SDK against a scripted server on 127.0.0.1."""
+
+import json
+import os
+import sqlite3
+import time
+
+import pytest
+from click.testing import CliRunner
+from conftest import FAST_HTTP, FAST_LLM, TODAY
+from fake_openai import answer, tool_calls
+
+from hybrid_weather.agent.errors import LLMUnavailable
+from hybrid_weather.agent.models import ModelTable, Usage
+from hybrid_weather.router import HybridRouter, Session
+from hybrid_weather.router._config import Settings
+from hybrid_weather.router.cli import cli
+
+KEY = "sk-test-secret-key-0123456789"
+QUESTION = "北京明天适合出游吗"
+
+
+def make_router(weather_server, llm_server, *, model="gpt-4o-mini", ledger=":memory:", key=KEY, **llm):
+    settings = Settings(open_meteo_url=weather_server.url, openai_api_key=key, openai_base_url=llm_server.base_url,
+                        model=model)
+    return HybridRouter(settings=settings, ledger=ledger, http_options=FAST_HTTP, llm_options={**FAST_LLM, **llm})
+
+
+def tool_messages(request):
+    return [m for m in request["messages"] if m["role"] == "tool"]
+
+
+def ledger_rows(router):
+    router.ledger.flush()
+    db = router.ledger.connect()
+    rows = [dict(r) for r in db.execute("SELECT * FROM requests ORDER BY id")]
+    db.close()
+    return rows
+
+
+def test_tool_call_then_answer(weather_server, llm_server):
+    llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25),
+                    answer("明天北京多云，8~15°C，适合出游。", prompt=560, completion=30, cached=256))
+    with make_router(weather_server, llm_server) as router:
+        result = router.ask(QUESTION, today=TODAY)
+        rows = ledger_rows(router)
+    assert result.route == "llm" and result.text == "明天北京多云，8~15°C，适合出游。"
+    first, second = llm_server.requests
+    assert first["model"] == "gpt-4o-mini" and [t["function"]["name"] for t in first["tools"]] == \
+           ["get_weather", "get_air_quality", "get_current_weather"]
+    assert "2026-11-29" in first["messages"][0]["content"] and "Asia/Shanghai" in first["messages"][0]["content"]
+    call_id = second["messages"][-2]["tool_calls"][0]["id"]
+    (tool,) = tool_messages(second)
+    assert tool["tool_call_id"] == call_id
+    payload = json.loads(tool["content"])
+    assert payload["place"] == "北京市" and payload["days"][0]["date"] == "2026-11-30"
+    expected = ModelTable().cost("gpt-4o-mini", Usage(980, 256, 55))
+    assert result.cost_usd == pytest.approx(expected)
+    (row,) = rows
+    assert (row["route"], row["model"], row["prompt_tokens"], row["cached_tokens"], row["completion_tokens"]) == \
+           ("llm", "gpt-4o-mini", 980, 256, 55)
+    assert row["cost_usd"] == pytest.approx(expected) and row["llm_loops"] == 2 and row["llm_attempts"] == 2
+    assert json.loads(row["places"]) == ["北京市"] and row["tool_calls"] == 1 and row["tool_failures"] == 0
+    assert llm_server.headers[0]["x-stainless-retry-count"] == "0"  # the SDK's own retries are off
+
+
+def test_two_parallel_tool_calls_run_concurrently(weather_server, llm_server):
+    weather_server.delay = 0.4
+    llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}), ("get_weather", {"place": "上海", "date": "明天"})),
+                    answer("上海更暖和。"))
+    with make_router(weather_server, llm_server) as router:
+        started = time.monotonic()
+        result = router.ask("北京和上海明天哪个更适合出游", today=TODAY)
+        elapsed = time.monotonic() - started
+    ids = [c["id"] for c in llm_server.requests[1]["messages"][-3]["tool_calls"]]
+    tools = tool_messages(llm_server.requests[1])
+    assert [t["tool_call_id"] for t in tools] == ids
+    assert [json.loads(t["content"])["place"] for t in tools] == ["北京市", "上海市"]
+    assert elapsed < 0.75  # two 0.4 s fetches side by side
+    assert result.llm.places == ["北京市", "上海市"]
+
+
+@pytest.mark.parametrize("call,error_text", [
+    (("get_weather", '{"place": "北京", '), "不是合法的 JSON"),
+    (("get_weather", {"city": "北京"}), "不认识的参数"),
+    (("get_weather", {"date": "明天"}), "缺少必填参数 place"),
+    (("run_shell", {"command": "rm -rf /"}), "没有名为 'run_shell' 的工具"),
+    (("get_weather", {"place": "纳尼亚"}), "找不到地点"),
+])
+def test_bad_tool_calls_go_back_to_the_model_as_errors(weather_server, llm_server, call, error_text):
+    llm_server.then(tool_calls(call), answer("抱歉，我查不到。"))
+    with make_router(weather_server, llm_server) as router:
+        result = router.ask(QUESTION, today=TODAY)
+        rows = ledger_rows(router)
+    (tool,) = tool_messages(llm_server.requests[1])
+    assert error_text in json.loads(tool["content"])["error"]
+    assert result.text == "抱歉，我查不到。" and rows[0]["tool_failures"] == 1
+    assert weather_server.requests["/v1/forecast"] == 0  # nothing outside a valid declared call ever ran
+
+
+def test_identical_call_in_one_request_is_answered_from_the_first(weather_server, llm_server):
+    call = ("get_weather", {"place": "北京", "date": "明天"})
+    llm_server.then(tool_calls(call), tool_calls(call), answer("好的。"))
+    with make_router(weather_server, llm_server, ledger="off") as router:
+        result = router.ask(QUESTION, today=TODAY)
+    assert [t.reused for loop in result.llm.loops for t in loop.tools] == [False, True]
+    assert tool_messages(llm_server.requests[2])[0]["content"] == tool_messages(llm_server.requests[2])[1]["content"]
+
+
+def test_a_model_that_never_stops_calling_tools_gets_a_graceful_end(weather_server, llm_server):
+    llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"})))
+    llm_server.repeat_last = True
+    with make_router(weather_server, llm_server, ledger="off") as router:
+        result = router.ask(QUESTION, today=TODAY)
+    assert len(llm_server.requests) == 5 and result.llm.stopped == "max_loops"
+    assert result.text.startswith("抱歉，这个问题步骤太多") and "北京市 2026-11-30" in result.text
+
+
+def test_token_budget_ends_the_loop(weather_server, llm_server):
+    llm_server.then(tool_calls(("get_weather", {"place": "北京"}), prompt=5_000, completion=100),
+                    tool_calls(("get_weather", {"place": "上海"}), prompt=5_000, completion=100))
+    with make_router(weather_server, llm_server, ledger="off", token_budget=8_000) as router:
+        result = router.ask(QUESTION, today=TODAY)
+    assert result.llm.stopped == "token_budget" and len(llm_server.requests) == 2
+
+
+def test_429_with_retry_after_then_success(weather_server, llm_server):
+    llm_server.then({"status": 429, "headers": {"retry-after": "1"}}, answer("好。"))
+    with make_router(weather_server, llm_server) as router:
+        started = time.monotonic()
+        result = router.ask(QUESTION, today=TODAY)
+        waited = time.monotonic() - started
+        rows = ledger_rows(router)
+    assert result.text == "好。" and result.llm.attempts == 2 and rows[0]["llm_attempts"] == 2
+    assert 1.0 <= waited < 3.0  # retry-after honoured, not the millisecond test backoff
+
+
+def test_500_then_success(weather_server, llm_server):
+    llm_server.then({"status": 500}, {"status": 503}, answer("好。"))
+    with make_router(weather_server, llm_server, ledger="off") as router:
+        result = router.ask(QUESTION, today=TODAY)
+    assert result.llm.attempts == 3 and result.llm.loops[0].attempts == 3
+
+
+def test_timeout_is_retried(weather_server, llm_server):
+    llm_server.then({"sleep": 1.5}, answer("好。"))
+    with make_router(weather_server, llm_server, ledger="off", call_timeout=0.5) as router:
+        result = router.ask(QUESTION, today=TODAY)
+    assert result.text == "好。" and result.llm.attempts == 2
+
+
+def test_every_attempt_failing_ends_in_a_clear_error_within_the_deadline(weather_server, llm_server):
+    llm_server.then(*[{"sleep": 3}] * 5)
+    with make_router(weather_server, llm_server, call_timeout=0.3, deadline=2.0) as router:
+        started = time.monotonic()
+        with pytest.raises(LLMUnavailable, match="failed 3 times"):
+            router.ask(QUESTION, today=TODAY)
+        assert time.monotonic() - started < 2.5
+        assert ledger_rows(router)[0]["outcome"] == "LLMUnavailable"
+
+
+def test_retry_after_past_the_deadline_gives_up_at_once(weather_server, llm_server):
+    llm_server.then({"status": 429, "headers": {"retry-after": "60"}})
+    with make_router(weather_server, llm_server, deadline=5.0) as router:
+        started = time.monotonic()
+        with pytest.raises(LLMUnavailable, match="wait 60"):
+            router.ask(QUESTION, today=TODAY)
+        assert time.monotonic() - started < 1.0
+
+
+def test_refused_connection(weather_server):
+    settings = Settings(open_meteo_url=weather_server.url, openai_api_key=KEY, openai_base_url="http://127.0.0.1:9/v1")
+    with HybridRouter(settings=settings, ledger="off", llm_options=FAST_LLM) as router:
+        with pytest.raises(LLMUnavailable, match="127.0.0.1:9"):
+            router.ask(QUESTION, today=TODAY)
+
+
+def test_bad_key_message_never_shows_the_key(weather_server, llm_server, tmp_path):
+    llm_server.then({"status": 401, "body": {"error": {"message": f"Incorrect API key provided: {KEY}"}}})
+    with make_router(weather_server, llm_server, ledger=str(tmp_path / "l.db")) as router:
+        with pytest.raises(LLMUnavailable) as caught:
+            router.ask(QUESTION, today=TODAY)
+        assert "OPENAI_API_KEY" in str(caught.value) and KEY not in str(caught.value)
+        assert KEY not in repr(router.agent)
+    assert KEY.encode() not in (tmp_path / "l.db").read_bytes()
+
+
+def test_usage_with_cached_tokens_openai_and_deepseek(weather_server, llm_server):
+    llm_server.then(answer("好。", prompt=1_000, completion=100, cached=600))
+    with make_router(weather_server, llm_server, ledger="off") as router:
+        openai_style = router.ask(QUESTION, today=TODAY)
+    llm_server.then(answer("好。", prompt=1_000, completion=100, cached=800, deepseek=True))
+    with make_router(weather_server, llm_server, ledger="off", model="deepseek-v4-flash") as router:
+        deepseek = router.ask(QUESTION, today=TODAY)
+    assert openai_style.llm.usage == Usage(1_000, 600, 100)
+    assert openai_style.cost_usd == pytest.approx((400 * 0.15 + 600 * 0.075 + 100 * 0.60) / 1e6)
+    assert deepseek.llm.usage == Usage(1_000, 800, 100)
+    assert deepseek.cost_usd == pytest.approx((200 * 0.14 + 800 * 0.0028 + 100 * 0.28) / 1e6)
+    # The model table's required options reach the wire: thinking off for DeepSeek with tools.
+    assert llm_server.requests[-1]["thinking"] == {"type": "disabled"}
+
+
+def test_unknown_model_cost_is_null(weather_server, llm_server):
+    llm_server.then(answer("好。"))
+    with make_router(weather_server, llm_server, model="my-local-llama") as router:
+        result = router.ask(QUESTION, today=TODAY)
+        rows = ledger_rows(router)
+    assert result.cost_usd is None and rows[0]["cost_usd"] is None
+
+
+def test_no_key_is_exit_4_with_the_weather_part_answered(weather_server):
+    result = CliRunner().invoke(cli, [QUESTION, "--today", "2026-11-29", "--no-emoji"],
+                                env={"HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url})
+    assert result.exit_code == 4
+    assert "只能回答其中的天气部分" in result.output and "北京明天：多云" in result.output
+    assert "set OPENAI_API_KEY" in result.output
+
+
+def test_cli_runs_the_loop_and_explains_it(weather_server, llm_server):
+    llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25),
+                    answer("明天北京多云，适合出游。", prompt=560, completion=30))
+    result = CliRunner().invoke(cli, [QUESTION, "--explain", "--today", "2026-11-29"], env={
+        "HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url, "OPENAI_BASE_URL": llm_server.base_url,
+        "OPENAI_API_KEY": KEY, "HYBRID_WEATHER_MODEL": "gpt-4o-mini"}, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "明天北京多云，适合出游。"
+    assert any(line.startswith("调用链分析") for line in lines)
+    assert any(line.split()[:4] == ["1", "420", "0", "25"] and "get_weather" in line for line in lines)
+    assert any(line.split()[:4] == ["2", "560", "0", "30"] for line in lines)
+
+
+def test_chat_follow_ups_stay_off_the_llm(weather_server, llm_server):
+    session = Session()
+    with make_router(weather_server, llm_server, ledger="off") as router:
+        assert router.ask("上海明天会下雨吗", today=TODAY, session=session).route == "rule"
+        follow = router.ask("那北京呢？", today=TODAY, session=session)
+        assert follow.route == "rule" and follow.decision.cities == ["北京市"] and follow.decision.aspect == "rain"
+        later = router.ask("后天呢", today=TODAY, session=session)
+        assert later.decision.cities == ["北京市"] and [d.isoformat() for d in later.decision.dates] == ["2026-12-01"]
+        both = router.ask("这两个城市哪个更热？", today=TODAY, session=session)
+        assert both.route == "rule" and both.decision.cities == ["上海市", "北京市"] and both.decision.compare == "hot"
+        llm_server.then(answer("适合。"))
+        router.ask(QUESTION, today=TODAY, session=session)
+    assert len(llm_server.requests) == 1
+    history = [m["content"] for m in llm_server.requests[0]["messages"][1:-1]]
+    assert history[0] == "上海明天会下雨吗" and history[-2] == "这两个城市哪个更热？"
+
+
+def test_history_sent_to_the_llm_is_bounded(weather_server, llm_server):
+    session = Session(history_tokens=200)
+    with make_router(weather_server, llm_server, ledger="off") as router:
+        for i in range(30):
+            router.ask(f"上海明天会下雨吗{'吧' * i}", today=TODAY, session=session)
+        llm_server.then(answer("好。"))
+        router.ask(QUESTION, today=TODAY, session=session)
+    sent = llm_server.requests[0]["messages"]
+    assert sum(len(m["content"] or "") for m in sent[1:-1]) <= 200 + 100  # the newest turn is kept whole
+    assert sent[-1]["content"] == QUESTION
+
+
+def test_async_llm_route(weather_server, llm_server):
+    import asyncio
+
+    llm_server.then(answer("好。"))
+    with make_router(weather_server, llm_server, ledger="off") as router:
+        result = asyncio.run(router.aask(QUESTION, today=TODAY))
+    assert result.route == "llm" and result.text == "好。"
+
+
+@pytest.mark.skipif(not os.environ.get("OPENAI_API_KEY"), reason="live test: set OPENAI_API_KEY to run against a real endpoint")
+def test_live_endpoint():
+    with HybridRouter(provider="demo", ledger="off") as router:
+        result = router.ask(QUESTION)
+    assert result.route == "llm" and result.text and result.llm.usage.prompt_tokens > 0
+
+
+def test_mixed_run_then_savings_report_exact_figures(weather_server, llm_server, tmp_path):
+    env = {"HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url, "OPENAI_BASE_URL": llm_server.base_url,
+           "OPENAI_API_KEY": KEY, "HYBRID_WEATHER_MODEL": "gpt-4o-mini", "HYBRID_WEATHER_LEDGER": str(tmp_path / "mixed.db")}
+    llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25, cached=100),
+                    answer("适合。", prompt=560, completion=30, cached=400),
+                    answer("不建议。", prompt=300, completion=20))
+    queries = ["上海今天天气", "魔都明天会下雨吗", "北京和上海明天哪个冷", "明天会下雨吗", QUESTION, "上海明天适合跑步吗"]
+    for query in queries:
+        result = CliRunner().invoke(cli, [query, "--today", "2026-11-29"], env=env, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    report = json.loads(CliRunner().invoke(cli, ["savings", "--days", "30", "--json"], env=env,
+                                           catch_exceptions=False).output)
+    assert report["requests"] == 6 and report["by_route"] == {"rule": 3, "clarify": 1, "llm": 2}
+    table = ModelTable()
+    spent = table.cost("gpt-4o-mini", Usage(980, 500, 55)) + table.cost("gpt-4o-mini", Usage(300, 0, 20))
+    assert report["actual_cost_usd"] == pytest.approx(spent, abs=1e-8)
+    one, two = (425 * 0.15 + 75 * 0.60) / 1e6, (1275 * 0.15 + 225 * 0.60) / 1e6
+    assert report["baseline_cost_usd"] == pytest.approx(one + one + two + one + spent, abs=1e-8)
+    assert report["baseline_method"].startswith("default: published gpt-4o-mini measurements")
+    assert report["llm_loops"] == {"1": 1, "2": 1} and report["tool_success_rate"] == 1.0
