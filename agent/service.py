@@ -7,7 +7,6 @@ request, and a stale store that answers with the last good data when the provide
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import threading
 import time
@@ -104,6 +103,8 @@ class WeatherService:
         return Fetched(value, False, False, max(0.0, time.time() - value.fetched_at), (time.monotonic() - started) * 1000)
 
     async def _aget(self, kind: str, place: Place, past_days: int, deadline: float, fetch: Callable) -> Fetched:
+        import asyncio  # not at module level: ~18 ms that synchronous programs never need
+
         key, hit, future, leader = self._begin(kind, place, past_days)
         if hit is not None:
             return hit

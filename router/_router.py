@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hybrid_weather.agent.errors import HybridWeatherError, LLMUnavailable, WeatherUnavailable
-from hybrid_weather.agent.llm import AgentResult, LLMAgent
 from hybrid_weather.agent.models import ModelTable
-from hybrid_weather.agent.tools import ToolBox
 from hybrid_weather.agent.providers import AMapProvider, DemoProvider, OpenMeteoProvider, WeatherProvider
 from hybrid_weather.agent.service import Fetched, WeatherService
 from hybrid_weather.agent.weather import to_jsonable
@@ -22,8 +19,12 @@ from ._config import Settings, check_provider
 from ._decision import Decision
 from ._parser import QueryParser
 from ._session import Session
-from .ledger import Ledger, LedgerEntry
 from .render import Facts, render
+
+if TYPE_CHECKING:  # the LLM loop and the ledger (sqlite3) load when first used: `route` needs neither
+    from hybrid_weather.agent.llm import AgentResult, LLMAgent
+
+    from .ledger import Ledger
 
 logger = logging.getLogger("hybrid_weather")
 _CHINA_TIME = dt.timezone(dt.timedelta(hours=8))  # Asia/Shanghai has no daylight saving time
@@ -89,6 +90,7 @@ class HybridRouter:
         self._parser: QueryParser | None = None
         self._service: WeatherService | None = None
         self._ledger: Ledger | None = None
+        self._entry: Any = None  # the LedgerEntry class, once the ledger module is loaded
         self._ledger_ready = False
         self._models: ModelTable | None = None
         self._lock = threading.RLock()  # re-entrant: building the agent builds the weather service
@@ -135,6 +137,9 @@ class HybridRouter:
                 if not self._ledger_ready:
                     location = self._ledger_setting or self.settings.ledger_location()
                     if location and location != "off":
+                        from .ledger import Ledger, LedgerEntry
+
+                        self._entry = LedgerEntry
                         self._ledger = Ledger(location, models=self.models, model=self.settings.model,
                                               store_queries=self.settings.ledger_queries)
                     self._ledger_ready = True
@@ -152,6 +157,9 @@ class HybridRouter:
                     if facts and facts.retires_on and facts.retires_on <= today_in_china().isoformat():
                         logger.warning("model %s was retired on %s; set HYBRID_WEATHER_MODEL to a current one",
                                        model, facts.retires_on)
+                    from hybrid_weather.agent.llm import LLMAgent
+                    from hybrid_weather.agent.tools import ToolBox
+
                     tools = ToolBox(self.weather, self.parser.resolve_place, deadline_s=self.deadline)
                     self._agent = LLMAgent(tools, model=model, api_key=settings.openai_api_key,
                                            base_url=settings.openai_base_url, facts=facts, **self._llm_options)
@@ -213,6 +221,8 @@ class HybridRouter:
     async def aask(self, text: str, *, today: dt.date | None = None, session: Session | None = None,
                    emoji: bool = True) -> Answer:
         """ask() for asyncio programs: places are fetched concurrently, the event loop never blocks."""
+        import asyncio
+
         arrived, started = time.time(), time.perf_counter()
         today = today or today_in_china()
         decision = self.route(text, today=today, session=session)
@@ -286,7 +296,7 @@ class HybridRouter:
         if ledger is None:
             return
         decision, result = answer.decision, answer.llm
-        ledger.record(LedgerEntry(
+        ledger.record(self._entry(
             started_at=arrived, route=answer.route, query=text, reason=decision.reason, aspect=decision.aspect,
             places=tuple(result.places if result else decision.cities), days=len(decision.dates), provider=answer.source,
             cache_hit=answer.cache_hit, stale=answer.stale, cost_usd=answer.cost_usd, latency_ms=answer.latency_ms,
@@ -301,7 +311,7 @@ class HybridRouter:
         ledger = self.ledger
         if ledger is None:
             return
-        ledger.record(LedgerEntry(
+        ledger.record(self._entry(
             started_at=arrived, route=decision.route, query=text, reason=decision.reason, aspect=decision.aspect,
             places=tuple(decision.cities), days=len(decision.dates),
             provider=self.weather.provider.name if decision.route == "rule" else None,
