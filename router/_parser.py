@@ -41,6 +41,7 @@ class _Reading:
     cold: bool = False
     hot: bool = False
     compare: bool = False
+    trend: str | None = None  # "cold" for 降温, "hot" for 回暖
     conjunction_at: set[int] = field(default_factory=set)
     leader_at: set[int] = field(default_factory=set)
     unknown: list[tuple[int, int, str]] = field(default_factory=list)  # (first, last, text) token runs
@@ -129,6 +130,7 @@ class QueryParser:
                 reading.aspects.append(lexicon.aspect_of[token])
                 reading.cold |= token in lexicon.cold
                 reading.hot |= token in lexicon.hot
+                reading.trend = lexicon.trend.get(token, reading.trend)
             elif token in lexicon.compare:
                 reading.compare = True
             elif token in lexicon.conjunctions:
@@ -245,7 +247,11 @@ class QueryParser:
         else:
             return _llm("several aspects including air quality: " + ",".join(sorted(aspects)), clean)
         compare: Comparison | None = None
-        if reading.compare:
+        if reading.trend and not reading.compare and len(places) == 1 and len(dates) == 1 and dates[0] > today:
+            # 明天会降温吗: a change from today, answered by comparing the two days.
+            dates = [today, dates[0]]
+            compare = reading.trend  # type: ignore[assignment]
+        elif reading.compare:
             if len(places) < 2 and len(dates) < 2:
                 return _llm("comparison with nothing to compare", clean)
             compare = _comparison(aspect, reading)

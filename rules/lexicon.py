@@ -21,6 +21,8 @@ class Lexicon:
         self.compare = frozenset(data["compare"])
         self.cold = frozenset(data["cold"])
         self.hot = frozenset(data["hot"])
+        #: 降温 / 回暖: a change from today, so the asked day is compared with today.
+        self.trend: dict[str, str] = {w: way for way, words in data["trend"].items() for w in words}
         self._open_category = {m: category for category, markers in data["open_ended"].items() for m in markers}
         # One alternation, longest marker first, so the reason names the most specific marker.
         self._open_pattern = re.compile(

@@ -298,3 +298,10 @@ def test_demo_provider_is_labelled_and_deterministic():
         first, second = router.ask("上海今天天气"), router.ask("上海今天天气")
     assert first.text.startswith("【演示数据】") and first.source == "demo"
     assert first.text == second.text
+
+
+def test_trend_questions_compare_with_today(router, weather_server):
+    weather_server.set_day(*BEIJING, TODAY, temperature_2m_max=10.0, temperature_2m_min=2.0)
+    weather_server.set_day(*BEIJING, TOMORROW, temperature_2m_max=3.0, temperature_2m_min=-6.0)
+    answer = ask(router, "北京明天会降温吗")
+    assert answer.text.splitlines()[0] == "北京明天比今天冷。"
