@@ -104,7 +104,6 @@ class ResilientClient:
         self.breaker = breaker or CircuitBreaker(provider)
         self._httpx = httpx2
         self._client = httpx2.Client(headers={"User-Agent": "hybrid-weather"}, follow_redirects=True)
-        self.attempts = 0  # upstream requests sent, for tests and --explain
 
     def close(self) -> None:
         self._client.close()
@@ -133,7 +132,6 @@ class ResilientClient:
                 raise UpstreamTimeout(f"{self.provider} did not answer within the deadline", provider=self.provider)
             timeout = httpx.Timeout(min(self.read_timeout, remaining), connect=min(self.connect_timeout, remaining))
             attempt += 1
-            self.attempts += 1
             error: WeatherUnavailable
             try:
                 response = self._client.get(url, params=params, timeout=timeout)

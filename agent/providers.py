@@ -54,15 +54,20 @@ class WeatherProvider(ABC):
         """A place the gazetteer lacks, looked up by name; None where the provider cannot search."""
         return None
 
-    @property
-    def upstream_requests(self) -> int:
-        return 0
-
     def close(self) -> None:
         pass
 
 
-class OpenMeteoProvider(WeatherProvider):
+class _HTTPProvider(WeatherProvider):
+    """A provider behind HTTP: owns one ResilientClient (pool, retries, breaker)."""
+
+    http: ResilientClient
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class OpenMeteoProvider(_HTTPProvider):
     name = "open-meteo"
     label = "Open-Meteo"
     attribution = "Weather data by Open-Meteo.com (CC BY 4.0)"
@@ -75,13 +80,6 @@ class OpenMeteoProvider(WeatherProvider):
         self.air_url = f"{base or OPEN_METEO_AIR_URL}/v1/air-quality"
         self.geocoding_url = f"{base or OPEN_METEO_GEOCODING_URL}/v1/search"
         self.http = ResilientClient(self.label, **http)
-
-    @property
-    def upstream_requests(self) -> int:
-        return self.http.attempts
-
-    def close(self) -> None:
-        self.http.close()
 
     def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast:
         body = self.http.get_json(self.forecast_url, {
@@ -152,7 +150,7 @@ class OpenMeteoProvider(WeatherProvider):
                      str(best.get("timezone") or "UTC"), str(best.get("country_code") or ""))
 
 
-class AMapProvider(WeatherProvider):
+class AMapProvider(_HTTPProvider):
     name = "amap"
     label = "高德天气 (AMap)"
     attribution = "天气数据来自高德开放平台"
@@ -171,13 +169,6 @@ class AMapProvider(WeatherProvider):
         self.key = key
         self.url = f"{(base_url or AMAP_URL).rstrip('/')}/v3/weather/weatherInfo"
         self.http = ResilientClient(self.label, **http)
-
-    @property
-    def upstream_requests(self) -> int:
-        return self.http.attempts
-
-    def close(self) -> None:
-        self.http.close()
 
     def _get(self, place: Place, extensions: str, deadline: float) -> dict[str, Any]:
         if not place.adcode:
