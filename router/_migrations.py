@@ -49,7 +49,14 @@ def m002_agent_health(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE requests ADD COLUMN tool_failures INTEGER")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_requests, m002_agent_health]
+def m003_shadow(db: sqlite3.Connection) -> None:
+    # Shadow mode: a sample of rule-answered questions also goes through the LLM in the background, as
+    # rows with route 'shadow'. Their cost is real spend; agreement says whether the LLM's answer matched
+    # the rule answer (condition and temperatures): 1 yes, 0 no, NULL when the LLM gave no such facts.
+    db.execute("ALTER TABLE requests ADD COLUMN agreement INTEGER")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_requests, m002_agent_health, m003_shadow]
 
 
 def migrate(db: sqlite3.Connection, migrations: list[Callable[[sqlite3.Connection], None]] = MIGRATIONS) -> list[str]:

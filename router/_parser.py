@@ -95,10 +95,6 @@ class QueryParser:
             decision.reason += f"; from context: {borrowed}"
         return decision
 
-    @staticmethod
-    def normalize(text: str) -> str:
-        return normalize(text)
-
     def resolve_place(self, text: str) -> PlaceMatch | None:
         """The one place TEXT names, as a question would read it (北京朝阳, 魔都, 杭洲, Tokyo); else None."""
         clean = normalize(text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import random
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from hybrid_weather.agent.errors import HybridWeatherError, LLMUnavailable, WeatherUnavailable
 from hybrid_weather.agent.models import ModelTable
+from hybrid_weather.rules.normalize import normalize
 from hybrid_weather.agent.providers import AMapProvider, DemoProvider, OpenMeteoProvider, WeatherProvider
 from hybrid_weather.agent.service import Fetched, WeatherService
 from hybrid_weather.agent.weather import to_jsonable
@@ -78,7 +80,8 @@ class HybridRouter:
 
     def __init__(self, *, provider: str | None = None, ledger: str | None = None, cache_ttl: float | None = None,
                  deadline: float = DEFAULT_DEADLINE, settings: Settings | None = None,
-                 http_options: dict[str, Any] | None = None, llm_options: dict[str, Any] | None = None) -> None:
+                 http_options: dict[str, Any] | None = None, llm_options: dict[str, Any] | None = None,
+                 shadow_rate: float = 0.0) -> None:
         self._settings = settings
         self._provider_name = provider
         self._cache_ttl = cache_ttl
@@ -87,6 +90,11 @@ class HybridRouter:
         self._http_options = http_options or {}
         self._llm_options = llm_options or {}
         self._agent: LLMAgent | None = None
+        if not 0.0 <= shadow_rate <= 1.0:
+            raise ValueError("shadow_rate is a fraction from 0 to 1")
+        #: Fraction of rule answers also sent through the LLM in the background (measured baseline).
+        self.shadow_rate = shadow_rate
+        self._shadow_pool: Any = None
         self._parser: QueryParser | None = None
         self._service: WeatherService | None = None
         self._ledger: Ledger | None = None
@@ -174,7 +182,9 @@ class HybridRouter:
         return OpenMeteoProvider(settings.open_meteo_url, **self._http_options)
 
     def close(self) -> None:
-        """Flush the ledger and close the HTTP clients."""
+        """Finish shadow runs, flush the ledger and close the HTTP clients."""
+        if self._shadow_pool is not None:
+            self._shadow_pool.shutdown(wait=True)
         if self._ledger is not None:
             self._ledger.close()
         if self._agent is not None:
@@ -212,6 +222,7 @@ class HybridRouter:
                 if answer is None:
                     fetched = [self._fetch(decision, place, today, deadline) for place in decision.places]
                     answer = self._answer(decision, fetched, today, emoji, started)
+                    self._maybe_shadow(text, decision, fetched, today)
         except HybridWeatherError as error:
             self._record_failure(text, decision, error, arrived, started, session)
             raise
@@ -239,6 +250,7 @@ class HybridRouter:
                 if answer is None:
                     fetched = await asyncio.gather(*(self._afetch(decision, place, today, deadline) for place in decision.places))
                     answer = self._answer(decision, list(fetched), today, emoji, started)
+                    self._maybe_shadow(text, decision, list(fetched), today)
         except HybridWeatherError as error:
             self._record_failure(text, decision, error, arrived, started, session)
             raise
@@ -264,9 +276,41 @@ class HybridRouter:
                       latency_ms=_ms(started), model=agent.model, llm=result,
                       attribution=self.weather.provider.attribution if result.tool_calls else None)
 
+    def _maybe_shadow(self, text: str, decision: Decision, fetched: list[Fetched], today: dt.date) -> None:
+        if self.shadow_rate <= 0 or random.random() >= self.shadow_rate or self.ledger is None:
+            return
+        if self._shadow_pool is None:
+            with self._lock:
+                if self._shadow_pool is None:
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    self._shadow_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hybrid-weather-shadow")
+        self._shadow_pool.submit(self._shadow, text, decision, fetched, today)
+
+    def _shadow(self, text: str, decision: Decision, fetched: list[Fetched], today: dt.date) -> None:
+        """Answer a rule-answered question with the LLM as well; record its real cost and agreement."""
+        from ._shadow import agreement
+
+        arrived, started = time.time(), time.perf_counter()
+        entry = dict(started_at=arrived, route="shadow", query=text, reason=f"shadow of: {decision.reason}",
+                     aspect=decision.aspect, places=tuple(decision.cities), days=len(decision.dates))
+        try:
+            agent = self.agent
+            result = agent.run(text, today=today)
+        except HybridWeatherError as error:
+            self.ledger.record(self._entry(**entry, cost_usd=0.0, latency_ms=_ms(started), outcome=type(error).__name__))
+            return
+        facts = [Facts(f.value.place, weather=f.value) for f in fetched if decision.aspect != "air"]
+        self.ledger.record(self._entry(
+            **entry, model=agent.model, usage=result.usage, llm_attempts=result.attempts, llm_loops=len(result.loops),
+            tool_calls=result.tool_calls, tool_failures=result.tool_failures,
+            cost_usd=self.models.cost(agent.model, result.usage), latency_ms=_ms(started),
+            agreement=agreement(result.text, facts, decision.dates[0]) if facts else None,
+        ))
+
     def _weather_part(self, text: str, today: dt.date, emoji: bool) -> Answer | None:
         """The plain weather part of an LLM question, answered by the rules (for a degraded answer)."""
-        clean = self.parser.lexicon.strip_open_ended(self.parser.normalize(text))
+        clean = self.parser.lexicon.strip_open_ended(normalize(text))
         decision = self.route(clean, today=today)
         if decision.route != "rule":
             return None

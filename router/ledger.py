@@ -77,12 +77,13 @@ class LedgerEntry:
     latency_ms: float = 0.0
     outcome: str = "ok"
     session_id: str | None = None
+    agreement: bool | None = None  #: shadow rows: did the LLM agree with the rule answer
 
 
 _COLUMNS = ("id", "datetime_utc", "route", "reason", "aspect", "places", "provider", "cache_hit", "stale", "model",
             "prompt_tokens", "cached_tokens", "completion_tokens", "llm_attempts", "cost_usd", "baseline_cost_usd",
             "baseline_method", "latency_ms", "outcome", "session_id", "query", "query_sha256", "days", "llm_loops",
-            "tool_calls", "tool_failures")
+            "tool_calls", "tool_failures", "agreement")
 _INSERT = f"INSERT INTO requests ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 _memory_ids = itertools.count()
 
@@ -218,6 +219,8 @@ class Ledger:
         row_id = f"{int(e.started_at * 1000):012x}{os.urandom(5).hex()}"
         if e.route == "llm":
             baseline, method = e.cost_usd, "actual"  # an all-LLM design pays the same for these
+        elif e.route == "shadow":
+            baseline, method = None, None  # extra spend to measure the baseline, not a request
         else:
             baseline = self.models.cost(self.model, default_baseline_usage(len(e.places) or 1))
             method = f"default:{self.model}"
@@ -230,7 +233,7 @@ class Ledger:
             usage.completion_tokens if usage else None, e.llm_attempts, e.cost_usd, baseline, method,
             round(e.latency_ms, 3), e.outcome, e.session_id,
             masked if self.store_queries == "masked" else None, hashlib.sha256(e.query.encode()).hexdigest(),
-            e.days, e.llm_loops, e.tool_calls, e.tool_failures,
+            e.days, e.llm_loops, e.tool_calls, e.tool_failures, _flag(e.agreement),
         )
 
 

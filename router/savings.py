@@ -11,6 +11,8 @@ from typing import Any
 ROUTES = ("rule", "clarify", "llm")
 #: LLM answers the ledger needs before its own measurements replace the published default baseline.
 MIN_LEDGER_SAMPLE = 20
+#: Shadow runs needed before they set the baseline of rule answers (measured, not estimated).
+MIN_SHADOW_SAMPLE = 10
 _MIN_BUCKET_SAMPLE = 5
 
 
@@ -36,9 +38,18 @@ def savings_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None
     since = (now - dt.timedelta(days=days)).isoformat(timespec="microseconds")
     rows = db.execute(
         "SELECT route, aspect, places, model, cost_usd, baseline_cost_usd, baseline_method, latency_ms, outcome,"
-        " llm_loops, tool_calls, tool_failures, datetime_utc FROM requests WHERE datetime_utc >= ? ORDER BY id",
+        " llm_loops, tool_calls, tool_failures, datetime_utc, agreement FROM requests WHERE datetime_utc >= ? ORDER BY id",
         (since,),
     ).fetchall()
+    shadows = [r for r in rows if r["route"] == "shadow"]
+    rows = [r for r in rows if r["route"] != "shadow"]
+    shadow_costs: dict[int, list[float]] = defaultdict(list)
+    for r in shadows:
+        if r["outcome"] == "ok" and r["cost_usd"] is not None:
+            shadow_costs[_bucket(r["places"])].append(r["cost_usd"])
+    shadow_sample = sum(len(v) for v in shadow_costs.values())
+    shadow_mean = sum(c for v in shadow_costs.values() for c in v) / shadow_sample if shadow_sample else 0.0
+    shadowed = shadow_sample >= MIN_SHADOW_SAMPLE
 
     # The baseline: the ledger's own LLM answers once there are enough of them, by number of places.
     llm_costs: dict[int, list[float]] = defaultdict(list)
@@ -52,6 +63,9 @@ def savings_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None
     def baseline_of(r: sqlite3.Row) -> float | None:
         if r["route"] == "llm":
             return r["cost_usd"]
+        if r["route"] == "rule" and shadowed:
+            bucket = shadow_costs.get(_bucket(r["places"]), [])
+            return sum(bucket) / len(bucket) if len(bucket) >= _MIN_BUCKET_SAMPLE else shadow_mean
         if measured:
             bucket = llm_costs.get(_bucket(r["places"]), [])
             return sum(bucket) / len(bucket) if len(bucket) >= _MIN_BUCKET_SAMPLE else overall
@@ -88,6 +102,11 @@ def savings_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None
     else:
         method = ("default: published gpt-4o-mini measurements (~500 tokens for one place in two loops, "
                   f"~2,500 for three places in four) at the configured model's price ({', '.join(methods) or 'n/a'})")
+    if shadowed:
+        method = f"shadow: rule answers at the mean cost of {shadow_sample} shadow LLM runs, by number of places; others {method}"
+    shadow_spend = sum(r["cost_usd"] or 0.0 for r in shadows)
+    actual += shadow_spend  # spent, even though no user saw it
+    verdicts = [r["agreement"] for r in shadows if r["agreement"] is not None]
     saved = baseline - actual
     return {
         "days": days,
@@ -103,6 +122,9 @@ def savings_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None
         "unknown_cost_requests": unknown_cost,
         "llm_loops": {str(k): v for k, v in sorted(loops.items())},
         "tool_success_rate": round(1 - tool_failures / tool_calls, 4) if tool_calls else None,
+        "shadow": {"runs": len(shadows), "cost_usd": round(shadow_spend, 8),
+                   "agreement_rate": round(sum(verdicts) / len(verdicts), 4) if verdicts else None,
+                   "judged": len(verdicts)},
         "groups": {"by": by or "day", "rows": {k: {**v, "saved_usd": round(v["baseline_cost_usd"] - v["actual_cost_usd"], 8)}
                                                 for k, v in sorted(groups.items())}},
     }
@@ -138,6 +160,11 @@ def render_report(report: dict[str, Any]) -> str:
         lines.append("LLM loops: " + ", ".join(f"{k} loop(s): {v}" for k, v in report["llm_loops"].items()))
     if report["tool_success_rate"] is not None:
         lines.append(f"Tools:     {100 * report['tool_success_rate']:.1f}% of tool calls succeeded")
+    shadow = report["shadow"]
+    if shadow["runs"]:
+        agreed = (f", LLM agreed with the rule answer in {100 * shadow['agreement_rate']:.0f}% of {shadow['judged']} judged"
+                  if shadow["agreement_rate"] is not None else "")
+        lines.append(f"Shadow:    {shadow['runs']} run(s), ${shadow['cost_usd']:.6f} (in Spent){agreed}")
     rows = report["groups"]["rows"]
     if rows:
         width = max(len(k) for k in rows)

@@ -190,7 +190,7 @@ def test_a_ledger_from_an_older_schema_migrates(tmp_path):
     ledger.close()
     with sqlite3.connect(path) as db:
         assert [r[0] for r in db.execute("SELECT name FROM _hybrid_weather_migrations ORDER BY name")] == \
-               ["m001_requests", "m002_agent_health"]
+               [m.__name__ for m in MIGRATIONS] == ["m001_requests", "m002_agent_health", "m003_shadow"]
         assert db.execute("SELECT query, llm_loops FROM requests ORDER BY id").fetchall() == [("上海今天天气", None), ("x", 2)]
 
 

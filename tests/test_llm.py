@@ -15,6 +15,7 @@ from hybrid_weather.agent.models import ModelTable, Usage
 from hybrid_weather.router import HybridRouter, Session
 from hybrid_weather.router._config import Settings
 from hybrid_weather.router.cli import cli
+from hybrid_weather.router.savings import savings_report
 
 KEY = "sk-test-secret-key-0123456789"
 QUESTION = "北京明天适合出游吗"
@@ -295,3 +296,46 @@ def test_mixed_run_then_savings_report_exact_figures(weather_server, llm_server,
     assert report["baseline_cost_usd"] == pytest.approx(one + one + two + one + spent, abs=1e-8)
     assert report["baseline_method"].startswith("default: published gpt-4o-mini measurements")
     assert report["llm_loops"] == {"1": 1, "2": 1} and report["tool_success_rate"] == 1.0
+
+
+def test_shadow_mode_measures_real_cost_and_agreement(weather_server, llm_server, tmp_path):
+    # The fake forecast for today: 多云, 8~15°C. One shadow answer agrees, one gets the numbers wrong.
+    llm_server.then(answer("上海今天多云，8到15度。", prompt=500, completion=40),
+                    answer("北京今天晴，20~28°C。", prompt=500, completion=40))
+    settings = Settings(open_meteo_url=weather_server.url, openai_api_key=KEY, openai_base_url=llm_server.base_url,
+                        model="gpt-4o-mini")
+    path = tmp_path / "shadow.db"
+    with HybridRouter(settings=settings, ledger=str(path), http_options=FAST_HTTP, llm_options=FAST_LLM,
+                      shadow_rate=1.0) as router:
+        first = router.ask("上海今天天气", today=TODAY)
+        router._shadow_pool.shutdown(wait=True)  # one at a time, so the script's order is the rows' order
+        router._shadow_pool = None
+        router.ask("北京今天天气", today=TODAY)
+    assert first.route == "rule"  # the user's answer never waits for the shadow run
+    with sqlite3.connect(path) as db:
+        shadows = db.execute("SELECT query, cost_usd, agreement FROM requests WHERE route='shadow' ORDER BY id").fetchall()
+        db.row_factory = sqlite3.Row
+        report = savings_report(db, 30)
+    cost = ModelTable().cost("gpt-4o-mini", Usage(500, 0, 40))
+    assert shadows == [("上海今天天气", pytest.approx(cost), 1), ("北京今天天气", pytest.approx(cost), 0)]
+    assert report["requests"] == 2 and report["by_route"] == {"rule": 2, "clarify": 0, "llm": 0}
+    assert report["shadow"] == {"runs": 2, "cost_usd": pytest.approx(2 * cost), "agreement_rate": 0.5, "judged": 2}
+    assert report["actual_cost_usd"] == pytest.approx(2 * cost)  # shadow spend is real spend
+
+
+def test_enough_shadow_runs_set_the_baseline(tmp_path):
+    from hybrid_weather.router.ledger import Ledger, LedgerEntry
+
+    ledger = Ledger(tmp_path / "l.db", model="gpt-4o-mini")
+    now = time.time()
+    for i in range(12):
+        ledger.record(LedgerEntry(started_at=now - 100 + i, route="rule", query="q", places=("上海市",)))
+        ledger.record(LedgerEntry(started_at=now - 50 + i, route="shadow", query="q", places=("上海市",),
+                                  cost_usd=0.0002, agreement=True))
+    ledger.close()
+    db = sqlite3.connect(tmp_path / "l.db")
+    db.row_factory = sqlite3.Row
+    report = savings_report(db, 30)
+    assert report["baseline_method"].startswith("shadow: rule answers at the mean cost of 12 shadow LLM runs")
+    assert report["baseline_cost_usd"] == pytest.approx(12 * 0.0002)
+    assert report["actual_cost_usd"] == pytest.approx(12 * 0.0002) and report["saved_usd"] == pytest.approx(0.0)
