@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import threading
 import time
 from typing import Any
 
+from ._retry import RetryPolicy
 from .errors import (
     CircuitOpen,
     ConfigurationError,
@@ -98,9 +98,7 @@ class ResilientClient:
         self.provider = provider
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
-        self.max_attempts = max_attempts
-        self.backoff_base = backoff_base
-        self.backoff_cap = backoff_cap
+        self.retry = RetryPolicy(max_attempts, backoff_base, backoff_cap)
         self.breaker = breaker or CircuitBreaker(provider)
         self._httpx = httpx2
         self._client = httpx2.Client(headers={"User-Agent": "hybrid-weather"}, follow_redirects=True)
@@ -152,9 +150,9 @@ class ResilientClient:
                 if response.status_code not in _RETRY_STATUSES:
                     raise error
             logger.info("%s attempt %d failed: %s", self.provider, attempt, error)
-            if attempt >= self.max_attempts:
+            if attempt >= self.retry.max_attempts:
                 raise error
-            pause = random.uniform(0, min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)))
+            pause = self.retry.pause(attempt)
             if time.monotonic() + pause >= deadline:
                 raise error
             time.sleep(pause)

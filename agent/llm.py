@@ -10,13 +10,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from ._retry import RetryPolicy
 from .errors import LLMUnavailable
 from .models import ModelFacts, Usage
 from .tools import TOOL_SCHEMAS, ToolBox, ToolOutcome
@@ -102,9 +102,7 @@ class LLMAgent:
         self.token_budget = token_budget
         self.deadline = deadline
         self.call_timeout = call_timeout
-        self.max_attempts = max_attempts
-        self.backoff_base = backoff_base
-        self.backoff_cap = backoff_cap
+        self.retry = RetryPolicy(max_attempts, backoff_base, backoff_cap)
         self._client: Any = None
         self._openai: Any = None
 
@@ -216,11 +214,11 @@ class LLMAgent:
                 failure = type(error).__name__
                 wait = None
             logger.info("LLM attempt %d failed: %s", attempt, failure)
-            if attempt >= self.max_attempts:
+            if attempt >= self.retry.max_attempts:
                 raise LLMUnavailable(f"the LLM at {self._where()} failed {attempt} times ({failure}); "
                                      "check OPENAI_BASE_URL and the service's status")
             if wait is None:
-                wait = random.uniform(0, min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)))
+                wait = self.retry.pause(attempt)
             if time.monotonic() + wait >= deadline:
                 raise LLMUnavailable(f"the LLM asked to wait {wait:.1f} s ({failure}), past the deadline")
             time.sleep(wait)
