@@ -218,10 +218,8 @@ class HybridRouter:
             if decision.route == "llm":
                 answer = self._ask_llm(text, decision, today, session, emoji, started)
             else:
-                answer = self._early_answer(decision, today, started)
-                if answer is None:
-                    fetched = [self._fetch(decision, place, today, deadline) for place in decision.places]
-                    answer = self._answer(decision, fetched, today, emoji, started)
+                answer, fetched = self._rule_answer(decision, today, emoji, started, deadline)
+                if fetched:
                     self._maybe_shadow(text, decision, fetched, today)
         except HybridWeatherError as error:
             self._record_failure(text, decision, error, arrived, started, session)
@@ -314,17 +312,21 @@ class HybridRouter:
         decision = self.route(clean, today=today)
         if decision.route != "rule":
             return None
-        started = time.perf_counter()
         try:
-            deadline = time.monotonic() + self.deadline
-            answer = self._early_answer(decision, today, started)
-            if answer is None:
-                fetched = [self._fetch(decision, place, today, deadline) for place in decision.places]
-                answer = self._answer(decision, fetched, today, emoji, started)
+            answer, _ = self._rule_answer(decision, today, emoji, time.perf_counter(), time.monotonic() + self.deadline)
         except HybridWeatherError:
             return None
         answer.text = "（没有可用的 LLM，只能回答其中的天气部分）\n" + answer.text
         return answer
+
+    def _rule_answer(self, decision: Decision, today: dt.date, emoji: bool, started: float,
+                     deadline: float) -> tuple[Answer, list[Fetched]]:
+        """Answer a rule or clarify decision; also return what was fetched (nothing for a clarify)."""
+        answer = self._early_answer(decision, today, started)
+        if answer is not None:
+            return answer, []
+        fetched = [self._fetch(decision, place, today, deadline) for place in decision.places]
+        return self._answer(decision, fetched, today, emoji, started), fetched
 
     def _early_answer(self, decision: Decision, today: dt.date, started: float) -> Answer | None:
         """The answer when no weather needs fetching: a clarify, or a date beyond the provider's horizon."""
