@@ -87,3 +87,19 @@ def test_every_command_has_help():
     for name, command in cli.commands.items():
         assert command.help, name
         assert CliRunner().invoke(cli, [name, "--help"]).exit_code == 0
+
+
+def test_every_command_is_documented_in_the_readme():
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
+    for name in cli.commands:
+        assert f"hybrid-weather {name}" in readme or (name == "ask" and 'hybrid-weather "' in readme), name
+
+
+def test_public_api_is_exactly_this():
+    import hybrid_weather.router as router
+
+    assert sorted(router.__all__) == ["Answer", "Decision", "HybridRouter", "Session"]
+    for name in router.__all__:
+        assert getattr(router, name).__doc__
