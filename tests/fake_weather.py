@@ -42,6 +42,8 @@ class FakeWeather:
         self.params: defaultdict[str, list[dict[str, str]]] = defaultdict(list)
         self.faults: defaultdict[str, deque[str]] = defaultdict(deque)
         self.delay = 0.0  # seconds every answer waits (to make concurrent requests overlap)
+        self.in_flight = 0
+        self.max_in_flight = 0  # most requests being answered at once: proof of concurrency, unlike timings
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -141,6 +143,15 @@ class FakeWeather:
                     fake.requests[url.path] += 1
                     fake.params[url.path].append(query)
                     fault = fake.faults[url.path].popleft() if fake.faults[url.path] else None
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    self._answer(url, query, fault)
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
+
+            def _answer(self, url, query, fault):
                 if fake.delay:
                     time.sleep(fake.delay)
                 if fault and fault.startswith("slow:"):

@@ -70,14 +70,12 @@ def test_two_parallel_tool_calls_run_concurrently(weather_server, llm_server):
     llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}), ("get_weather", {"place": "上海", "date": "明天"})),
                     answer("上海更暖和。"))
     with make_router(weather_server, llm_server) as router:
-        started = time.monotonic()
         result = router.ask("北京和上海明天哪个更适合出游", today=TODAY)
-        elapsed = time.monotonic() - started
     ids = [c["id"] for c in llm_server.requests[1]["messages"][-3]["tool_calls"]]
     tools = tool_messages(llm_server.requests[1])
     assert [t["tool_call_id"] for t in tools] == ids
     assert [json.loads(t["content"])["place"] for t in tools] == ["北京市", "上海市"]
-    assert elapsed < 0.75  # two 0.4 s fetches side by side
+    assert weather_server.max_in_flight == 2  # the two fetches were in progress at the same time
     assert result.llm.places == ["北京市", "上海市"]
 
 

@@ -246,10 +246,9 @@ def test_single_flight_200_asyncio_tasks_one_upstream_request(weather_server):
 def test_aask_fetches_places_concurrently(weather_server):
     weather_server.delay = 0.4
     with make_router(weather_server.url) as router:
-        started = time.monotonic()
         answer = asyncio.run(router.aask("北京上海广州明天哪个热", today=TODAY))
         assert answer.route == "rule"
-        assert time.monotonic() - started < 1.0  # three fetches of 0.4 s each, side by side
+    assert weather_server.max_in_flight == 3  # three fetches in progress at once
 
 
 # -- AMap and demo -----------------------------------------------------------------------------------
