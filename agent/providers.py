@@ -43,6 +43,7 @@ class WeatherProvider(ABC):
     attribution: str | None = None
     max_days_ahead: int = 15
     max_days_back: int = 92
+    max_air_days_ahead: int = 6  #: air-quality forecasts are shorter (Open-Meteo: forecast_days ≤ 7)
 
     @abstractmethod
     def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast: ...
@@ -113,7 +114,7 @@ class OpenMeteoProvider(_HTTPProvider):
     def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
         body = self.http.get_json(self.air_url, {
             "latitude": place.latitude, "longitude": place.longitude, "hourly": ",".join(_AIR),
-            "current": ",".join(_AIR), "timezone": place.timezone, "forecast_days": 7, "past_days": past_days,
+            "current": ",".join(_AIR), "timezone": place.timezone, "forecast_days": self.max_air_days_ahead + 1, "past_days": past_days,
         }, deadline=deadline)
         hourly = _columns(body, "hourly", _AIR, self.label)
         by_day: dict[str, list[int]] = defaultdict(list)

@@ -127,7 +127,7 @@ class ToolBox:
         if not dates:
             return [], f"看不懂日期“{text}”，请用“明天”或“2026-12-01”这样的写法"
         provider = self.service.provider
-        ahead = 6 if air else provider.max_days_ahead
+        ahead = provider.max_air_days_ahead if air else provider.max_days_ahead
         for day in dates:
             offset = (day - today).days
             if offset > ahead or offset < -provider.max_days_back:

@@ -9,10 +9,9 @@ from pathlib import Path
 
 from hybrid_weather.agent.errors import ConfigurationError
 from hybrid_weather.agent.providers import PROVIDERS
+from hybrid_weather.agent.service import DEFAULT_CACHE_TTL
 
 DEFAULT_PROVIDER = "open-meteo"
-DEFAULT_DEADLINE = 5.0
-DEFAULT_CACHE_TTL = 600.0
 
 
 @dataclass(frozen=True, slots=True)

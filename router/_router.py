@@ -332,7 +332,7 @@ class HybridRouter:
         """The answer when no weather needs fetching: a clarify, or a date beyond the provider's horizon."""
         answer = self._without_weather(decision, started)
         if answer is None:
-            _, answer = self._check_horizon(decision, today, started)
+            answer = self._beyond_horizon(decision, today, started)
         return answer
 
     def _finish(self, text: str, answer: Answer, arrived: float, session: Session | None) -> None:
@@ -386,9 +386,10 @@ class HybridRouter:
             return Answer(decision.clarification or "", "clarify", decision, {}, None, False, 0.0, _ms(started))
         return None
 
-    def _check_horizon(self, decision: Decision, today: dt.date, started: float) -> tuple[Decision, Answer | None]:
+    def _beyond_horizon(self, decision: Decision, today: dt.date, started: float) -> Answer | None:
+        """A clarifying answer when a date asked is outside what the provider covers; else None."""
         provider = self.weather.provider
-        ahead = provider.max_days_ahead if decision.aspect != "air" else 6
+        ahead = provider.max_air_days_ahead if decision.aspect == "air" else provider.max_days_ahead
         for day in decision.dates:
             offset = (day - today).days
             if offset > ahead or offset < -provider.max_days_back:
@@ -398,8 +399,8 @@ class HybridRouter:
                            f"{day.month}月{day.day}日不在范围内。")
                 clarify = Decision("clarify", [], [], None, f"clarify: beyond {provider.name} horizon: {day.isoformat()}",
                                    clarification=message, normalized=decision.normalized)
-                return clarify, Answer(message, "clarify", clarify, {}, None, False, 0.0, _ms(started))
-        return decision, None
+                return Answer(message, "clarify", clarify, {}, None, False, 0.0, _ms(started))
+        return None
 
     def _past_days(self, decision: Decision, place_today: dt.date) -> int:
         return max(1, max((place_today - day).days for day in decision.dates))

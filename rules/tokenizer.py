@@ -34,7 +34,6 @@ class Tokenizer:
         self._jieba.FREQ = frequency
         self._jieba.total = _WORD_FREQUENCY * sum(1 for f in frequency.values() if f)
         self._jieba.initialized = True  # the prefix dictionary is complete; skip jieba's loader
-        self._frequency = frequency
 
     def split(self, text: str) -> list[str]:
         """Tokens of TEXT, spaces dropped. Thread-safe: segmentation only reads the dictionary."""
@@ -58,9 +57,6 @@ class Tokenizer:
             words.append(han[start:end])
             start = end
         return words
-
-    def knows(self, token: str) -> bool:
-        return self._frequency.get(token, 0) > 0
 
 
 def _import_jieba():  # type: ignore[no-untyped-def]
