@@ -75,8 +75,8 @@ class NotCovered(WeatherUnavailable):
 class LLMUnavailable(HybridWeatherError):
     """The question needs an LLM, but none is configured or reachable.
 
-    `partial` holds what the rules could still answer (the plain weather part of the question), if any.
+    It carries no answer: a caller that wants the plain weather part of the question asks
+    `HybridRouter.weather_part()` for it.
     """
 
     exit_code = 4
-    partial: object | None = None

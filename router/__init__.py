@@ -1,7 +1,31 @@
-"""The front door: parse a question into a Decision, answer rule routes, the CLI and the cost ledger."""
+"""The front door: understand a question (a Decision), answer it, record it; the CLI.
 
-from ._decision import Decision
-from ._router import Answer, HybridRouter
-from ._session import Session
+    from hybrid_weather.router import HybridRouter
+    with HybridRouter() as router:
+        router.ask("上海今天天气").text
+"""
 
-__all__ = ["Answer", "Decision", "HybridRouter", "Session"]
+from hybrid_weather.agent.errors import (
+    ConfigurationError,
+    HybridWeatherError,
+    LLMUnavailable,
+    WeatherUnavailable,
+)
+
+from .answer import Answer
+from .facade import HybridRouter
+from .session import Session
+from .settings import Settings
+from .understand import Decision
+
+__all__ = [
+    "Answer",
+    "ConfigurationError",
+    "Decision",
+    "HybridRouter",
+    "HybridWeatherError",
+    "LLMUnavailable",
+    "Session",
+    "Settings",
+    "WeatherUnavailable",
+]

@@ -11,9 +11,11 @@ import click
 from click_default_group import DefaultGroup
 
 from hybrid_weather.agent.errors import HybridWeatherError, LLMUnavailable, WeatherUnavailable
+from hybrid_weather.agent.weather import PROVIDERS
 
-from ._router import Answer, HybridRouter
-from ._session import Session
+from .answer import Answer
+from .facade import HybridRouter
+from .session import Session
 
 
 def _parse_today(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.date | None:
@@ -47,7 +49,7 @@ def cli() -> None:
 @click.argument("query")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object.")
 @click.option("--explain", is_flag=True, help="Also show the decision, its reason, cache hit or miss and timings.")
-@click.option("--provider", type=click.Choice(["open-meteo", "amap", "demo"]), default=None,
+@click.option("--provider", type=click.Choice(PROVIDERS), default=None,
               help="Weather source (default: $HYBRID_WEATHER_PROVIDER or open-meteo). demo is offline synthetic data.")
 @_today_option
 @click.option("--no-emoji", is_flag=True, help="Plain text without weather emoji (also when NO_COLOR is set).")
@@ -62,13 +64,25 @@ def ask(query: str, as_json: bool, explain: bool, provider: str | None, today: d
     """
     emoji = not no_emoji and not os.environ.get("NO_COLOR")
     with _errors_as_exit_codes(), HybridRouter(provider=provider) as router:
-        answer = router.ask(query, today=today, emoji=emoji)
+        answer = _ask_or_degrade(router, query, today=today, emoji=emoji)
         if as_json:
             click.echo(json.dumps(answer.to_json(query), ensure_ascii=False))
         else:
             click.echo(answer.text)
         if explain:
             click.echo(_explanation(answer))
+
+
+def _ask_or_degrade(router: HybridRouter, query: str, *, today: dt.date | None = None,
+                    session: Session | None = None, emoji: bool) -> Answer:
+    """router.ask(); when the LLM it needs is unavailable, print the plain weather part first, then raise."""
+    try:
+        return router.ask(query, today=today, session=session, emoji=emoji)
+    except LLMUnavailable:
+        partial = router.weather_part(query, today=today, emoji=emoji)
+        if partial is not None:
+            click.echo(partial.text)
+        raise
 
 
 def _explanation(answer: Answer) -> str:
@@ -115,8 +129,6 @@ class _errors_as_exit_codes:
     def __exit__(self, kind, error, traceback) -> bool:  # type: ignore[no-untyped-def]
         if error is None or isinstance(error, (click.exceptions.Exit, click.ClickException, click.Abort)):
             return False
-        if isinstance(error, LLMUnavailable) and isinstance(error.partial, Answer):
-            click.echo(error.partial.text)  # the weather part the rules could answer, not nothing
         if isinstance(error, WeatherUnavailable):
             hint = "" if "--provider demo" in str(error) else " (offline? try --provider demo for demo data)"
             click.echo(f"Error: weather service unavailable: {error}{hint}", err=True)
@@ -129,7 +141,7 @@ class _errors_as_exit_codes:
 
 
 @cli.command()
-@click.option("--provider", type=click.Choice(["open-meteo", "amap", "demo"]), default=None,
+@click.option("--provider", type=click.Choice(PROVIDERS), default=None,
               help="Weather source (default: $HYBRID_WEATHER_PROVIDER or open-meteo).")
 @click.option("--no-emoji", is_flag=True, help="Plain text without weather emoji.")
 @click.option("--explain", is_flag=True, help="Show each answer's decision and timings.")
@@ -154,10 +166,8 @@ def chat(provider: str | None, no_emoji: bool, explain: bool) -> None:
             if not query:
                 continue
             try:
-                answer = router.ask(query, session=session, emoji=emoji)
+                answer = _ask_or_degrade(router, query, session=session, emoji=emoji)
             except HybridWeatherError as error:
-                if isinstance(error, LLMUnavailable) and isinstance(error.partial, Answer):
-                    click.echo(error.partial.text)
                 click.echo(f"Error: {error}", err=True)
                 continue
             click.echo(answer.text)
@@ -180,7 +190,7 @@ def savings(days: int, as_json: bool, by: str) -> None:
         hybrid-weather savings --days 30
         hybrid-weather savings --json --by route
     """
-    from .savings import render_report, savings_report
+    from .ledger import render_report, savings_report
 
     with _errors_as_exit_codes(), HybridRouter() as router:
         ledger = router.ledger
@@ -218,8 +228,8 @@ def simulate(log, model: str | None, per_day: int | None, as_json: bool, today: 
         hybrid-weather simulate queries.txt --per-day 100000
         hybrid-weather simulate queries.txt --model deepseek-v4-flash --json
     """
-    from .ledger import default_baseline_usage
-    from .savings import simulate as project
+    from .ledger import default_baseline_cost
+    from .ledger import simulate as project
 
     with _errors_as_exit_codes(), HybridRouter(ledger="off") as router:
         chosen = model or router.settings.model or router.models.default_model
@@ -236,8 +246,8 @@ def simulate(log, model: str | None, per_day: int | None, as_json: bool, today: 
             places.append(len(decision.cities))
         if not routes:
             raise click.ClickException("the log has no queries (one per line)")
-        result = project(routes, places, model_cost=lambda n: router.models.cost(chosen, default_baseline_usage(n)) or 0.0,
-                         per_day=per_day)
+        result = project(routes, places, per_day=per_day,
+                         model_cost=lambda n: default_baseline_cost(router.models, chosen, n) or 0.0)
         result["model"] = chosen
         if as_json:
             click.echo(json.dumps(result, ensure_ascii=False))

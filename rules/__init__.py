@@ -1,8 +1,35 @@
-"""The router's deterministic knowledge: gazetteer, nicknames, date words, aspect and open-ended lexicons."""
+"""The reading of a question: normalise, find dates, segment, and know places and words.
 
-from .dates import DateSpan, find_dates
-from .gazetteer import Gazetteer, Place, PlaceMatch
-from .lexicon import ASPECTS, Lexicon
+Everything here is deterministic, does no I/O beyond reading its own data files on first use, and
+raises nothing on any input.
+"""
+
+from .china_time import CHINA_TZ, CHINA_TZ_NAME, WEEKDAY_CHARS, today_in_china, weekday_char
+from .dates import DateSpan, find_dates, parse_number
+from .gazetteer import Gazetteer, Place, PlaceLevel, PlaceMatch
+from .lexicon import ASPECTS, Aspect, Lexicon
 from .normalize import MAX_QUERY_CHARS, normalize
+from .reader import Reader, Reading, Tokens
 
-__all__ = ["ASPECTS", "MAX_QUERY_CHARS", "DateSpan", "Gazetteer", "Lexicon", "Place", "PlaceMatch", "find_dates", "normalize"]
+__all__ = [
+    "ASPECTS",
+    "CHINA_TZ",
+    "CHINA_TZ_NAME",
+    "MAX_QUERY_CHARS",
+    "WEEKDAY_CHARS",
+    "Aspect",
+    "DateSpan",
+    "Gazetteer",
+    "Lexicon",
+    "Place",
+    "PlaceLevel",
+    "PlaceMatch",
+    "Reader",
+    "Reading",
+    "Tokens",
+    "find_dates",
+    "normalize",
+    "parse_number",
+    "today_in_china",
+    "weekday_char",
+]

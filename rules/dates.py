@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from .china_time import WEEKDAY_CHARS
 
 _NUM = r"[0-9零〇一二两三四五六七八九十]{1,3}"
 _CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6,
-             "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
+# 周一 … 周日 (and 周天), or 周1 … 周7, to Python's weekday numbers (Monday = 0).
+_WEEKDAYS = {
+    **{char: number for number, char in enumerate(WEEKDAY_CHARS)},
+    "天": 6,
+    **{str(number + 1): number for number in range(7)},
+}
 
 # Single words and their offset in days from today.
 _OFFSETS = {
@@ -34,8 +41,7 @@ _RANGES = {
 }
 
 
-
-def _alternatives(words) -> str:
+def _alternatives(words: Iterable[str]) -> str:
     # Latin words need word boundaries ("now" must not match inside "snow"); Han text has none.
     ordered = sorted(words, key=len, reverse=True)
     return "|".join(rf"(?<![a-z]){re.escape(w)}(?![a-z])" if w.isascii() else re.escape(w) for w in ordered)
@@ -50,7 +56,7 @@ _PATTERN = re.compile(
         rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|近)的?(?P<nn>{_NUM})[天日])",
         "(?P<range>" + _alternatives(_RANGES) + ")",
         r"(?P<weekend>(?P<wep>下个?|这个?|本|next )?(?:周末|(?<![a-z])weekend(?![a-z])))",
-        r"(?P<weekday>(?P<wdp>下下个?|下个?|这个?|本|上个?)?(?:周|星期|礼拜)(?P<wd>[一二三四五六日1-7]|天(?!气)))",
+        r"(?P<weekday>(?P<wdp>下下个?|下个?|这个?|本|上个?)?(?:周|星期|礼拜)(?P<wd>[" + WEEKDAY_CHARS + "1-7]|天(?!气)))",
         r"(?P<week>(?P<wkp>下个?|这个?|本)(?:周|星期|礼拜)|(?<![a-z])(?:next|this) week(?![a-z]))",
         rf"(?P<dom>(?P<dn>{_NUM})[号日])",
         "(?P<word>" + _alternatives(_OFFSETS) + ")",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ._data import load_table
+from .china_time import CHINA_TZ_NAME
 
 PlaceLevel = Literal["province", "prefecture", "county", "world", "geocoded"]
 _LEVELS: dict[int, PlaceLevel] = {1: "province", 2: "prefecture", 3: "county"}
@@ -68,7 +69,7 @@ class Gazetteer:
             level = _LEVELS[unit["level"]]
             short = unit["short"]
             display = unit["canonical"] if level == "county" else (short[-1] if short else unit["name"])
-            place = Place(unit["canonical"], display, level, unit["lat"], unit["lon"], "Asia/Shanghai", "CN",
+            place = Place(unit["canonical"], display, level, unit["lat"], unit["lon"], CHINA_TZ_NAME, "CN",
                           unit["code"], unit["parent"])
             self._by_code[unit["code"]] = place
             self._by_name[place.name] = place
@@ -94,10 +95,6 @@ class Gazetteer:
     def words(self) -> Iterable[str]:
         """Every Han spelling of a place, for the tokenizer's dictionary."""
         return itertools.chain(self._by_word, self._nicknames, self._ambiguous)
-
-    def get(self, name: str) -> Place | None:
-        """The place with this canonical name."""
-        return self._by_name.get(name)
 
     def parent_of(self, place: Place) -> Place | None:
         return self._by_code.get(place.parent) if place.parent else None

@@ -1,13 +1,16 @@
-"""The router's word lists: aspects, fillers, comparisons, conjunctions and open-ended markers."""
+"""The router's word lists: aspects, fillers, comparisons, conjunctions, counts and open-ended markers."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Literal, cast, get_args
 
 from ._data import load_table
 
-ASPECTS = ("weather", "temperature", "rain", "snow", "wind", "humidity", "air")
+#: What a weather question asks about; the Decision contract's `aspect` values.
+Aspect = Literal["weather", "temperature", "rain", "snow", "wind", "humidity", "air"]
+ASPECTS: tuple[Aspect, ...] = get_args(Aspect)
 
 
 class Lexicon:
@@ -15,12 +18,26 @@ class Lexicon:
 
     def __init__(self) -> None:
         data = load_table("lexicon")
-        self.aspect_of: dict[str, str] = {w: aspect for aspect, words in data["aspects"].items() for w in words}
+        latin_aspects = {role.partition(":")[2]: words for role, words in data["latin"].items() if role.startswith("aspect:")}
+        unknown = (set(data["aspects"]) | set(latin_aspects)) - set(ASPECTS)
+        if unknown:  # a typo in the hand-kept table would otherwise become a new, undocumented aspect
+            raise ValueError(f"lexicon.json names aspects the Decision contract lacks: {sorted(unknown)}")
+        self.aspect_of: dict[str, Aspect] = {
+            w: cast(Aspect, aspect) for aspect, words in data["aspects"].items() for w in words
+        }
+        #: English and pinyin aspect words (weather, xiayu); Han ones (and pm2.5, aqi) are in aspect_of.
+        self.latin_aspect_of: dict[str, Aspect] = {
+            w: cast(Aspect, aspect) for aspect, words in latin_aspects.items() for w in words
+        }
         self.fillers = frozenset(data["fillers"])
         self.conjunctions = frozenset(data["conjunctions"])
         self.compare = frozenset(data["compare"])
         self.cold = frozenset(data["cold"])
         self.hot = frozenset(data["hot"])
+        #: 两个 → 2, 三个 → 3, 几个 → 0 (all of them): how many places a follow-up refers to.
+        self.counts: dict[str, int] = dict(data["counts"])
+        #: Fillers after which an unknown word stands where a place would (查一下杭洲的天气, 去纳尼亚).
+        self.place_leaders = frozenset(data["place_leaders"])
         #: 降温 / 回暖: a change from today, so the asked day is compared with today.
         self.trend: dict[str, str] = {w: way for way, words in data["trend"].items() for w in words}
         self._open_category = {m: category for category, markers in data["open_ended"].items() for m in markers}
@@ -28,7 +45,10 @@ class Lexicon:
         self._open_pattern = re.compile(
             "|".join(re.escape(m) for m in sorted(self._open_category, key=len, reverse=True))
         )
-        self.latin_role: dict[str, str] = {w: role for role, words in data["latin"].items() for w in words}
+        #: The other roles of English and pinyin words: filler or conjunction.
+        self.latin_role: dict[str, str] = {
+            w: role for role, words in data["latin"].items() if not role.startswith("aspect:") for w in words
+        }
 
     def words(self) -> Iterable[str]:
         """Every Han word with a role, for the tokenizer's dictionary."""
@@ -36,6 +56,7 @@ class Lexicon:
         yield from self.fillers
         yield from self.conjunctions
         yield from self.compare
+        yield from self.counts
         yield from self.cold
         yield from self.hot
         yield from self._open_category

@@ -5,6 +5,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from click.testing import CliRunner
 from fake_weather import refused_url
 
@@ -100,6 +102,20 @@ def test_every_command_is_documented_in_the_readme():
 def test_public_api_is_exactly_this():
     import hybrid_weather.router as router
 
-    assert sorted(router.__all__) == ["Answer", "Decision", "HybridRouter", "Session"]
+    assert sorted(router.__all__) == ["Answer", "ConfigurationError", "Decision", "HybridRouter", "HybridWeatherError",
+                                      "LLMUnavailable", "Session", "Settings", "WeatherUnavailable"]
     for name in router.__all__:
         assert getattr(router, name).__doc__
+
+
+@pytest.mark.parametrize("package", ["hybrid_weather.router", "hybrid_weather.agent", "hybrid_weather.rules",
+                                     "hybrid_weather.agent.weather", "hybrid_weather.agent.llm",
+                                     "hybrid_weather.router.understand", "hybrid_weather.router.answer",
+                                     "hybrid_weather.router.ledger"])
+def test_every_package_has_a_public_face(package):
+    import importlib
+
+    module = importlib.import_module(package)
+    assert module.__doc__ and module.__all__ == sorted(module.__all__, key=lambda n: (not n.isupper(), n))
+    for name in module.__all__:
+        assert hasattr(module, name), f"{package}.__all__ names {name}, which it does not define"

@@ -14,12 +14,12 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from hybrid_weather.agent.models import ModelTable, Usage
+from hybrid_weather.agent.llm import ModelTable, Usage
 from hybrid_weather.router import HybridRouter
-from hybrid_weather.router._migrations import MIGRATIONS, migrate
+from hybrid_weather.router.ledger import MIGRATIONS, migrate
 from hybrid_weather.router.cli import cli
 from hybrid_weather.router.ledger import Ledger, LedgerEntry, mask_personal_data
-from hybrid_weather.router.savings import savings_report
+from hybrid_weather.router.ledger import savings_report
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 

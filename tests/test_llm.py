@@ -11,11 +11,11 @@ from conftest import FAST_HTTP, FAST_LLM, TODAY
 from fake_openai import answer, tool_calls
 
 from hybrid_weather.agent.errors import LLMUnavailable
-from hybrid_weather.agent.models import ModelTable, Usage
+from hybrid_weather.agent.llm import ModelTable, Usage
 from hybrid_weather.router import HybridRouter, Session
-from hybrid_weather.router._config import Settings
+from hybrid_weather.router import Settings
 from hybrid_weather.router.cli import cli
-from hybrid_weather.router.savings import savings_report
+from hybrid_weather.router.ledger import savings_report
 
 KEY = "sk-test-secret-key-0123456789"
 QUESTION = "北京明天适合出游吗"
@@ -306,8 +306,7 @@ def test_shadow_mode_measures_real_cost_and_agreement(weather_server, llm_server
     with HybridRouter(settings=settings, ledger=str(path), http_options=FAST_HTTP, llm_options=FAST_LLM,
                       shadow_rate=1.0) as router:
         first = router.ask("上海今天天气", today=TODAY)
-        router._shadow_pool.shutdown(wait=True)  # one at a time, so the script's order is the rows' order
-        router._shadow_pool = None
+        router.parts.shadow.wait()  # one at a time, so the script's order is the rows' order
         router.ask("北京今天天气", today=TODAY)
     assert first.route == "rule"  # the user's answer never waits for the shadow run
     with sqlite3.connect(path) as db:

@@ -97,3 +97,26 @@ def test_more_places_than_the_limit_ask_to_split(router):
 ])
 def test_world_cities_and_latin_input_resolve_to_chinese_names(router, text, city):
     assert cities(router, f"{text} weather") == [city]
+
+
+def _after_three_cities(router):
+    from hybrid_weather.router import Session
+
+    session = Session()
+    for text in ("北京明天天气", "上海明天天气", "广州明天天气"):
+        decision = router.route(text, today=TODAY, session=session)
+        session.remember(text, "", decision)
+    return session
+
+
+@pytest.mark.parametrize("text,cities", [
+    # 周三 holds the character 三: the count must come from the words 两个/三个/几个, never a character search.
+    ("这两个城市周三哪个更热", ["上海市", "广州市"]),
+    ("这两个城市哪个更热", ["上海市", "广州市"]),
+    ("这三个城市周三哪个更热", ["北京市", "上海市", "广州市"]),
+    ("这几个城市哪个最冷", ["北京市", "上海市", "广州市"]),
+    ("哪个更热", ["上海市", "广州市"]),
+])
+def test_follow_up_place_count_comes_from_the_count_word(router, text, cities):
+    decision = router.route(text, today=TODAY, session=_after_three_cities(router))
+    assert decision.route == "rule" and decision.compare and decision.cities == cities, decision.reason

@@ -19,7 +19,7 @@ from hybrid_weather.agent.errors import (
     WeatherUnavailable,
 )
 from hybrid_weather.router import HybridRouter
-from hybrid_weather.router._config import Settings
+from hybrid_weather.router import Settings
 
 SHANGHAI = (31.2304, 121.4737)
 BEIJING = (39.9042, 116.4074)

@@ -57,7 +57,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from hybrid_weather.router import HybridRouter
-    from hybrid_weather.router._config import Settings
+    from hybrid_weather.router import Settings
 
     today = dt.date(2026, 11, 29)
     server = FakeWeather(today).start()

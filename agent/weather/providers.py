@@ -12,19 +12,19 @@ import time
 import zlib
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from typing import Any
+from typing import Any, ClassVar
 
-from hybrid_weather.rules.gazetteer import Place
+from hybrid_weather.rules import Place, today_in_china
 
-from ._http import ResilientClient
-from .errors import ConfigurationError, MalformedResponse, NotCovered, UpstreamRejected
-from .weather import AirQuality, CurrentWeather, DailyAir, DailyWeather, Forecast, beaufort, condition_of
+from ..errors import ConfigurationError, MalformedResponse, NotCovered, UpstreamRejected
+from .horizon import Horizon
+from .http import ResilientClient
+from .shapes import AirQuality, CurrentWeather, DailyAir, DailyWeather, Forecast, beaufort, condition_of
 
 OPEN_METEO_FORECAST_URL = "https://api.open-meteo.com"
 OPEN_METEO_AIR_URL = "https://air-quality-api.open-meteo.com"
 OPEN_METEO_GEOCODING_URL = "https://geocoding-api.open-meteo.com"
 AMAP_URL = "https://restapi.amap.com"
-PROVIDERS = ("open-meteo", "amap", "demo")
 
 # Ten variables: Open-Meteo bills more than ten per location as extra calls.
 _DAILY = ("weather_code", "temperature_2m_max", "temperature_2m_min", "precipitation_probability_max",
@@ -38,12 +38,11 @@ _FEATURE_RANK = {"PPLC": 0, "PPLA": 1, "PPLA2": 2, "PPLA3": 3, "PPLA4": 4, "PPL"
 class WeatherProvider(ABC):
     """A source of forecasts and air quality for places."""
 
-    name: str
-    label: str  #: for messages and answers
-    attribution: str | None = None
-    max_days_ahead: int = 15
-    max_days_back: int = 92
-    max_air_days_ahead: int = 6  #: air-quality forecasts are shorter (Open-Meteo: forecast_days ≤ 7)
+    name: ClassVar[str]
+    label: ClassVar[str]  #: for messages and answers
+    attribution: ClassVar[str | None] = None
+    #: Open-Meteo's: forecast_days=16 (today and 15 more), past_days ≤ 92, air quality forecast_days ≤ 7.
+    horizon: ClassVar[Horizon] = Horizon(days_ahead=15, days_back=92, air_days_ahead=6)
 
     @abstractmethod
     def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast: ...
@@ -72,8 +71,6 @@ class OpenMeteoProvider(_HTTPProvider):
     name = "open-meteo"
     label = "Open-Meteo"
     attribution = "Weather data by Open-Meteo.com (CC BY 4.0)"
-    max_days_ahead = 15  # forecast_days=16, today included
-    max_days_back = 92
 
     def __init__(self, base_url: str | None = None, **http: Any) -> None:
         base = base_url.rstrip("/") if base_url else None
@@ -86,7 +83,7 @@ class OpenMeteoProvider(_HTTPProvider):
         body = self.http.get_json(self.forecast_url, {
             "latitude": place.latitude, "longitude": place.longitude,
             "daily": ",".join(_DAILY), "current": ",".join(_CURRENT),
-            "timezone": place.timezone, "forecast_days": self.max_days_ahead + 1, "past_days": past_days,
+            "timezone": place.timezone, "forecast_days": self.horizon.days_ahead + 1, "past_days": past_days,
             "wind_speed_unit": "ms",
         }, deadline=deadline)
         daily = _columns(body, "daily", _DAILY, self.label)
@@ -114,7 +111,7 @@ class OpenMeteoProvider(_HTTPProvider):
     def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
         body = self.http.get_json(self.air_url, {
             "latitude": place.latitude, "longitude": place.longitude, "hourly": ",".join(_AIR),
-            "current": ",".join(_AIR), "timezone": place.timezone, "forecast_days": self.max_air_days_ahead + 1, "past_days": past_days,
+            "current": ",".join(_AIR), "timezone": place.timezone, "forecast_days": self.horizon.air_days_ahead + 1, "past_days": past_days,
         }, deadline=deadline)
         hourly = _columns(body, "hourly", _AIR, self.label)
         by_day: dict[str, list[int]] = defaultdict(list)
@@ -155,8 +152,8 @@ class AMapProvider(_HTTPProvider):
     name = "amap"
     label = "高德天气 (AMap)"
     attribution = "天气数据来自高德开放平台"
-    max_days_ahead = 3  # casts: today and three more days
-    max_days_back = 0
+    # casts: today and three more days. AMap has no air quality at all: air_quality() says so.
+    horizon = Horizon(days_ahead=3, days_back=0, air_days_ahead=3)
 
     _ERRORS = {
         "10001": "AMap rejected the key (10001 INVALID_USER_KEY): check AMAP_KEY",
@@ -221,9 +218,9 @@ class DemoProvider(WeatherProvider):
     attribution = "演示数据：合成天气，不是真实预报"
 
     def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast:
-        today = dt.datetime.now(dt.timezone(dt.timedelta(hours=8))).date()
+        today = today_in_china()
         days = tuple(self._day(place, today + dt.timedelta(days=offset))
-                     for offset in range(-past_days, self.max_days_ahead + 1))
+                     for offset in range(-past_days, self.horizon.days_ahead + 1))
         first = self._day(place, today)
         current = CurrentWeather(time=f"{today.isoformat()}T12:00", condition=first.condition,
                                  weather_code=first.weather_code,
@@ -232,9 +229,9 @@ class DemoProvider(WeatherProvider):
         return Forecast(place, days, current, self.name, time.time())
 
     def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
-        today = dt.datetime.now(dt.timezone(dt.timedelta(hours=8))).date()
+        today = today_in_china()
         days = []
-        for offset in range(-past_days, 7):
+        for offset in range(-past_days, self.horizon.air_days_ahead + 1):
             day = today + dt.timedelta(days=offset)
             seed = zlib.crc32(f"air|{place.name}|{day}".encode())
             days.append(DailyAir(day, 20 + seed % 160, round(5 + seed % 90, 1), round(10 + seed % 130, 1)))
@@ -293,3 +290,13 @@ def _float(value: Any) -> float | None:
 def _int(value: Any) -> int | None:
     number = _float(value)
     return None if number is None else round(number)
+
+
+#: The providers by the name users give (HYBRID_WEATHER_PROVIDER, --provider), default first.
+PROVIDER_CLASSES: dict[str, type[WeatherProvider]] = {
+    OpenMeteoProvider.name: OpenMeteoProvider,
+    AMapProvider.name: AMapProvider,
+    DemoProvider.name: DemoProvider,
+}
+PROVIDERS = tuple(PROVIDER_CLASSES)
+DEFAULT_PROVIDER = OpenMeteoProvider.name

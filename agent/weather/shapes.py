@@ -95,7 +95,6 @@ class CurrentWeather:
     weather_code: int | None = None
     temperature: float | None = None
     humidity: int | None = None
-    wind_speed: float | None = None
     wind_scale: str | None = None
 
 

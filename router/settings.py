@@ -1,4 +1,4 @@
-"""Settings from the environment (DESIGN.md §3.3), read in this one place and only when asked."""
+"""Settings from the environment (docs/contracts.md), read in this one place and only when asked."""
 
 from __future__ import annotations
 
@@ -8,14 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hybrid_weather.agent.errors import ConfigurationError
-from hybrid_weather.agent.providers import PROVIDERS
-from hybrid_weather.agent.service import DEFAULT_CACHE_TTL
-
-DEFAULT_PROVIDER = "open-meteo"
+from hybrid_weather.agent.weather import DEFAULT_CACHE_TTL, DEFAULT_PROVIDER, PROVIDERS
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """Every setting hybrid-weather reads; `from_env()` builds one from the environment."""
+
     provider: str = DEFAULT_PROVIDER
     open_meteo_url: str | None = None
     amap_key: str | None = None
@@ -71,6 +70,7 @@ class Settings:
         return str(self.home_dir() / "ledger.db")
 
     def home_dir(self) -> Path:
+        """The data directory: HYBRID_WEATHER_HOME, else the platform's app directory."""
         if self.home is not None:
             return self.home
         import click

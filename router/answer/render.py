@@ -6,13 +6,12 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hybrid_weather.agent.weather import DailyAir, DailyWeather, Forecast, AirQuality, condition_of
-from hybrid_weather.rules.gazetteer import Place
+from hybrid_weather.agent.weather import AirQuality, DailyAir, DailyWeather, Forecast, condition_of
+from hybrid_weather.rules import Place, weekday_char
 
-from ._decision import Decision
+from ..understand import Decision
 
 _RELATIVE_DAYS = {0: "今天", 1: "明天", 2: "后天", 3: "大后天", -1: "昨天", -2: "前天"}
-_WEEKDAYS = "一二三四五六日"
 # Below this many degrees apart, two places or days are "about the same".
 _SAME_TEMPERATURE = 0.5
 
@@ -28,7 +27,7 @@ class Facts:
 
 def day_label(day: dt.date, today: dt.date, *, with_date: bool = False) -> str:
     relative = _RELATIVE_DAYS.get((day - today).days)
-    calendar = f"{day.month}月{day.day}日（周{_WEEKDAYS[day.weekday()]}）"
+    calendar = f"{day.month}月{day.day}日（周{weekday_char(day)}）"
     if relative and with_date:
         return f"{relative} {calendar}"
     return relative or calendar

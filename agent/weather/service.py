@@ -8,19 +8,20 @@ request, and a stale store that answers with the last good data when the provide
 from __future__ import annotations
 
 import concurrent.futures
+import datetime as dt
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import cachetools
 
-from hybrid_weather.rules.gazetteer import Place
+from hybrid_weather.rules import Place
 
-from .errors import NotCovered, UpstreamTimeout, WeatherUnavailable
+from ..errors import NotCovered, UpstreamTimeout, WeatherUnavailable
 from .providers import WeatherProvider
-from .weather import AirQuality, Forecast
+from .shapes import AirQuality, Forecast
 
 DEFAULT_CACHE_TTL = 600.0
 #: The oldest data served when the provider fails (stale-if-error). Six hours: older forecasts have
@@ -31,6 +32,11 @@ DEFAULT_CACHE_SIZE = 4096
 _PAST_WINDOWS = (1, 7, 31, 92)
 
 T = TypeVar("T", Forecast, AirQuality)
+
+
+def past_days_for(dates: Iterable[dt.date], today: dt.date) -> int:
+    """How many past days a fetch must include to cover DATES (at least 1, so 昨天 shares today's fetch)."""
+    return max(1, max((today - day).days for day in dates))
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,21 +6,22 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hybrid_weather.rules.gazetteer import Place
+from hybrid_weather.rules import Aspect, Place
 
+#: rule: answered from the weather tools; clarify: answered with a question or a "not found"; llm: the model.
 Route = Literal["rule", "clarify", "llm"]
 #: What a comparison asks for: which place or day is hotter, colder, wetter, windier, ...
 Comparison = Literal["hot", "cold", "rain", "snow", "wind", "humidity", "air"]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     """What to do with a question. `reason` always says which rule decided, so a user can check it."""
 
     route: Route
     cities: list[str]
     dates: list[dt.date]
-    aspect: str | None
+    aspect: Aspect | None
     reason: str
     #: The places behind `cities`, for the weather tools.
     places: list[Place] = field(default_factory=list)
@@ -28,15 +29,12 @@ class Decision:
     compare: Comparison | None = None
     #: For route "clarify": the question or notice to give the user.
     clarification: str | None = None
-    #: The query after normalisation, as the rules read it.
-    normalized: str = ""
-    #: For a clarify about a place the gazetteer lacks: the word, and the rule decision it would make
-    #: if a geocoder finds that place (its Place is a placeholder to be replaced).
+    #: For a clarify about a word in the place position that the gazetteer lacks (纳尼亚, 周庄): the word.
+    #: A geocoder may still find it; the question is then read again with that place known.
     unknown_place: str | None = None
-    pending: Decision | None = None
 
     def to_json(self, query: str) -> dict[str, Any]:
-        """The `route --json` object (DESIGN.md §3.2): exactly these keys."""
+        """The `route --json` object (docs/contracts.md): exactly these keys."""
         return {
             "query": query,
             "route": self.route,
@@ -45,3 +43,13 @@ class Decision:
             "aspect": self.aspect,
             "reason": self.reason,
         }
+
+
+def clarify(reason: str, message: str, *, unknown_place: str | None = None) -> Decision:
+    """A clarifying answer: REASON for the log, MESSAGE for the user."""
+    return Decision("clarify", [], [], None, f"clarify: {reason}", clarification=message, unknown_place=unknown_place)
+
+
+def to_llm(reason: str) -> Decision:
+    """The question needs the LLM; REASON says which rule sent it there."""
+    return Decision("llm", [], [], None, reason)

@@ -7,9 +7,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from hybrid_weather.rules.gazetteer import Place
+from hybrid_weather.rules import Place
 
-from ._decision import Decision
+from .understand import Decision
 
 _RECENT_PLACES = 5
 

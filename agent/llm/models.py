@@ -1,4 +1,4 @@
-"""Model facts in one table (agent/data/models.json): prices, retirement dates, required request options."""
+"""Model facts in one table (agent/llm/data/models.json): prices, retirement dates, required request options."""
 
 from __future__ import annotations
 
@@ -70,4 +70,4 @@ class ModelTable:
 
 @functools.cache
 def _shipped() -> dict[str, Any]:
-    return json.loads(resources.files("hybrid_weather.agent").joinpath("data", "models.json").read_text("utf-8"))
+    return json.loads(resources.files("hybrid_weather.agent.llm").joinpath("data", "models.json").read_text("utf-8"))

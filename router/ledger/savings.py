@@ -1,4 +1,4 @@
-"""What the routing saved: one pass over the ledger's rows for a window of days."""
+"""What the routing saved: one pass over the ledger's rows for a window of days, and projections."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import datetime as dt
 import json
 import sqlite3
 from collections import Counter, defaultdict
-from typing import Any
+from collections.abc import Callable
+from typing import Any, get_args
 
-ROUTES = ("rule", "clarify", "llm")
-#: LLM answers the ledger needs before its own measurements replace the published default baseline.
-MIN_LEDGER_SAMPLE = 20
-#: Shadow runs needed before they set the baseline of rule answers (measured, not estimated).
-MIN_SHADOW_SAMPLE = 10
-_MIN_BUCKET_SAMPLE = 5
+from ..understand import Route
+
+from .baseline import Baseline, place_bucket
+
+ROUTES = get_args(Route)
 
 
 def _percentile(values: list[float], fraction: float) -> float | None:
@@ -23,53 +23,29 @@ def _percentile(values: list[float], fraction: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(len(ordered) * fraction))], 3)
 
 
-def _bucket(places_json: str | None) -> int:
+def _with_bucket(row: sqlite3.Row) -> dict[str, Any]:
     try:
-        count = len(json.loads(places_json or "[]"))
+        count = len(json.loads(row["places"] or "[]"))
     except ValueError:
         count = 0
-    return min(max(count, 1), 3)  # 1, 2, 3 or more places
+    return {**dict(row), "bucket": place_bucket(count)}
 
 
 def savings_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None = None,
                    by: str | None = None) -> dict[str, Any]:
-    """The `savings --json` object (DESIGN.md §3.2 keys first, then the operator figures)."""
+    """The `savings --json` object (docs/contracts.md keys first, then the operator figures)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     since = (now - dt.timedelta(days=days)).isoformat(timespec="microseconds")
-    rows = db.execute(
+    cursor = db.cursor()
+    cursor.row_factory = sqlite3.Row
+    everything = [_with_bucket(r) for r in cursor.execute(
         "SELECT route, aspect, places, model, cost_usd, baseline_cost_usd, baseline_method, latency_ms, outcome,"
         " llm_loops, tool_calls, tool_failures, datetime_utc, agreement FROM requests WHERE datetime_utc >= ? ORDER BY id",
         (since,),
-    ).fetchall()
-    shadows = [r for r in rows if r["route"] == "shadow"]
-    rows = [r for r in rows if r["route"] != "shadow"]
-    shadow_costs: dict[int, list[float]] = defaultdict(list)
-    for r in shadows:
-        if r["outcome"] == "ok" and r["cost_usd"] is not None:
-            shadow_costs[_bucket(r["places"])].append(r["cost_usd"])
-    shadow_sample = sum(len(v) for v in shadow_costs.values())
-    shadow_mean = sum(c for v in shadow_costs.values() for c in v) / shadow_sample if shadow_sample else 0.0
-    shadowed = shadow_sample >= MIN_SHADOW_SAMPLE
-
-    # The baseline: the ledger's own LLM answers once there are enough of them, by number of places.
-    llm_costs: dict[int, list[float]] = defaultdict(list)
-    for r in rows:
-        if r["route"] == "llm" and r["outcome"] == "ok" and r["cost_usd"] is not None:
-            llm_costs[_bucket(r["places"])].append(r["cost_usd"])
-    sample = sum(len(v) for v in llm_costs.values())
-    measured = sample >= MIN_LEDGER_SAMPLE
-    overall = sum(c for v in llm_costs.values() for c in v) / sample if sample else 0.0
-
-    def baseline_of(r: sqlite3.Row) -> float | None:
-        if r["route"] == "llm":
-            return r["cost_usd"]
-        if r["route"] == "rule" and shadowed:
-            bucket = shadow_costs.get(_bucket(r["places"]), [])
-            return sum(bucket) / len(bucket) if len(bucket) >= _MIN_BUCKET_SAMPLE else shadow_mean
-        if measured:
-            bucket = llm_costs.get(_bucket(r["places"]), [])
-            return sum(bucket) / len(bucket) if len(bucket) >= _MIN_BUCKET_SAMPLE else overall
-        return r["baseline_cost_usd"]
+    )]
+    shadows = [r for r in everything if r["route"] == "shadow"]
+    rows = [r for r in everything if r["route"] != "shadow"]
+    estimate = Baseline(rows, shadows)
 
     by_route = {route: 0 for route in ROUTES}
     latency: dict[str, list[float]] = defaultdict(list)
@@ -84,7 +60,7 @@ def savings_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None
         if r["cost_usd"] is None:
             unknown_cost += 1
         cost = r["cost_usd"] or 0.0
-        base = baseline_of(r) or 0.0
+        base = estimate.of(r) or 0.0
         actual += cost
         baseline += base
         if r["route"] == "llm" and r["llm_loops"] is not None:
@@ -96,14 +72,6 @@ def savings_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None
         group["requests"] += 1
         group["actual_cost_usd"] += cost
         group["baseline_cost_usd"] += base
-    methods = sorted({r["baseline_method"] for r in rows if r["route"] != "llm" and r["baseline_method"]})
-    if measured:
-        method = f"ledger: mean cost of this ledger's {sample} LLM answers, by number of places"
-    else:
-        method = ("default: published gpt-4o-mini measurements (~500 tokens for one place in two loops, "
-                  f"~2,500 for three places in four) at the configured model's price ({', '.join(methods) or 'n/a'})")
-    if shadowed:
-        method = f"shadow: rule answers at the mean cost of {shadow_sample} shadow LLM runs, by number of places; others {method}"
     shadow_spend = sum(r["cost_usd"] or 0.0 for r in shadows)
     actual += shadow_spend  # spent, even though no user saw it
     verdicts = [r["agreement"] for r in shadows if r["agreement"] is not None]
@@ -117,8 +85,8 @@ def savings_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None
         "saved_usd": round(saved, 8),
         "saved_pct": round(100 * saved / baseline, 2) if baseline > 0 else None,
         "latency_ms": {route: {"p50": _percentile(v, 0.50), "p95": _percentile(v, 0.95)} for route, v in latency.items()},
-        "baseline_method": method,
-        "baseline_sample": sample,
+        "baseline_method": estimate.method,
+        "baseline_sample": estimate.sample,
         "unknown_cost_requests": unknown_cost,
         "llm_loops": {str(k): v for k, v in sorted(loops.items())},
         "tool_success_rate": round(1 - tool_failures / tool_calls, 4) if tool_calls else None,
@@ -130,7 +98,7 @@ def savings_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None
     }
 
 
-def _group_key(r: sqlite3.Row, by: str) -> str:
+def _group_key(r: dict[str, Any], by: str) -> str:
     if by == "route":
         return r["route"]
     if by == "aspect":
@@ -179,7 +147,8 @@ def render_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def simulate(decisions: list[str], places_per_query: list[int], *, model_cost, per_day: int | None) -> dict[str, Any]:
+def simulate(decisions: list[str], places_per_query: list[int], *, model_cost: Callable[[int], float],
+             per_day: int | None) -> dict[str, Any]:
     """Project daily and monthly LLM spend for a query log, all-LLM versus hybrid.
 
     DECISIONS are the routes the router took for each logged query; PLACES_PER_QUERY how many places each

@@ -15,70 +15,24 @@ import json
 import logging
 import os
 import queue
-import re
 import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from hybrid_weather.agent.models import ModelTable, Usage
+from hybrid_weather.agent.llm.models import ModelTable
 
-from ._migrations import migrate
+from .baseline import default_baseline_cost
+from .entry import LedgerEntry
+from .migrations import migrate
+from .privacy import mask_personal_data
 
 logger = logging.getLogger("hybrid_weather")
 
 DEFAULT_QUEUE_SIZE = 10_000
 DEFAULT_BATCH_SIZE = 500
 QUERY_STORAGE = ("masked", "hash")
-# Published measurements with gpt-4o-mini (issue #5): ~500 tokens for a one-city question in two loops,
-# ~2,500 for a three-city comparison in four; between and beyond, +1,000 tokens per extra place. The
-# prompt/completion split is ours: tool loops are mostly prompt (system prompt, schemas, tool results).
-DEFAULT_BASELINE_TOKENS_ONE_PLACE = 500
-DEFAULT_BASELINE_TOKENS_PER_EXTRA_PLACE = 1000
-DEFAULT_BASELINE_COMPLETION_SHARE = 0.15
-
-_PHONE = re.compile(r"(?<!\d)(?:\+?86[- ]?)?1[3-9]\d{9}(?!\d)")
-_ID_NUMBER = re.compile(r"(?<![\dA-Za-z])\d{17}[\dXx](?![\dA-Za-z])")
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-
-
-def mask_personal_data(text: str) -> str:
-    """Replace phone numbers, Chinese ID numbers and e-mail addresses (kept out of logs and the ledger)."""
-    return _PHONE.sub("[phone]", _ID_NUMBER.sub("[id]", _EMAIL.sub("[email]", text)))
-
-
-def default_baseline_usage(places: int) -> Usage:
-    tokens = DEFAULT_BASELINE_TOKENS_ONE_PLACE + DEFAULT_BASELINE_TOKENS_PER_EXTRA_PLACE * max(0, places - 1)
-    completion = round(tokens * DEFAULT_BASELINE_COMPLETION_SHARE)
-    return Usage(prompt_tokens=tokens - completion, completion_tokens=completion)
-
-
-@dataclass(slots=True)
-class LedgerEntry:
-    """One request, as the request path knows it; the writer thread derives the rest."""
-
-    started_at: float  #: time.time() when the request arrived
-    route: str
-    query: str
-    reason: str = ""
-    aspect: str | None = None
-    places: tuple[str, ...] = ()
-    days: int = 0
-    provider: str | None = None
-    cache_hit: bool | None = None
-    stale: bool | None = None
-    model: str | None = None
-    usage: Usage | None = None
-    llm_attempts: int | None = None
-    llm_loops: int | None = None
-    tool_calls: int | None = None
-    tool_failures: int | None = None
-    cost_usd: float | None = 0.0
-    latency_ms: float = 0.0
-    outcome: str = "ok"
-    session_id: str | None = None
-    agreement: bool | None = None  #: shadow rows: did the LLM agree with the rule answer
-
 
 _COLUMNS = ("id", "datetime_utc", "route", "reason", "aspect", "places", "provider", "cache_hit", "stale", "model",
             "prompt_tokens", "cached_tokens", "completion_tokens", "llm_attempts", "cost_usd", "baseline_cost_usd",
@@ -123,7 +77,7 @@ class Ledger:
         migrate(setup)
         if setup is not self._keeper:
             setup.close()
-        self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[LedgerEntry | _Flush | object] = queue.Queue(maxsize=queue_size)
         self._closed = False
         self._writer = threading.Thread(target=self._write_loop, name="hybrid-weather-ledger", daemon=True)
         self._writer.start()
@@ -214,7 +168,7 @@ class Ledger:
                 logger.error("ledger write failed (%s); retrying %d rows in 1 s", error, len(rows))
                 threading.Event().wait(1.0)
 
-    def _row(self, e: LedgerEntry) -> tuple:
+    def _row(self, e: LedgerEntry) -> tuple[Any, ...]:
         when = dt.datetime.fromtimestamp(e.started_at, dt.timezone.utc)
         row_id = f"{int(e.started_at * 1000):012x}{os.urandom(5).hex()}"
         if e.route == "llm":
@@ -222,7 +176,7 @@ class Ledger:
         elif e.route == "shadow":
             baseline, method = None, None  # extra spend to measure the baseline, not a request
         else:
-            baseline = self.models.cost(self.model, default_baseline_usage(len(e.places) or 1))
+            baseline = default_baseline_cost(self.models, self.model, len(e.places))
             method = f"default:{self.model}"
         masked = mask_personal_data(e.query)
         usage = e.usage

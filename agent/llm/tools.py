@@ -9,17 +9,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hybrid_weather.rules.dates import find_dates
-from hybrid_weather.rules.gazetteer import Place, PlaceMatch
-from hybrid_weather.rules.normalize import normalize
+from hybrid_weather.rules import Place, Reader, find_dates, normalize
 
-from .errors import WeatherUnavailable
-from .service import WeatherService
-from .weather import to_jsonable
+from ..errors import WeatherUnavailable
+from ..weather import Fetched, WeatherService, past_days_for, to_jsonable
 
 _PLACE = {"type": "string", "description": "地点名称，如“上海”“北京朝阳区”“东京”，一次一个地点"}
 _DATE = {"type": "string", "description": "日期或范围，如“今天”“明天”“周六”“2026-12-01”“未来三天”；不填表示今天"}
@@ -57,10 +53,9 @@ class ToolOutcome:
 class ToolBox:
     """Runs tool calls against the shared weather service. Thread-safe."""
 
-    def __init__(self, service: WeatherService, resolve: Callable[[str], PlaceMatch | None],
-                 deadline_s: float = 5.0) -> None:
+    def __init__(self, service: WeatherService, reader: Reader, deadline_s: float = 5.0) -> None:
         self.service = service
-        self.resolve = resolve  #: the router's own place resolution (names, nicknames, hierarchy, typos)
+        self.reader = reader  #: the rules' own place reading: names, nicknames, hierarchy, typos
         self.deadline_s = deadline_s
 
     def run(self, name: str, arguments: str, today: dt.date) -> ToolOutcome:
@@ -83,6 +78,7 @@ class ToolBox:
         if place is None:
             return _error(problem or "找不到这个地点")
         deadline = time.monotonic() + self.deadline_s
+        fetched: Fetched[Any]
         try:
             if name == "get_current_weather":
                 fetched = self.service.forecast(place, 1, deadline)
@@ -92,7 +88,7 @@ class ToolBox:
                 dates, problem = self._dates(args.get("date"), today, air=name == "get_air_quality")
                 if problem:
                     return _error(problem, place.name)
-                past = max(1, max((today - d).days for d in dates))
+                past = past_days_for(dates, today)
                 if name == "get_air_quality":
                     fetched = self.service.air_quality(place, past, deadline)
                 else:
@@ -107,7 +103,7 @@ class ToolBox:
         return ToolOutcome(json.dumps(payload, ensure_ascii=False), True, place.name)
 
     def _place(self, name: str) -> tuple[Place | None, str | None]:
-        match = self.resolve(name)
+        match = self.reader.resolve_place(name)
         if match is None:
             try:
                 found = self.service.geocode(normalize(name), time.monotonic() + self.deadline_s)
@@ -127,11 +123,9 @@ class ToolBox:
         if not dates:
             return [], f"看不懂日期“{text}”，请用“明天”或“2026-12-01”这样的写法"
         provider = self.service.provider
-        ahead = provider.max_air_days_ahead if air else provider.max_days_ahead
-        for day in dates:
-            offset = (day - today).days
-            if offset > ahead or offset < -provider.max_days_back:
-                return [], f"{day.isoformat()} 超出了{provider.label}的预报范围（今天起{ahead + 1}天内）"
+        outside = provider.horizon.first_outside(dates, today, air=air)
+        if outside is not None:
+            return [], provider.horizon.explain(outside, provider.label, air=air)
         return dates, None
 
 

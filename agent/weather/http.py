@@ -12,8 +12,7 @@ import threading
 import time
 from typing import Any
 
-from ._retry import RetryPolicy
-from .errors import (
+from ..errors import (
     CircuitOpen,
     ConfigurationError,
     MalformedResponse,
@@ -22,14 +21,12 @@ from .errors import (
     UpstreamTimeout,
     WeatherUnavailable,
 )
+from ..retry import WEATHER_RETRY, RetryPolicy
 
 logger = logging.getLogger("hybrid_weather")
 
 DEFAULT_CONNECT_TIMEOUT = 2.0
 DEFAULT_READ_TIMEOUT = 4.0
-DEFAULT_MAX_ATTEMPTS = 3
-DEFAULT_BACKOFF_BASE = 0.2  # seconds; attempt n sleeps uniform(0, min(cap, base * 2**n)) ("full jitter")
-DEFAULT_BACKOFF_CAP = 2.0
 DEFAULT_FAILURE_THRESHOLD = 3  # failed requests in a row that open the circuit
 DEFAULT_COOL_DOWN = 30.0  # seconds the circuit stays open before one probe is let through
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -90,8 +87,8 @@ class ResilientClient:
     """One pooled httpx2 client for one provider, with retries, a deadline per call and a breaker."""
 
     def __init__(self, provider: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-                 read_timeout: float = DEFAULT_READ_TIMEOUT, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-                 backoff_base: float = DEFAULT_BACKOFF_BASE, backoff_cap: float = DEFAULT_BACKOFF_CAP,
+                 read_timeout: float = DEFAULT_READ_TIMEOUT, max_attempts: int = WEATHER_RETRY.max_attempts,
+                 backoff_base: float = WEATHER_RETRY.backoff_base, backoff_cap: float = WEATHER_RETRY.backoff_cap,
                  breaker: CircuitBreaker | None = None) -> None:
         import httpx2  # deferred: ~50 ms at import, and route() never needs it
 

@@ -1,0 +1,52 @@
+"""The Answer: what ask() returns, the text to show and everything behind it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..understand import Decision, Route
+
+if TYPE_CHECKING:  # the LLM loop loads when first used: rule answers never need it
+    from hybrid_weather.agent.llm import AgentResult
+
+
+@dataclass(slots=True)
+class Answer:
+    """What ask() returns: the text to show and everything behind it."""
+
+    text: str
+    route: Route
+    decision: Decision
+    data: dict[str, Any]
+    source: str | None  #: provider name (open-meteo, amap, demo), None when no weather was fetched
+    stale: bool
+    cost_usd: float | None
+    latency_ms: float
+    stale_age_s: float | None = None
+    cache_hit: bool | None = None
+    provider_ms: float = 0.0
+    attribution: str | None = None
+    model: str | None = None  #: the LLM that answered (llm route)
+    llm: AgentResult | None = None  #: the loop's trace: tokens, time and tools per loop
+
+    def to_json(self, query: str) -> dict[str, Any]:
+        """The `--json` object (docs/contracts.md)."""
+        decision = self.decision.to_json(query)
+        del decision["query"]
+        payload = {
+            "query": query, "route": self.route, "answer": self.text, "decision": decision, "data": self.data,
+            "source": self.source, "stale": self.stale, "latency_ms": round(self.latency_ms, 3),
+            "cost_usd": self.cost_usd,
+        }
+        if self.stale:
+            payload["stale_age_s"] = round(self.stale_age_s or 0.0, 1)
+        if self.attribution:
+            payload["attribution"] = self.attribution
+        return payload
+
+
+def elapsed_ms(started: float) -> float:
+    """Milliseconds since STARTED, a time.perf_counter() reading."""
+    return (time.perf_counter() - started) * 1000

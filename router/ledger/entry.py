@@ -1,0 +1,34 @@
+"""One ledger row as the request path knows it: cheap to build, no formatting, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hybrid_weather.agent.llm.models import Usage
+
+
+@dataclass(slots=True)
+class LedgerEntry:
+    """One request; the writer thread derives the rest (id, timestamps, masking, baseline)."""
+
+    started_at: float  #: time.time() when the request arrived
+    route: str  #: rule, clarify, llm, or shadow
+    query: str
+    reason: str = ""
+    aspect: str | None = None
+    places: tuple[str, ...] = ()
+    days: int = 0
+    provider: str | None = None
+    cache_hit: bool | None = None
+    stale: bool | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    llm_attempts: int | None = None
+    llm_loops: int | None = None
+    tool_calls: int | None = None
+    tool_failures: int | None = None
+    cost_usd: float | None = 0.0
+    latency_ms: float = 0.0
+    outcome: str = "ok"
+    session_id: str | None = None
+    agreement: bool | None = None  #: shadow rows: did the LLM agree with the rule answer

@@ -1,0 +1,125 @@
+"""What a HybridRouter is made of: its parts, each built on first use and closed with it."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from hybrid_weather.agent.llm.models import ModelTable
+from hybrid_weather.agent.weather import (
+    PROVIDER_CLASSES,
+    AMapProvider,
+    DemoProvider,
+    OpenMeteoProvider,
+    WeatherProvider,
+    WeatherService,
+)
+from hybrid_weather.rules import Reader, today_in_china
+
+from ._lazy import built, lazy_part
+from .answer import RuleAnswerer
+from .settings import Settings
+from .understand import QueryParser
+
+if TYPE_CHECKING:  # the LLM loop, the ledger (sqlite3) and shadow runs load when first used
+    from hybrid_weather.agent.llm import LLMAgent
+
+    from .answer.shadow import ShadowRunner
+    from .ledger import Ledger, Recorder
+
+logger = logging.getLogger("hybrid_weather")
+#: Seconds one ask may take for its weather, retries included (the LLM loop has its own, longer one).
+DEFAULT_DEADLINE = 5.0
+
+
+class Parts:
+    """The expensive things, built lazily from the router's arguments and the environment. Thread-safe."""
+
+    def __init__(self, *, settings: Settings | None, provider: str | None, ledger: str | None,
+                 cache_ttl: float | None, deadline: float, shadow_rate: float, http_options: dict[str, Any],
+                 llm_options: dict[str, Any]) -> None:
+        self._settings, self._provider, self._ledger, self._cache_ttl = settings, provider, ledger, cache_ttl
+        self.deadline = deadline
+        #: Fraction of rule answers also sent through the LLM in the background (a measured baseline).
+        self.shadow_rate = shadow_rate
+        self._http_options, self._llm_options = http_options, llm_options
+
+    @lazy_part
+    def settings(self) -> Settings:
+        return self._settings or Settings.from_env()
+
+    @lazy_part
+    def provider_name(self) -> str:
+        return self._provider or self.settings.provider
+
+    @lazy_part
+    def parser(self) -> QueryParser:
+        provider = PROVIDER_CLASSES[self.provider_name]
+        return QueryParser(Reader(), provider.horizon, provider.label)
+
+    @lazy_part
+    def weather(self) -> WeatherService:
+        ttl = self._cache_ttl
+        return WeatherService(self._make_provider(), cache_ttl=self.settings.cache_ttl if ttl is None else ttl)
+
+    @lazy_part
+    def rule_answers(self) -> RuleAnswerer:
+        return RuleAnswerer(self.weather)
+
+    @lazy_part
+    def models(self) -> ModelTable:
+        return ModelTable(self.settings.home_dir() / "models.json")
+
+    @lazy_part
+    def ledger(self) -> Ledger | None:
+        """The request ledger, or None when it is off (ledger="off" or HYBRID_WEATHER_LEDGER=off)."""
+        location = self._ledger or self.settings.ledger_location()
+        if not location or location == "off":
+            return None
+        from .ledger import Ledger
+
+        return Ledger(location, models=self.models, model=self.settings.model, store_queries=self.settings.ledger_queries)
+
+    @lazy_part
+    def recorder(self) -> Recorder | None:
+        from .ledger import Recorder
+
+        return Recorder(self.ledger) if self.ledger is not None else None
+
+    @lazy_part
+    def agent(self) -> LLMAgent:
+        """The LLM loop; raises LLMUnavailable when no API key is configured."""
+        from hybrid_weather.agent.llm import LLMAgent, ToolBox
+
+        settings = self.settings
+        model = settings.model or self.models.default_model
+        facts = self.models.get(model)
+        if facts and facts.retires_on and facts.retires_on <= today_in_china().isoformat():
+            logger.warning("model %s was retired on %s; set HYBRID_WEATHER_MODEL to a current one", model, facts.retires_on)
+        tools = ToolBox(self.weather, self.parser.reader, deadline_s=self.deadline)
+        return LLMAgent(tools, model=model, api_key=settings.openai_api_key, base_url=settings.openai_base_url,
+                        facts=facts, **self._llm_options)
+
+    @lazy_part
+    def shadow(self) -> ShadowRunner | None:
+        """Shadow runs of rule answers through the LLM, when shadow_rate > 0 and the ledger is on."""
+        if self.shadow_rate <= 0 or self.recorder is None:
+            return None
+        from .answer.shadow import ShadowRunner
+
+        return ShadowRunner(self.shadow_rate, agent=lambda: self.agent, models=self.models, recorder=self.recorder)
+
+    def _make_provider(self) -> WeatherProvider:
+        settings, name = self.settings, self.provider_name
+        if name == AMapProvider.name:
+            return AMapProvider(settings.amap_key, settings.amap_url, **self._http_options)
+        if name == OpenMeteoProvider.name:
+            return OpenMeteoProvider(settings.open_meteo_url, **self._http_options)
+        return DemoProvider()
+
+    def close(self) -> None:
+        """Close the parts that were built, in the order that loses nothing: shadow runs, ledger, clients."""
+        for name in ("shadow", "ledger", "agent", "weather"):
+            part = built(self, name)
+            if part is not None:
+                part.close()

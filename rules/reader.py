@@ -1,0 +1,148 @@
+"""Read a normalised question into its parts: places, aspects, comparison words and what is left over.
+
+The Reader owns the tokenizer, gazetteer and lexicon (built once, shared by every thread); the router
+decides from a Reading, and the LLM's weather tools resolve the place names a model sends with it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from .dates import DateSpan
+from .gazetteer import Gazetteer, PlaceMatch
+from .lexicon import Aspect, Lexicon
+from .normalize import normalize
+from .tokenizer import Tokenizer
+
+# English place names run to three words at most (new york city, rio de janeiro).
+_LATIN_WINDOW = 3
+
+#: A token list with None where a date expression was cut out (dates are found before segmentation).
+Tokens = list[str | None]
+
+
+@dataclass(slots=True)
+class Reading:
+    """What the walk over a question's tokens found."""
+
+    places: list[tuple[int, str, PlaceMatch]] = field(default_factory=list)  #: (token index, word, match)
+    aspects: list[Aspect] = field(default_factory=list)
+    cold: bool = False
+    hot: bool = False
+    compare: bool = False
+    trend: str | None = None  #: "cold" for 降温, "hot" for 回暖
+    count: int | None = None  #: places a follow-up refers to (这两个城市 → 2; 0 means all recent ones)
+    conjunction_at: set[int] = field(default_factory=set)
+    leader_at: set[int] = field(default_factory=set)
+    unknown: list[tuple[int, int, str]] = field(default_factory=list)  #: (first, last, text) token runs
+
+
+class Reader:
+    """Segments and reads questions with the router's own vocabulary. Thread-safe after construction."""
+
+    def __init__(self) -> None:
+        self.gazetteer = Gazetteer()
+        self.lexicon = Lexicon()
+        self.tokenizer = Tokenizer(itertools.chain(self.gazetteer.words(), self.lexicon.words()))
+
+    def tokens(self, clean: str, spans: list[DateSpan]) -> Tokens:
+        """The tokens of normalised CLEAN, with one None standing where each date span was cut out."""
+        tokens: Tokens = []
+        position = 0
+        for span in spans:
+            tokens.extend(self.tokenizer.split(clean[position : span.start]))
+            tokens.append(None)
+            position = span.end
+        tokens.extend(self.tokenizer.split(clean[position:]))
+        return tokens
+
+    def read(self, tokens: Tokens) -> Reading:
+        """Give every token its role; runs of tokens with none are collected as unknown."""
+        reading = Reading()
+        lexicon = self.lexicon
+        index = 0
+        while index < len(tokens):
+            token = tokens[index]
+            if token is None:
+                index += 1
+                continue
+            if token.isascii() and token[0].isalpha():
+                index = self._read_latin(tokens, index, reading)
+                continue
+            match = self.gazetteer.lookup(token)
+            if match is not None:
+                self._add_place(reading, index, token, match)
+            elif token in lexicon.aspect_of:
+                reading.aspects.append(lexicon.aspect_of[token])
+                reading.cold |= token in lexicon.cold
+                reading.hot |= token in lexicon.hot
+                reading.trend = lexicon.trend.get(token, reading.trend)
+            elif token in lexicon.compare:
+                reading.compare = True
+            elif token in lexicon.conjunctions:
+                reading.conjunction_at.add(index)
+            elif token in lexicon.counts:
+                reading.count = lexicon.counts[token]
+            elif token in lexicon.fillers or token in lexicon.cold or token in lexicon.hot:
+                reading.cold |= token in lexicon.cold
+                reading.hot |= token in lexicon.hot
+                if token in lexicon.place_leaders:
+                    reading.leader_at.add(index)
+            else:
+                _add_unknown(reading, index, token)
+            index += 1
+        return reading
+
+    def resolve_place(self, text: str) -> PlaceMatch | None:
+        """The one place TEXT names, as a question would read it (北京朝阳, 魔都, 杭洲, Tokyo); else None."""
+        reading = self.read(list(self.tokenizer.split(normalize(text))))
+        if len(reading.unknown) == 1 and not reading.places:
+            repaired = self.gazetteer.repair(reading.unknown[0][2])
+            return PlaceMatch((repaired,), "pinyin") if repaired else None
+        if reading.unknown or len(reading.places) != 1:
+            return None
+        return reading.places[0][2]
+
+    def _read_latin(self, tokens: Tokens, index: int, reading: Reading) -> int:
+        """Read English or pinyin words at INDEX; return the index after them."""
+        words: list[str] = []
+        for token in tokens[index : index + _LATIN_WINDOW]:
+            if token is None or not token.isascii() or not token[0].isalpha():
+                break
+            words.append(token)
+        for size in range(len(words), 0, -1):
+            match = self.gazetteer.lookup_latin(" ".join(words[:size]))
+            if match is not None:
+                self._add_place(reading, index, " ".join(words[:size]), match)
+                return index + size
+        lexicon, word = self.lexicon, words[0]
+        role = lexicon.latin_role.get(word, "")
+        if word in lexicon.aspect_of:  # pm2.5, aqi
+            reading.aspects.append(lexicon.aspect_of[word])
+        elif word in lexicon.latin_aspect_of:
+            reading.aspects.append(lexicon.latin_aspect_of[word])
+        elif role == "conjunction":
+            reading.conjunction_at.add(index)
+        elif role != "filler":
+            _add_unknown(reading, index, word)
+        return index + 1
+
+    def _add_place(self, reading: Reading, index: int, word: str, match: PlaceMatch) -> None:
+        if reading.places and reading.places[-1][0] == index - 1:
+            # Adjacent names: a unit inside the one before is the same place, spelled out
+            # (广东省广州市, 北京朝阳, 上海浦东新区).
+            _, outer_word, outer = reading.places[-1]
+            inner = self.gazetteer.within(outer, word)
+            if inner is not None:
+                reading.places[-1] = (index, outer_word + word, PlaceMatch((inner,), match.via))
+                return
+        reading.places.append((index, word, match))
+
+
+def _add_unknown(reading: Reading, index: int, token: str) -> None:
+    if reading.unknown and reading.unknown[-1][1] == index - 1:
+        first, _, text = reading.unknown[-1]
+        reading.unknown[-1] = (first, index, text + token)
+    else:
+        reading.unknown.append((index, index, token))
