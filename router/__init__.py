@@ -1,8 +1,8 @@
 """The front door: understand a question (a Decision), answer it, record it; the CLI.
 
-    from hybrid_weather.router import HybridRouter
-    with HybridRouter() as router:
-        router.ask("上海今天天气").text
+from hybrid_weather.router import HybridRouter
+with HybridRouter() as router:
+    router.ask("上海今天天气").text
 """
 
 from hybrid_weather.agent.errors import (

@@ -10,7 +10,7 @@ Owner = TypeVar("Owner")
 Part = TypeVar("Part")
 
 
-class lazy_part(Generic[Owner, Part]):  # noqa: N801 - used as a decorator, like functools.cached_property
+class lazy_part(Generic[Owner, Part]):
     """A read-only attribute built by the decorated method on first access, under a per-object lock.
 
     The built value is stored in the instance's __dict__, so later reads are plain attribute lookups

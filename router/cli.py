@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import sys
+from collections.abc import Iterator
+from typing import TextIO
 
 import click
 from click_default_group import DefaultGroup
@@ -28,7 +31,9 @@ def _parse_today(ctx: click.Context, param: click.Parameter, value: str | None) 
 
 
 _today_option = click.option(
-    "--today", callback=_parse_today, metavar="YYYY-MM-DD",
+    "--today",
+    callback=_parse_today,
+    metavar="YYYY-MM-DD",
     help="Resolve 今天/明天/周三 against this date instead of today in China.",
 )
 
@@ -49,8 +54,12 @@ def cli() -> None:
 @click.argument("query")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object.")
 @click.option("--explain", is_flag=True, help="Also show the decision, its reason, cache hit or miss and timings.")
-@click.option("--provider", type=click.Choice(PROVIDERS), default=None,
-              help="Weather source (default: $HYBRID_WEATHER_PROVIDER or open-meteo). demo is offline synthetic data.")
+@click.option(
+    "--provider",
+    type=click.Choice(PROVIDERS),
+    default=None,
+    help="Weather source (default: $HYBRID_WEATHER_PROVIDER or open-meteo). demo is offline synthetic data.",
+)
 @_today_option
 @click.option("--no-emoji", is_flag=True, help="Plain text without weather emoji (also when NO_COLOR is set).")
 def ask(query: str, as_json: bool, explain: bool, provider: str | None, today: dt.date | None, no_emoji: bool) -> None:
@@ -73,8 +82,9 @@ def ask(query: str, as_json: bool, explain: bool, provider: str | None, today: d
             click.echo(_explanation(answer))
 
 
-def _ask_or_degrade(router: HybridRouter, query: str, *, today: dt.date | None = None,
-                    session: Session | None = None, emoji: bool) -> Answer:
+def _ask_or_degrade(
+    router: HybridRouter, query: str, *, today: dt.date | None = None, session: Session | None = None, emoji: bool
+) -> Answer:
     """router.ask(); when the LLM it needs is unavailable, print the plain weather part first, then raise."""
     try:
         return router.ask(query, today=today, session=session, emoji=emoji)
@@ -106,29 +116,40 @@ def _call_chain(answer: Answer) -> list[str]:
     result = answer.llm
     assert result is not None
     cost = "unknown price" if answer.cost_usd is None else f"${answer.cost_usd:.6f}"
-    lines = [f"调用链分析 (call chain) · model {answer.model} · stopped: {result.stopped} · {cost}",
-             f"{'loop':>4}  {'prompt':>7}  {'cached':>6}  {'completion':>10}  {'ms':>8}  {'tries':>5}  tools"]
+    lines = [
+        f"调用链分析 (call chain) · model {answer.model} · stopped: {result.stopped} · {cost}",
+        f"{'loop':>4}  {'prompt':>7}  {'cached':>6}  {'completion':>10}  {'ms':>8}  {'tries':>5}  tools",
+    ]
     for loop in result.loops:
-        tools = ", ".join(f"{t.name}({t.arguments}) {'ok' if t.ok else 'error'}{' (reused)' if t.reused else ''} {t.duration_ms:.0f}ms"
-                          for t in loop.tools) or "-"
-        lines.append(f"{loop.loop:>4}  {loop.usage.prompt_tokens:>7}  {loop.usage.cached_tokens:>6}  "
-                     f"{loop.usage.completion_tokens:>10}  {loop.latency_ms:>8.1f}  {loop.attempts:>5}  {tools}")
+        tools = (
+            ", ".join(
+                f"{t.name}({t.arguments}) {'ok' if t.ok else 'error'}{' (reused)' if t.reused else ''} "
+                f"{t.duration_ms:.0f}ms"
+                for t in loop.tools
+            )
+            or "-"
+        )
+        lines.append(
+            f"{loop.loop:>4}  {loop.usage.prompt_tokens:>7}  {loop.usage.cached_tokens:>6}  "
+            f"{loop.usage.completion_tokens:>10}  {loop.latency_ms:>8.1f}  {loop.attempts:>5}  {tools}"
+        )
     total = result.usage
-    lines.append(f"{'all':>4}  {total.prompt_tokens:>7}  {total.cached_tokens:>6}  {total.completion_tokens:>10}  "
-                 f"{sum(l.latency_ms for l in result.loops):>8.1f}  {result.attempts:>5}  "
-                 f"{result.tool_calls} call(s), {result.tool_failures} failed")
+    lines.append(
+        f"{'all':>4}  {total.prompt_tokens:>7}  {total.cached_tokens:>6}  {total.completion_tokens:>10}  "
+        f"{sum(each.latency_ms for each in result.loops):>8.1f}  {result.attempts:>5}  "
+        f"{result.tool_calls} call(s), {result.tool_failures} failed"
+    )
     return lines
 
 
-class _errors_as_exit_codes:
+@contextlib.contextmanager
+def _errors_as_exit_codes() -> Iterator[None]:
     """Turn the library's typed errors into one line on stderr and the documented exit code."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, error, traceback) -> bool:  # type: ignore[no-untyped-def]
-        if error is None or isinstance(error, (click.exceptions.Exit, click.ClickException, click.Abort)):
-            return False
+    try:
+        yield
+    except (click.exceptions.Exit, click.ClickException, click.Abort):
+        raise
+    except Exception as error:
         if isinstance(error, WeatherUnavailable):
             hint = "" if "--provider demo" in str(error) else " (offline? try --provider demo for demo data)"
             click.echo(f"Error: weather service unavailable: {error}{hint}", err=True)
@@ -136,13 +157,16 @@ class _errors_as_exit_codes:
             click.echo(f"Error: {error}", err=True)
         else:
             click.echo(f"Error: internal error ({type(error).__name__}: {error}); please report it", err=True)
-        code = error.exit_code if isinstance(error, HybridWeatherError) else 1
-        raise SystemExit(code)
+        raise SystemExit(error.exit_code if isinstance(error, HybridWeatherError) else 1) from None
 
 
 @cli.command()
-@click.option("--provider", type=click.Choice(PROVIDERS), default=None,
-              help="Weather source (default: $HYBRID_WEATHER_PROVIDER or open-meteo).")
+@click.option(
+    "--provider",
+    type=click.Choice(PROVIDERS),
+    default=None,
+    help="Weather source (default: $HYBRID_WEATHER_PROVIDER or open-meteo).",
+)
 @click.option("--no-emoji", is_flag=True, help="Plain text without weather emoji.")
 @click.option("--explain", is_flag=True, help="Show each answer's decision and timings.")
 def chat(provider: str | None, no_emoji: bool, explain: bool) -> None:
@@ -178,8 +202,13 @@ def chat(provider: str | None, no_emoji: bool, explain: bool) -> None:
 @cli.command()
 @click.option("--days", type=click.IntRange(1, 3650), default=30, show_default=True, help="How many days back to look.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
-@click.option("--by", type=click.Choice(["day", "route", "aspect", "model"]), default="day", show_default=True,
-              help="How to group the table and chart.")
+@click.option(
+    "--by",
+    type=click.Choice(["day", "route", "aspect", "model"]),
+    default="day",
+    show_default=True,
+    help="How to group the table and chart.",
+)
 def savings(days: int, as_json: bool, by: str) -> None:
     """Show what the routing saved, from the request ledger.
 
@@ -205,19 +234,27 @@ def savings(days: int, as_json: bool, by: str) -> None:
             if as_json:
                 click.echo(json.dumps(report, ensure_ascii=False))
             else:
-                click.echo(f"No requests in the last {days} days in the ledger at {ledger.location}. "
-                           "Ask something first, e.g. hybrid-weather \"上海今天天气\".")
+                click.echo(
+                    f"No requests in the last {days} days in the ledger at {ledger.location}. "
+                    'Ask something first, e.g. hybrid-weather "上海今天天气".'
+                )
             return
         click.echo(json.dumps(report, ensure_ascii=False) if as_json else render_report(report))
 
 
 @cli.command()
 @click.argument("log", type=click.File("r", encoding="utf-8", errors="replace"))
-@click.option("--model", default=None, help="Price the LLM calls as this model (default: $HYBRID_WEATHER_MODEL or the table's default).")
-@click.option("--per-day", type=click.IntRange(1), default=None, help="Queries per day to project for (default: the log's size).")
+@click.option(
+    "--model",
+    default=None,
+    help="Price the LLM calls as this model (default: $HYBRID_WEATHER_MODEL or the table's default).",
+)
+@click.option(
+    "--per-day", type=click.IntRange(1), default=None, help="Queries per day to project for (default: the log's size)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the projection as one JSON object.")
 @_today_option
-def simulate(log, model: str | None, per_day: int | None, as_json: bool, today: dt.date | None) -> None:
+def simulate(log: TextIO, model: str | None, per_day: int | None, as_json: bool, today: dt.date | None) -> None:
     """Project what routing would save on your own traffic, offline.
 
     Routes every line of LOG (one query per line, '-' for stdin) without touching the network, then
@@ -234,8 +271,10 @@ def simulate(log, model: str | None, per_day: int | None, as_json: bool, today: 
     with _errors_as_exit_codes(), HybridRouter(ledger="off") as router:
         chosen = model or router.settings.model or router.models.default_model
         if router.models.get(chosen) is None:
-            raise click.BadParameter(f"no price for model {chosen!r}; add it to {router.settings.home_dir() / 'models.json'}",
-                                     param_hint="--model")
+            raise click.BadParameter(
+                f"no price for model {chosen!r}; add it to {router.settings.home_dir() / 'models.json'}",
+                param_hint="--model",
+            )
         routes, places = [], []
         for line in log:
             query = line.rstrip("\r\n")
@@ -246,15 +285,18 @@ def simulate(log, model: str | None, per_day: int | None, as_json: bool, today: 
             places.append(len(decision.cities))
         if not routes:
             raise click.ClickException("the log has no queries (one per line)")
-        result = project(routes, places, per_day=per_day,
-                         model_cost=lambda n: default_baseline_cost(router.models, chosen, n) or 0.0)
+        result = project(
+            routes, places, per_day=per_day, model_cost=lambda n: default_baseline_cost(router.models, chosen, n) or 0.0
+        )
         result["model"] = chosen
         if as_json:
             click.echo(json.dumps(result, ensure_ascii=False))
             return
         by = result["by_route"]
-        click.echo(f"{result['queries']} queries: rule {by['rule']}, clarify {by['clarify']}, llm {by['llm']} "
-                   f"(rule share {100 * result['rule_share']:.1f}%)")
+        click.echo(
+            f"{result['queries']} queries: rule {by['rule']}, clarify {by['clarify']}, llm {by['llm']} "
+            f"(rule share {100 * result['rule_share']:.1f}%)"
+        )
         click.echo(f"At {result['per_day']:,} queries/day on {chosen}:")
         click.echo(f"  all-LLM  ${result['daily_all_llm_usd']:,.4f}/day  ${result['monthly_all_llm_usd']:,.2f}/month")
         click.echo(f"  hybrid   ${result['daily_hybrid_usd']:,.4f}/day  ${result['monthly_hybrid_usd']:,.2f}/month")

@@ -38,17 +38,33 @@ class HybridRouter:
     never at import.
     """
 
-    def __init__(self, *, provider: str | None = None, ledger: str | None = None, cache_ttl: float | None = None,
-                 deadline: float = DEFAULT_DEADLINE, settings: Settings | None = None,
-                 http_options: dict[str, Any] | None = None, llm_options: dict[str, Any] | None = None,
-                 shadow_rate: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        provider: str | None = None,
+        ledger: str | None = None,
+        cache_ttl: float | None = None,
+        deadline: float = DEFAULT_DEADLINE,
+        settings: Settings | None = None,
+        http_options: dict[str, Any] | None = None,
+        llm_options: dict[str, Any] | None = None,
+        shadow_rate: float = 0.0,
+    ) -> None:
         if provider is not None:
             check_provider(provider)
         if not 0.0 <= shadow_rate <= 1.0:
             raise ValueError("shadow_rate is a fraction from 0 to 1")
         self.deadline = deadline
-        self.parts = Parts(settings=settings, provider=provider, ledger=ledger, cache_ttl=cache_ttl, deadline=deadline,
-                           shadow_rate=shadow_rate, http_options=http_options or {}, llm_options=llm_options or {})
+        self.parts = Parts(
+            settings=settings,
+            provider=provider,
+            ledger=ledger,
+            cache_ttl=cache_ttl,
+            deadline=deadline,
+            shadow_rate=shadow_rate,
+            http_options=http_options or {},
+            llm_options=llm_options or {},
+        )
 
     # -- the parts a caller may reach (built on first use) ------------------------------------------
 
@@ -90,8 +106,9 @@ class HybridRouter:
         """Decide what to do with TEXT: no I/O, never raises for any str. A SESSION supplies follow-up context."""
         return self._route(text, today or today_in_china(), session)
 
-    def ask(self, text: str, *, today: dt.date | None = None, session: Session | None = None,
-            emoji: bool = True) -> Answer:
+    def ask(
+        self, text: str, *, today: dt.date | None = None, session: Session | None = None, emoji: bool = True
+    ) -> Answer:
         """Answer TEXT. Raises WeatherUnavailable (no data, not even stale) or LLMUnavailable."""
         arrived, started, today = time.time(), time.perf_counter(), today or today_in_china()
         decision = self._route(text, today, session)
@@ -101,8 +118,9 @@ class HybridRouter:
             if decision.route == "llm":
                 answer = self._ask_llm(text, decision, today, session, started)
             else:
-                answer, fetched = self.parts.rule_answers.answer(decision, today, emoji=emoji, started=started,
-                                                           deadline=deadline)
+                answer, fetched = self.parts.rule_answers.answer(
+                    decision, today, emoji=emoji, started=started, deadline=deadline
+                )
                 self._shadow(text, decision, fetched, today)
         except HybridWeatherError as error:
             self._record_failure(text, decision, error, arrived, started, session)
@@ -110,8 +128,9 @@ class HybridRouter:
         self._finish(text, answer, arrived, session)
         return answer
 
-    async def aask(self, text: str, *, today: dt.date | None = None, session: Session | None = None,
-                   emoji: bool = True) -> Answer:
+    async def aask(
+        self, text: str, *, today: dt.date | None = None, session: Session | None = None, emoji: bool = True
+    ) -> Answer:
         """ask() for asyncio programs: places are fetched concurrently, the event loop never blocks."""
         import asyncio
 
@@ -126,8 +145,9 @@ class HybridRouter:
                 # The loop is sequential network I/O with its own deadline; a worker thread runs it.
                 answer = await loop.run_in_executor(None, self._ask_llm, text, decision, today, session, started)
             else:
-                answer, fetched = await self.parts.rule_answers.aanswer(decision, today, emoji=emoji, started=started,
-                                                                  deadline=deadline)
+                answer, fetched = await self.parts.rule_answers.aanswer(
+                    decision, today, emoji=emoji, started=started, deadline=deadline
+                )
                 self._shadow(text, decision, fetched, today)
         except HybridWeatherError as error:
             self._record_failure(text, decision, error, arrived, started, session)
@@ -145,21 +165,24 @@ class HybridRouter:
         if decision.route != "rule":
             return None
         try:
-            answer, _ = self.parts.rule_answers.answer(decision, today, emoji=emoji, started=time.perf_counter(),
-                                                 deadline=time.monotonic() + self.deadline)
+            answer, _ = self.parts.rule_answers.answer(
+                decision, today, emoji=emoji, started=time.perf_counter(), deadline=time.monotonic() + self.deadline
+            )
         except HybridWeatherError:
             return None
         answer.text = DEGRADED_NOTE + answer.text
         return answer
 
-    def _route(self, text: str, today: dt.date, session: Session | None,
-               found: dict[str, PlaceMatch] | None = None) -> Decision:
+    def _route(
+        self, text: str, today: dt.date, session: Session | None, found: dict[str, PlaceMatch] | None = None
+    ) -> Decision:
         context = session.last if isinstance(session, Session) else None
         recent = list(session.recent_places) if isinstance(session, Session) else None
         return self.parts.parser.parse(text if isinstance(text, str) else str(text), today, context, recent, found)
 
-    def _locate(self, text: str, decision: Decision, today: dt.date, session: Session | None,
-                deadline: float) -> Decision:
+    def _locate(
+        self, text: str, decision: Decision, today: dt.date, session: Session | None, deadline: float
+    ) -> Decision:
         """For a place the gazetteer lacks, ask the provider's geocoder and, if it finds one, read again."""
         word = decision.unknown_place
         if word is None:
@@ -174,12 +197,19 @@ class HybridRouter:
         located = self._route(text, today, session, {word: match})
         return located if located.route == "rule" else decision
 
-    def _ask_llm(self, text: str, decision: Decision, today: dt.date, session: Session | None,
-                 started: float) -> Answer:
+    def _ask_llm(
+        self, text: str, decision: Decision, today: dt.date, session: Session | None, started: float
+    ) -> Answer:
         agent = self.agent
         result = agent.run(text, history=session.llm_history() if session else None, today=today)
-        return llm_answer(decision, result, model=agent.model, cost_usd=self.models.cost(agent.model, result.usage),
-                          provider=self.weather.provider, started=started)
+        return llm_answer(
+            decision,
+            result,
+            model=agent.model,
+            cost_usd=self.models.cost(agent.model, result.usage),
+            provider=self.weather.provider,
+            started=started,
+        )
 
     def _shadow(self, text: str, decision: Decision, fetched: list[Any], today: dt.date) -> None:
         if self.parts.shadow_rate > 0 and self.parts.shadow is not None:
@@ -191,13 +221,18 @@ class HybridRouter:
         if self.parts.recorder is not None:
             self.parts.recorder.answered(text, answer, arrived=arrived, session_id=session.id if session else None)
 
-    def _record_failure(self, text: str, decision: Decision, error: Exception, arrived: float, started: float,
-                        session: Session | None) -> None:
+    def _record_failure(
+        self, text: str, decision: Decision, error: Exception, arrived: float, started: float, session: Session | None
+    ) -> None:
         if self.parts.recorder is None:
             return
         agent = built(self.parts, "agent")
         self.parts.recorder.failed(
-            text, decision, error, arrived=arrived, latency_ms=elapsed_ms(started),
+            text,
+            decision,
+            error,
+            arrived=arrived,
+            latency_ms=elapsed_ms(started),
             provider=self.weather.provider.name if decision.route == "rule" else None,
             model=agent.model if agent is not None and decision.route == "llm" else None,
             session_id=session.id if session is not None else None,

@@ -35,9 +35,18 @@ DEFAULT_DEADLINE = 5.0
 class Parts:
     """The expensive things, built lazily from the router's arguments and the environment. Thread-safe."""
 
-    def __init__(self, *, settings: Settings | None, provider: str | None, ledger: str | None,
-                 cache_ttl: float | None, deadline: float, shadow_rate: float, http_options: dict[str, Any],
-                 llm_options: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        *,
+        settings: Settings | None,
+        provider: str | None,
+        ledger: str | None,
+        cache_ttl: float | None,
+        deadline: float,
+        shadow_rate: float,
+        http_options: dict[str, Any],
+        llm_options: dict[str, Any],
+    ) -> None:
         self._settings, self._provider, self._ledger, self._cache_ttl = settings, provider, ledger, cache_ttl
         self.deadline = deadline
         #: Fraction of rule answers also sent through the LLM in the background (a measured baseline).
@@ -78,7 +87,9 @@ class Parts:
             return None
         from .ledger import Ledger
 
-        return Ledger(location, models=self.models, model=self.settings.model, store_queries=self.settings.ledger_queries)
+        return Ledger(
+            location, models=self.models, model=self.settings.model, store_queries=self.settings.ledger_queries
+        )
 
     @lazy_part
     def recorder(self) -> Recorder | None:
@@ -95,10 +106,18 @@ class Parts:
         model = settings.model or self.models.default_model
         facts = self.models.get(model)
         if facts and facts.retires_on and facts.retires_on <= today_in_china().isoformat():
-            logger.warning("model %s was retired on %s; set HYBRID_WEATHER_MODEL to a current one", model, facts.retires_on)
+            logger.warning(
+                "model %s was retired on %s; set HYBRID_WEATHER_MODEL to a current one", model, facts.retires_on
+            )
         tools = ToolBox(self.weather, self.parser.reader, deadline_s=self.deadline)
-        return LLMAgent(tools, model=model, api_key=settings.openai_api_key, base_url=settings.openai_base_url,
-                        facts=facts, **self._llm_options)
+        return LLMAgent(
+            tools,
+            model=model,
+            api_key=settings.openai_api_key,
+            base_url=settings.openai_base_url,
+            facts=facts,
+            **self._llm_options,
+        )
 
     @lazy_part
     def shadow(self) -> ShadowRunner | None:

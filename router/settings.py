@@ -46,7 +46,9 @@ class Settings:
         home = env.get("HYBRID_WEATHER_HOME")
         ledger_queries = env.get("HYBRID_WEATHER_LEDGER_QUERIES") or "masked"
         if ledger_queries not in ("masked", "hash"):
-            raise ConfigurationError(f"HYBRID_WEATHER_LEDGER_QUERIES={ledger_queries!r}: use 'masked' (default) or 'hash'")
+            raise ConfigurationError(
+                f"HYBRID_WEATHER_LEDGER_QUERIES={ledger_queries!r}: use 'masked' (default) or 'hash'"
+            )
         return cls(
             provider=provider,
             open_meteo_url=env.get("HYBRID_WEATHER_OPEN_METEO_URL") or None,

@@ -11,5 +11,5 @@ from typing import Any
 @functools.cache
 def load_table(name: str) -> Any:
     """Return the parsed contents of rules/data/NAME.json (cached: the tables never change at run time)."""
-    text = resources.files("hybrid_weather.rules").joinpath("data", f"{name}.json").read_text("utf-8")
+    text = resources.files("hybrid_weather.rules").joinpath("data").joinpath(f"{name}.json").read_text("utf-8")
     return json.loads(text)

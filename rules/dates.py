@@ -14,7 +14,20 @@ from dataclasses import dataclass
 from .china_time import WEEKDAY_CHARS
 
 _NUM = r"[0-9零〇一二两三四五六七八九十]{1,3}"
-_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CN_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
 # 周一 … 周日 (and 周天), or 周1 … 周7, to Python's weekday numbers (Monday = 0).
 _WEEKDAYS = {
     **{char: number for number, char in enumerate(WEEKDAY_CHARS)},
@@ -24,20 +37,69 @@ _WEEKDAYS = {
 
 # Single words and their offset in days from today.
 _OFFSETS = {
-    "大大后天": 4, "大后天": 3, "后天": 2,
-    "明天": 1, "明日": 1, "明儿个": 1, "明儿": 1, "明早": 1, "明晚": 1, "明晨": 1, "明夜": 1, "明个": 1,
-    "今天": 0, "今日": 0, "今儿个": 0, "今儿": 0, "今早": 0, "今晚": 0, "今晨": 0, "今夜": 0,
-    "现在": 0, "此刻": 0, "当下": 0, "此时": 0, "今个": 0,
-    "昨天": -1, "昨日": -1, "昨儿": -1, "昨晚": -1, "大前天": -3, "前天": -2,
-    "day after tomorrow": 2, "tomorrow": 1, "today": 0, "tonight": 0, "yesterday": -1, "now": 0,
-    "houtian": 2, "mingtian": 1, "jintian": 0, "zuotian": -1, "xianzai": 0,
+    "大大后天": 4,
+    "大后天": 3,
+    "后天": 2,
+    "明天": 1,
+    "明日": 1,
+    "明儿个": 1,
+    "明儿": 1,
+    "明早": 1,
+    "明晚": 1,
+    "明晨": 1,
+    "明夜": 1,
+    "明个": 1,
+    "今天": 0,
+    "今日": 0,
+    "今儿个": 0,
+    "今儿": 0,
+    "今早": 0,
+    "今晚": 0,
+    "今晨": 0,
+    "今夜": 0,
+    "现在": 0,
+    "此刻": 0,
+    "当下": 0,
+    "此时": 0,
+    "今个": 0,
+    "昨天": -1,
+    "昨日": -1,
+    "昨儿": -1,
+    "昨晚": -1,
+    "大前天": -3,
+    "前天": -2,
+    "day after tomorrow": 2,
+    "tomorrow": 1,
+    "today": 0,
+    "tonight": 0,
+    "yesterday": -1,
+    "now": 0,
+    "houtian": 2,
+    "mingtian": 1,
+    "jintian": 0,
+    "zuotian": -1,
+    "xianzai": 0,
 }
 # Ranges given as (first offset, number of days).
 _RANGES = {
-    "今明后三天": (0, 3), "今明后": (0, 3), "今明两天": (0, 2), "今明两日": (0, 2), "今明": (0, 2),
-    "明后两天": (1, 2), "明后两日": (1, 2), "明后天": (1, 2), "明后": (1, 2),
-    "这两天": (0, 2), "这几天": (0, 3), "这几日": (0, 3), "最近几天": (0, 3), "近几天": (0, 3),
-    "最近两天": (0, 2), "近两天": (0, 2), "未来几天": (0, 3), "接下来几天": (0, 3),
+    "今明后三天": (0, 3),
+    "今明后": (0, 3),
+    "今明两天": (0, 2),
+    "今明两日": (0, 2),
+    "今明": (0, 2),
+    "明后两天": (1, 2),
+    "明后两日": (1, 2),
+    "明后天": (1, 2),
+    "明后": (1, 2),
+    "这两天": (0, 2),
+    "这几天": (0, 3),
+    "这几日": (0, 3),
+    "最近几天": (0, 3),
+    "近几天": (0, 3),
+    "最近两天": (0, 2),
+    "近两天": (0, 2),
+    "未来几天": (0, 3),
+    "接下来几天": (0, 3),
 }
 
 
@@ -48,19 +110,23 @@ def _alternatives(words: Iterable[str]) -> str:
 
 
 _PATTERN = re.compile(
-    "|".join([
-        rf"(?P<iso>(?P<iy>\d{{4}})[-/.年](?P<im>\d{{1,2}})[-/.月](?P<id>\d{{1,2}})[日号]?)",
-        rf"(?P<md>(?P<mm>{_NUM})月(?P<mdd>{_NUM})[日号]?)",
-        rf"(?P<later>(?P<ln>{_NUM})天[以之]?后)",
-        rf"(?P<week_ahead>(?:未来|接下来|往后|今后|最近)的?(?:一|1)?(?:周|个?星期|个?礼拜))",
-        rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|近)的?(?P<nn>{_NUM})[天日])",
-        "(?P<range>" + _alternatives(_RANGES) + ")",
-        r"(?P<weekend>(?P<wep>下个?|这个?|本|next )?(?:周末|(?<![a-z])weekend(?![a-z])))",
-        r"(?P<weekday>(?P<wdp>下下个?|下个?|这个?|本|上个?)?(?:周|星期|礼拜)(?P<wd>[" + WEEKDAY_CHARS + "1-7]|天(?!气)))",
-        r"(?P<week>(?P<wkp>下个?|这个?|本)(?:周|星期|礼拜)|(?<![a-z])(?:next|this) week(?![a-z]))",
-        rf"(?P<dom>(?P<dn>{_NUM})[号日])",
-        "(?P<word>" + _alternatives(_OFFSETS) + ")",
-    ])
+    "|".join(
+        [
+            r"(?P<iso>(?P<iy>\d{4})[-/.年](?P<im>\d{1,2})[-/.月](?P<id>\d{1,2})[日号]?)",
+            rf"(?P<md>(?P<mm>{_NUM})月(?P<mdd>{_NUM})[日号]?)",
+            rf"(?P<later>(?P<ln>{_NUM})天[以之]?后)",
+            r"(?P<week_ahead>(?:未来|接下来|往后|今后|最近)的?(?:一|1)?(?:周|个?星期|个?礼拜))",
+            rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|近)的?(?P<nn>{_NUM})[天日])",
+            "(?P<range>" + _alternatives(_RANGES) + ")",
+            r"(?P<weekend>(?P<wep>下个?|这个?|本|next )?(?:周末|(?<![a-z])weekend(?![a-z])))",
+            r"(?P<weekday>(?P<wdp>下下个?|下个?|这个?|本|上个?)?(?:周|星期|礼拜)(?P<wd>["
+            + WEEKDAY_CHARS
+            + "1-7]|天(?!气)))",
+            r"(?P<week>(?P<wkp>下个?|这个?|本)(?:周|星期|礼拜)|(?<![a-z])(?:next|this) week(?![a-z]))",
+            rf"(?P<dom>(?P<dn>{_NUM})[号日])",
+            "(?P<word>" + _alternatives(_OFFSETS) + ")",
+        ]
+    )
 )
 
 
@@ -163,4 +229,3 @@ def _resolve(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:
             day = _safe_date(year, month, n)
         return (day,) if day else ()
     return (today + dt.timedelta(days=_OFFSETS[m["word"]]),)
-

@@ -69,8 +69,17 @@ class Gazetteer:
             level = _LEVELS[unit["level"]]
             short = unit["short"]
             display = unit["canonical"] if level == "county" else (short[-1] if short else unit["name"])
-            place = Place(unit["canonical"], display, level, unit["lat"], unit["lon"], CHINA_TZ_NAME, "CN",
-                          unit["code"], unit["parent"])
+            place = Place(
+                unit["canonical"],
+                display,
+                level,
+                unit["lat"],
+                unit["lon"],
+                CHINA_TZ_NAME,
+                "CN",
+                unit["code"],
+                unit["parent"],
+            )
             self._by_code[unit["code"]] = place
             self._by_name[place.name] = place
             for word in dict.fromkeys([unit["canonical"], unit["name"], *short]):
@@ -159,7 +168,7 @@ class _PinyinIndex:
         self.fuzzy_choices = list(self.toneless)
 
     def find(self, word: str) -> Place | None:
-        per_char = [self.readings.get(ch) for ch in word]
+        per_char = [self.readings.get(ch, []) for ch in word]
         if not all(per_char):
             return None
         combos = list(itertools.islice(itertools.product(*per_char), _MAX_READING_COMBINATIONS))
@@ -175,10 +184,11 @@ class _PinyinIndex:
         best: dict[Place, float] = {}
         for combo in dict.fromkeys(tuple(r.rstrip("012345") for r in c) for c in combos):
             key = "".join(combo)
-            for choice, score, _ in process.extract(key, self.fuzzy_choices, scorer=fuzz.ratio,
-                                                     score_cutoff=_FUZZY_PINYIN_CUTOFF, limit=5):
+            for choice, score, _ in process.extract(
+                key, self.fuzzy_choices, scorer=fuzz.ratio, score_cutoff=_FUZZY_PINYIN_CUTOFF, limit=5
+            ):
                 for place, syllables in self.toneless[choice].items():
-                    if len(syllables) == len(combo) and any(a == b for a, b in zip(syllables, combo)):
+                    if len(syllables) == len(combo) and any(a == b for a, b in zip(syllables, combo, strict=True)):
                         best[place] = max(best.get(place, 0.0), score)
         if not best:
             return None

@@ -18,7 +18,9 @@ class Lexicon:
 
     def __init__(self) -> None:
         data = load_table("lexicon")
-        latin_aspects = {role.partition(":")[2]: words for role, words in data["latin"].items() if role.startswith("aspect:")}
+        latin_aspects = {
+            role.partition(":")[2]: words for role, words in data["latin"].items() if role.startswith("aspect:")
+        }
         unknown = (set(data["aspects"]) | set(latin_aspects)) - set(ASPECTS)
         if unknown:  # a typo in the hand-kept table would otherwise become a new, undocumented aspect
             raise ValueError(f"lexicon.json names aspects the Decision contract lacks: {sorted(unknown)}")

@@ -1,13 +1,33 @@
+import os
+
 import pytest
+
+#: The developer's own LLM endpoint, read before the autouse fixture below clears the environment, for the
+#: one opt-in live test (tests never reach the internet unless HYBRID_WEATHER_LIVE_LLM=1 says so).
+LIVE_LLM = {
+    name: os.environ[name]
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HYBRID_WEATHER_MODEL")
+    if os.environ.get(name)
+}
+LIVE_LLM_WANTED = os.environ.get("HYBRID_WEATHER_LIVE_LLM") == "1"
 
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch):
     """Point every test's data directory at a fresh temporary folder; clear configuration."""
     monkeypatch.setenv("HYBRID_WEATHER_HOME", str(tmp_path / "home"))
-    for name in ("HYBRID_WEATHER_PROVIDER", "HYBRID_WEATHER_OPEN_METEO_URL", "AMAP_KEY", "HYBRID_WEATHER_AMAP_URL",
-                 "OPENAI_API_KEY", "OPENAI_BASE_URL", "HYBRID_WEATHER_MODEL", "HYBRID_WEATHER_LEDGER",
-                 "HYBRID_WEATHER_CACHE_TTL", "NO_COLOR"):
+    for name in (
+        "HYBRID_WEATHER_PROVIDER",
+        "HYBRID_WEATHER_OPEN_METEO_URL",
+        "AMAP_KEY",
+        "HYBRID_WEATHER_AMAP_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "HYBRID_WEATHER_MODEL",
+        "HYBRID_WEATHER_LEDGER",
+        "HYBRID_WEATHER_CACHE_TTL",
+        "NO_COLOR",
+    ):
         monkeypatch.delenv(name, raising=False)
     return tmp_path / "home"
 

@@ -20,19 +20,43 @@ _ids = itertools.count(1)
 
 def usage(prompt=400, completion=40, cached=0, deepseek=False) -> dict[str, Any]:
     if deepseek:  # DeepSeek reports its cache in its own fields, not prompt_tokens_details
-        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-                "prompt_cache_hit_tokens": cached, "prompt_cache_miss_tokens": prompt - cached}
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0}}
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_cache_hit_tokens": cached,
+            "prompt_cache_miss_tokens": prompt - cached,
+        }
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
 
 
 def tool_calls(*calls: tuple[str, Any], **usage_args) -> dict[str, Any]:
     """A reply that calls tools; each call is (name, arguments: dict or raw str). Ids are call_1, call_2 …"""
-    return {"message": {"role": "assistant", "content": None, "tool_calls": [
-        {"id": f"call_{next(_ids)}", "type": "function",
-         "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}}
-        for name, args in calls]}, "finish_reason": "tool_calls", "usage": usage(**usage_args)}
+    return {
+        "message": {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_{next(_ids)}",
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                    },
+                }
+                for name, args in calls
+            ],
+        },
+        "finish_reason": "tool_calls",
+        "usage": usage(**usage_args),
+    }
 
 
 def answer(text: str, **usage_args) -> dict[str, Any]:
@@ -97,7 +121,9 @@ class FakeOpenAI:
                     time.sleep(step["sleep"])
                     step = step.get("then", answer("late"))
                 if "status" in step:
-                    payload = json.dumps(step.get("body", {"error": {"message": f"HTTP {step['status']}", "type": "test"}})).encode()
+                    payload = json.dumps(
+                        step.get("body", {"error": {"message": f"HTTP {step['status']}", "type": "test"}})
+                    ).encode()
                     self.send_response(step["status"])
                     for name, value in step.get("headers", {}).items():
                         self.send_header(name, value)
@@ -106,10 +132,14 @@ class FakeOpenAI:
                     self.end_headers()
                     self.wfile.write(payload)
                     return
-                reply = {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": int(time.time()),
-                         "model": body.get("model"), "choices": [{"index": 0, "message": step["message"],
-                                                                   "finish_reason": step["finish_reason"]}],
-                         "usage": step["usage"]}
+                reply = {
+                    "id": f"chatcmpl-{next(_ids)}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model"),
+                    "choices": [{"index": 0, "message": step["message"], "finish_reason": step["finish_reason"]}],
+                    "usage": step["usage"],
+                }
                 payload = json.dumps(reply, ensure_ascii=False).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

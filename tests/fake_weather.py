@@ -20,9 +20,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 # What the fake says about a day, unless a test sets something else with server.set_day().
-DEFAULT_DAY = {"weather_code": 2, "temperature_2m_max": 15.0, "temperature_2m_min": 8.0,
-               "precipitation_probability_max": 10, "precipitation_sum": 0.0, "wind_speed_10m_max": 3.0,
-               "relative_humidity_2m_mean": 60}
+DEFAULT_DAY = {
+    "weather_code": 2,
+    "temperature_2m_max": 15.0,
+    "temperature_2m_min": 8.0,
+    "precipitation_probability_max": 10,
+    "precipitation_sum": 0.0,
+    "wind_speed_10m_max": 3.0,
+    "relative_humidity_2m_mean": 60,
+}
 DEFAULT_CURRENT = {"temperature_2m": 12.3, "relative_humidity_2m": 55, "weather_code": 2}
 DEFAULT_AIR = {"us_aqi": 42, "pm2_5": 12.0, "pm10": 20.0}
 
@@ -84,25 +90,44 @@ class FakeWeather:
         daily: dict[str, list] = {"time": [d.isoformat() for d in dates]}
         for name in names:
             daily[name] = [self.days.get((_key(lat, lon), d.isoformat()), DEFAULT_DAY).get(name) for d in dates]
-        body = {"latitude": lat, "longitude": lon, "elevation": 4.0, "generationtime_ms": 0.1,
-                "utc_offset_seconds": 28800, "timezone": q.get("timezone", "GMT"), "timezone_abbreviation": "CST",
-                "daily_units": {n: "" for n in names}, "daily": daily}
+        body = {
+            "latitude": lat,
+            "longitude": lon,
+            "elevation": 4.0,
+            "generationtime_ms": 0.1,
+            "utc_offset_seconds": 28800,
+            "timezone": q.get("timezone", "GMT"),
+            "timezone_abbreviation": "CST",
+            "daily_units": dict.fromkeys(names, ""),
+            "daily": daily,
+        }
         if "current" in q:
-            body["current"] = {"time": f"{self.today.isoformat()}T10:00", "interval": 900,
-                               **{n: DEFAULT_CURRENT.get(n) for n in q["current"].split(",")}}
+            body["current"] = {
+                "time": f"{self.today.isoformat()}T10:00",
+                "interval": 900,
+                **{n: DEFAULT_CURRENT.get(n) for n in q["current"].split(",")},
+            }
         return body
 
     def air_quality(self, q: dict[str, str]) -> dict:
         lat, lon = float(q["latitude"]), float(q["longitude"])
         past, ahead = int(q.get("past_days", 0)), int(q.get("forecast_days", 5))
         names = q["hourly"].split(",")
-        hours = [dt.datetime.combine(self.today + dt.timedelta(days=i), dt.time(h))
-                 for i in range(-past, ahead) for h in range(0, 24, 3)]
+        hours = [
+            dt.datetime.combine(self.today + dt.timedelta(days=i), dt.time(h))
+            for i in range(-past, ahead)
+            for h in range(0, 24, 3)
+        ]
         hourly: dict[str, list] = {"time": [h.isoformat(timespec="minutes") for h in hours]}
         for name in names:
             hourly[name] = [self.air.get((_key(lat, lon), h.date().isoformat()), DEFAULT_AIR).get(name) for h in hours]
-        return {"latitude": lat, "longitude": lon, "timezone": q.get("timezone", "GMT"), "hourly": hourly,
-                "current": {"time": f"{self.today.isoformat()}T10:00", **{n: DEFAULT_AIR[n] for n in names}}}
+        return {
+            "latitude": lat,
+            "longitude": lon,
+            "timezone": q.get("timezone", "GMT"),
+            "hourly": hourly,
+            "current": {"time": f"{self.today.isoformat()}T10:00", **{n: DEFAULT_AIR[n] for n in names}},
+        }
 
     def search(self, q: dict[str, str]) -> dict:
         results = self.geocoding.get(q["name"], [])
@@ -114,23 +139,66 @@ class FakeWeather:
         if self.amap_error:
             return {"status": "0", "info": "ERROR", "infocode": self.amap_error}
         if q.get("extensions") == "base":
-            return {"status": "1", "count": "1", "info": "OK", "infocode": "10000", "lives": [{
-                "province": "上海", "city": "上海市", "adcode": q["city"], "weather": "阴", "temperature": "11",
-                "winddirection": "东北", "windpower": "≤3", "humidity": "71", "reporttime": f"{self.today} 10:30:00"}]}
+            return {
+                "status": "1",
+                "count": "1",
+                "info": "OK",
+                "infocode": "10000",
+                "lives": [
+                    {
+                        "province": "上海",
+                        "city": "上海市",
+                        "adcode": q["city"],
+                        "weather": "阴",
+                        "temperature": "11",
+                        "winddirection": "东北",
+                        "windpower": "≤3",
+                        "humidity": "71",
+                        "reporttime": f"{self.today} 10:30:00",
+                    }
+                ],
+            }
         casts = self.amap_casts or [
-            {"date": (self.today + dt.timedelta(days=i)).isoformat(), "week": str(i + 1), "dayweather": "小雨" if i == 1 else "多云",
-             "nightweather": "小雨" if i == 1 else "晴", "daytemp": str(14 + i), "nighttemp": str(7 + i),
-             "daywind": "东", "nightwind": "东", "daypower": "4" if i == 2 else "≤3", "nightpower": "≤3"}
-            for i in range(4)]
-        return {"status": "1", "count": "1", "info": "OK", "infocode": "10000", "forecasts": [{
-            "city": "上海市", "adcode": q["city"], "province": "上海", "reporttime": f"{self.today} 08:00:00", "casts": casts}]}
+            {
+                "date": (self.today + dt.timedelta(days=i)).isoformat(),
+                "week": str(i + 1),
+                "dayweather": "小雨" if i == 1 else "多云",
+                "nightweather": "小雨" if i == 1 else "晴",
+                "daytemp": str(14 + i),
+                "nighttemp": str(7 + i),
+                "daywind": "东",
+                "nightwind": "东",
+                "daypower": "4" if i == 2 else "≤3",
+                "nightpower": "≤3",
+            }
+            for i in range(4)
+        ]
+        return {
+            "status": "1",
+            "count": "1",
+            "info": "OK",
+            "infocode": "10000",
+            "forecasts": [
+                {
+                    "city": "上海市",
+                    "adcode": q["city"],
+                    "province": "上海",
+                    "reporttime": f"{self.today} 08:00:00",
+                    "casts": casts,
+                }
+            ],
+        }
 
     # -- HTTP ----------------------------------------------------------------------------------------
 
     def _handler_class(self):
         fake = self
-        routes = {"/v1/forecast": self.forecast, "/v1/air-quality": self.air_quality, "/v1/search": self.search,
-                  "/v3/weather/weatherInfo": self.amap}
+        routes = {
+            "/v1/forecast": self.forecast,
+            "/v1/air-quality": self.air_quality,
+            "/v1/search": self.search,
+            "/v3/weather/weatherInfo": self.amap,
+        }
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):  # keep test output clean
@@ -159,10 +227,16 @@ class FakeWeather:
                     fault = None
                 if fault in ("429", "500", "503", "400"):
                     reason = {"429": "Minutely API request limit exceeded", "400": "Cannot initialize WeatherVariable"}
-                    return self._send(int(fault), json.dumps({"error": True, "reason": reason.get(fault, "Internal error")}).encode())
+                    return self._send(
+                        int(fault), json.dumps({"error": True, "reason": reason.get(fault, "Internal error")}).encode()
+                    )
                 if fault == "malformed":
                     return self._send(200, b"<html>502 Bad Gateway</html>")
-                body = json.dumps(routes[url.path](query)).encode() if url.path in routes else b'{"error":true,"reason":"not found"}'
+                body = (
+                    json.dumps(routes[url.path](query)).encode()
+                    if url.path in routes
+                    else b'{"error":true,"reason":"not found"}'
+                )
                 if fault == "short":  # valid HTTP, JSON cut in half
                     return self._send(200, body[: len(body) // 2])
                 if fault == "truncated":  # Content-Length promises more than is sent, then the connection closes

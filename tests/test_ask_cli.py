@@ -6,11 +6,11 @@ import sys
 import time
 
 import pytest
-
 from click.testing import CliRunner
-from fake_weather import refused_url
 
 from hybrid_weather.router.cli import cli
+
+from fake_weather import refused_url
 
 
 def invoke(args, **env):
@@ -18,8 +18,14 @@ def invoke(args, **env):
 
 
 def test_answers_from_the_server_named_in_the_environment(weather_server):
-    weather_server.set_day(31.2304, 121.4737, __import__("datetime").date(2026, 11, 30), weather_code=63,
-                           precipitation_probability_max=90, precipitation_sum=12.5)
+    weather_server.set_day(
+        31.2304,
+        121.4737,
+        __import__("datetime").date(2026, 11, 30),
+        weather_code=63,
+        precipitation_probability_max=90,
+        precipitation_sum=12.5,
+    )
     result = invoke(["魔都明天会下雨吗", "--today", "2026-11-29"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
     assert result.exit_code == 0
     assert "上海明天可能下雨（中雨，降水概率90%，预计12.5毫米），记得带伞。" in result.output
@@ -28,14 +34,21 @@ def test_answers_from_the_server_named_in_the_environment(weather_server):
 def test_the_real_console_script_over_the_wire(weather_server):
     # The installed entry point, in a fresh process, exactly as a user runs it.
     env = {"HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url, "PATH": "", "NO_COLOR": "1"}
-    result = subprocess.run([sys.executable, "-m", "hybrid_weather.router", "上海今天天气", "--today", "2026-11-29"],
-                            capture_output=True, text=True, env=env, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "hybrid_weather.router", "上海今天天气", "--today", "2026-11-29"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("上海今天：现在多云，12°C；多云，8°C~15°C")
 
 
 def test_json_and_explain(weather_server):
-    result = invoke(["上海今天天气", "--json", "--today", "2026-11-29"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    result = invoke(
+        ["上海今天天气", "--json", "--today", "2026-11-29"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url
+    )
     payload = json.loads(result.output)
     assert payload["route"] == "rule" and payload["source"] == "open-meteo" and payload["stale"] is False
     result = invoke(["上海今天天气", "--explain", "--no-emoji"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
@@ -102,16 +115,34 @@ def test_every_command_is_documented_in_the_readme():
 def test_public_api_is_exactly_this():
     import hybrid_weather.router as router
 
-    assert sorted(router.__all__) == ["Answer", "ConfigurationError", "Decision", "HybridRouter", "HybridWeatherError",
-                                      "LLMUnavailable", "Session", "Settings", "WeatherUnavailable"]
+    assert sorted(router.__all__) == [
+        "Answer",
+        "ConfigurationError",
+        "Decision",
+        "HybridRouter",
+        "HybridWeatherError",
+        "LLMUnavailable",
+        "Session",
+        "Settings",
+        "WeatherUnavailable",
+    ]
     for name in router.__all__:
         assert getattr(router, name).__doc__
 
 
-@pytest.mark.parametrize("package", ["hybrid_weather.router", "hybrid_weather.agent", "hybrid_weather.rules",
-                                     "hybrid_weather.agent.weather", "hybrid_weather.agent.llm",
-                                     "hybrid_weather.router.understand", "hybrid_weather.router.answer",
-                                     "hybrid_weather.router.ledger"])
+@pytest.mark.parametrize(
+    "package",
+    [
+        "hybrid_weather.router",
+        "hybrid_weather.agent",
+        "hybrid_weather.rules",
+        "hybrid_weather.agent.weather",
+        "hybrid_weather.agent.llm",
+        "hybrid_weather.router.understand",
+        "hybrid_weather.router.answer",
+        "hybrid_weather.router.ledger",
+    ],
+)
 def test_every_package_has_a_public_face(package):
     import importlib
 

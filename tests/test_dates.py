@@ -17,48 +17,104 @@ def parse(text, today=TODAY):
     return sorted({d for span in find_dates(text, today) for d in span.dates})
 
 
-@pytest.mark.parametrize("text,offsets", [
-    ("今天", [0]), ("今日", [0]), ("今儿", [0]), ("现在", [0]), ("今早", [0]), ("今晚", [0]), ("今天下午", [0]),
-    ("明天", [1]), ("明日", [1]), ("明儿", [1]), ("明早", [1]), ("明晚", [1]),
-    ("后天", [2]), ("大后天", [3]), ("昨天", [-1]), ("前天", [-2]),
-    ("tomorrow", [1]), ("today", [0]), ("mingtian", [1]),
-])
+@pytest.mark.parametrize(
+    "text,offsets",
+    [
+        ("今天", [0]),
+        ("今日", [0]),
+        ("今儿", [0]),
+        ("现在", [0]),
+        ("今早", [0]),
+        ("今晚", [0]),
+        ("今天下午", [0]),
+        ("明天", [1]),
+        ("明日", [1]),
+        ("明儿", [1]),
+        ("明早", [1]),
+        ("明晚", [1]),
+        ("后天", [2]),
+        ("大后天", [3]),
+        ("昨天", [-1]),
+        ("前天", [-2]),
+        ("tomorrow", [1]),
+        ("today", [0]),
+        ("mingtian", [1]),
+    ],
+)
 def test_relative_words(text, offsets):
     assert parse(text) == days(*offsets)
 
 
-@pytest.mark.parametrize("text,offsets", [
-    ("周三", [3]), ("星期五", [5]), ("礼拜六", [6]), ("周日", [0]), ("星期天", [0]), ("周一", [1]),
-    ("这周三", [-4]), ("本周五", [-2]), ("下周三", [3]), ("下星期二", [2]), ("下礼拜一", [1]), ("上周五", [-9]),
-])
+@pytest.mark.parametrize(
+    "text,offsets",
+    [
+        ("周三", [3]),
+        ("星期五", [5]),
+        ("礼拜六", [6]),
+        ("周日", [0]),
+        ("星期天", [0]),
+        ("周一", [1]),
+        ("这周三", [-4]),
+        ("本周五", [-2]),
+        ("下周三", [3]),
+        ("下星期二", [2]),
+        ("下礼拜一", [1]),
+        ("上周五", [-9]),
+    ],
+)
 def test_weekdays_mean_the_next_occurrence_unless_prefixed(text, offsets):
     assert parse(text) == days(*offsets)
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("12月3日", dt.date(2026, 12, 3)), ("12月3号", dt.date(2026, 12, 3)), ("十二月五日", dt.date(2026, 12, 5)),
-    ("1月3日", dt.date(2027, 1, 3)),  # nearest such day: next January, not last
-    ("11月20日", dt.date(2026, 11, 20)),
-    ("3号", dt.date(2026, 12, 3)),  # past this month → next month
-    ("30号", dt.date(2026, 11, 30)),
-    ("2026-12-05", dt.date(2026, 12, 5)), ("2026/12/05", dt.date(2026, 12, 5)), ("2026年12月5日", dt.date(2026, 12, 5)),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("12月3日", dt.date(2026, 12, 3)),
+        ("12月3号", dt.date(2026, 12, 3)),
+        ("十二月五日", dt.date(2026, 12, 5)),
+        ("1月3日", dt.date(2027, 1, 3)),  # nearest such day: next January, not last
+        ("11月20日", dt.date(2026, 11, 20)),
+        ("3号", dt.date(2026, 12, 3)),  # past this month → next month
+        ("30号", dt.date(2026, 11, 30)),
+        ("2026-12-05", dt.date(2026, 12, 5)),
+        ("2026/12/05", dt.date(2026, 12, 5)),
+        ("2026年12月5日", dt.date(2026, 12, 5)),
+    ],
+)
 def test_calendar_dates(text, expected):
     assert parse(text) == [expected]
 
 
-@pytest.mark.parametrize("text,offsets", [
-    ("三天后", [3]), ("3天后", [3]), ("十天以后", [10]), ("两天之后", [2]), ("二十一天后", [21]),
-])
+@pytest.mark.parametrize(
+    "text,offsets",
+    [
+        ("三天后", [3]),
+        ("3天后", [3]),
+        ("十天以后", [10]),
+        ("两天之后", [2]),
+        ("二十一天后", [21]),
+    ],
+)
 def test_n_days_later_with_chinese_numerals(text, offsets):
     assert parse(text) == days(*offsets)
 
 
-@pytest.mark.parametrize("text,offsets", [
-    ("今明两天", [0, 1]), ("明后天", [1, 2]), ("未来三天", [0, 1, 2]), ("接下来5天", [0, 1, 2, 3, 4]),
-    ("这几天", [0, 1, 2]), ("这两天", [0, 1]), ("周末", [0]), ("下周末", [6, 7]),
-    ("下周", [1, 2, 3, 4, 5, 6, 7]), ("未来一周", [0, 1, 2, 3, 4, 5, 6]), ("今天和明天", [0, 1]),
-])
+@pytest.mark.parametrize(
+    "text,offsets",
+    [
+        ("今明两天", [0, 1]),
+        ("明后天", [1, 2]),
+        ("未来三天", [0, 1, 2]),
+        ("接下来5天", [0, 1, 2, 3, 4]),
+        ("这几天", [0, 1, 2]),
+        ("这两天", [0, 1]),
+        ("周末", [0]),
+        ("下周末", [6, 7]),
+        ("下周", [1, 2, 3, 4, 5, 6, 7]),
+        ("未来一周", [0, 1, 2, 3, 4, 5, 6]),
+        ("今天和明天", [0, 1]),
+    ],
+)
 def test_ranges_give_every_day(text, offsets):
     assert parse(text) == days(*offsets)
 
@@ -78,6 +134,9 @@ def test_weather_words_are_not_dates():
     assert parse("snow") == []  # "now" inside a word is not a date
 
 
-@pytest.mark.parametrize("text,value", [("七", 7), ("十", 10), ("十五", 15), ("二十", 20), ("二十一", 21), ("两", 2), ("12", 12), ("十十", None)])
+@pytest.mark.parametrize(
+    "text,value",
+    [("七", 7), ("十", 10), ("十五", 15), ("二十", 20), ("二十一", 21), ("两", 2), ("12", 12), ("十十", None)],
+)
 def test_parse_number(text, value):
     assert parse_number(text) == value

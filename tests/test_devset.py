@@ -32,11 +32,31 @@ def test_dev_set_is_large_and_covers_every_category():
     categories = Counter(case["category"] for case in CASES)
     assert len(CASES) >= 250
     assert categories["open"] >= 60
-    for category in ("standard", "order", "punctuation", "suffixes", "districts", "nicknames", "typos",
-                     "traditional", "dates", "ranges", "aspects", "multi", "world", "latin", "clarify"):
+    for category in (
+        "standard",
+        "order",
+        "punctuation",
+        "suffixes",
+        "districts",
+        "nicknames",
+        "typos",
+        "traditional",
+        "dates",
+        "ranges",
+        "aspects",
+        "multi",
+        "world",
+        "latin",
+        "clarify",
+    ):
         assert categories[category] >= 5, category
     # The open-ended traps must mention a city and a weather word, or they prove nothing about precision.
-    weather_traps = [c for c in CASES if c["category"] == "open" and any(w in c["query"] for w in ("天气", "下雨", "冷", "热", "空气", "雨", "雪", "度"))]
+    weather_traps = [
+        c
+        for c in CASES
+        if c["category"] == "open"
+        and any(w in c["query"] for w in ("天气", "下雨", "冷", "热", "空气", "雨", "雪", "度"))
+    ]
     assert len(weather_traps) >= 40
 
 
@@ -48,6 +68,9 @@ def test_route_accuracy_at_least_99_percent(router):
 
 def test_no_open_ended_trap_takes_the_rule_route(router):
     # A wrong rule answer is the worst outcome, so this holds with no tolerance at all.
-    leaks = [c["query"] for c in CASES if c["route"] == "llm"
-             and router.route(c["query"], today=dt.date.fromisoformat(c["today"])).route == "rule"]
+    leaks = [
+        c["query"]
+        for c in CASES
+        if c["route"] == "llm" and router.route(c["query"], today=dt.date.fromisoformat(c["today"])).route == "rule"
+    ]
     assert leaks == []

@@ -1,4 +1,4 @@
-"""Importing does no I/O, reads no environment and loads nothing heavy (DESIGN.md §3.4, STYLE.md)."""
+"""Importing does no I/O, reads no environment and loads nothing heavy (docs/contracts.md, library)."""
 
 import subprocess
 import sys
@@ -10,24 +10,50 @@ def run(code):
     return result.stdout
 
 
+# Opening these is how Python imports code; opening anything else at import is I/O the package does.
+CODE_SUFFIXES = (".py", ".pyc", ".so", ".pyd")
+
+
 def test_import_is_cheap_and_silent():
+    # An audit hook sees every open() (io.open, os.open, importlib.resources reads), not only builtins.open,
+    # so a module-level read of a data file is caught however it is written.
     code = (
-        "import os, sys, builtins\n"
-        "opened = []\n"
-        "real_open = builtins.open\n"
-        "builtins.open = lambda *a, **k: (opened.append(a[0]), real_open(*a, **k))[1]\n"
+        "import os, sys\n"
+        f"CODE = {CODE_SUFFIXES!r}\n"
+        "io_events = []\n"
+        "def audit(event, args):\n"
+        "    if event == 'open' and not str(args[0]).endswith(CODE):\n"
+        "        io_events.append((event, args[0]))\n"
+        "    elif event in ('socket.connect', 'socket.getaddrinfo', 'subprocess.Popen', 'os.system'):\n"
+        "        io_events.append((event, args[0] if args else None))\n"
         "read = []\n"
         "class Env(dict):\n"
         "    def __getitem__(self, k): read.append(k); return dict.__getitem__(self, k)\n"
         "    def get(self, k, d=None): read.append(k); return dict.get(self, k, d)\n"
         "os.environ = Env(os.environ)\n"
+        "sys.addaudithook(audit)\n"
         "import hybrid_weather.router, hybrid_weather.agent, hybrid_weather.rules\n"
-        "import hybrid_weather.router.cli\n"
-        "for heavy in ('openai', 'jieba', 'pypinyin', 'rapidfuzz'):\n"
+        "import hybrid_weather.router.cli, hybrid_weather.router.ledger, hybrid_weather.agent.llm\n"
+        "import hybrid_weather.agent.weather, hybrid_weather.router.answer.shadow\n"
+        "for heavy in ('openai', 'jieba', 'pypinyin', 'rapidfuzz', 'httpx2'):\n"
         "    assert heavy not in sys.modules, heavy\n"
-        "assert opened == [], opened\n"
+        "assert io_events == [], io_events\n"
         "ours = [k for k in read if k.startswith(('HYBRID_WEATHER', 'OPENAI', 'AMAP', 'NO_COLOR'))]\n"
         "assert ours == [], ours  # click's gettext reads LANGUAGE; that is click's business\n"
+        "print('ok')\n"
+    )
+    assert run(code).strip() == "ok"
+
+
+def test_the_import_check_catches_a_data_file_read():
+    # The check above must be able to fail: a module-level table load is exactly what it is for.
+    code = (
+        "import sys\n"
+        "seen = []\n"
+        "sys.addaudithook(lambda e, a: seen.append(a[0]) if e == 'open' and str(a[0]).endswith('.json') else None)\n"
+        "from hybrid_weather.rules._data import load_table\n"
+        "load_table('aliases')\n"
+        "assert any(str(p).endswith('aliases.json') for p in seen), seen\n"
         "print('ok')\n"
     )
     assert run(code).strip() == "ok"

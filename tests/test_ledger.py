@@ -15,11 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from hybrid_weather.agent.llm import ModelTable, Usage
-from hybrid_weather.router import HybridRouter
-from hybrid_weather.router.ledger import MIGRATIONS, migrate
+from hybrid_weather.router import HybridRouter, LLMUnavailable
 from hybrid_weather.router.cli import cli
-from hybrid_weather.router.ledger import Ledger, LedgerEntry, mask_personal_data
-from hybrid_weather.router.ledger import savings_report
+from hybrid_weather.router.ledger import MIGRATIONS, Ledger, LedgerEntry, mask_personal_data, migrate, savings_report
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 
@@ -31,13 +29,16 @@ def count(path):
 
 # -- prices ------------------------------------------------------------------------------------------
 
+
 def test_prices_with_cached_tokens():
     table = ModelTable()
     # gpt-4o-mini: $0.15 in, $0.075 cached in, $0.60 out per 1M tokens.
     usage = Usage(prompt_tokens=10_000, cached_tokens=4_000, completion_tokens=1_000)
     assert table.cost("gpt-4o-mini", usage) == pytest.approx((6_000 * 0.15 + 4_000 * 0.075 + 1_000 * 0.60) / 1e6)
     # deepseek-v4-flash: cache hits at $0.0028, misses at $0.14.
-    assert table.cost("deepseek-v4-flash", Usage(1_000, 800, 100)) == pytest.approx((200 * 0.14 + 800 * 0.0028 + 100 * 0.28) / 1e6)
+    assert table.cost("deepseek-v4-flash", Usage(1_000, 800, 100)) == pytest.approx(
+        (200 * 0.14 + 800 * 0.0028 + 100 * 0.28) / 1e6
+    )
 
 
 def test_unknown_model_cost_is_unknown_not_zero(caplog):
@@ -48,14 +49,18 @@ def test_unknown_model_cost_is_unknown_not_zero(caplog):
 
 def test_user_price_override(tmp_path):
     override = tmp_path / "models.json"
-    override.write_text(json.dumps({"models": {"my-local-llama": {"input": 0, "cached_input": 0, "output": 0},
-                                               "gpt-4o-mini": {"input": 1.0}}}))
+    override.write_text(
+        json.dumps(
+            {"models": {"my-local-llama": {"input": 0, "cached_input": 0, "output": 0}, "gpt-4o-mini": {"input": 1.0}}}
+        )
+    )
     table = ModelTable(override)
     assert table.cost("my-local-llama", Usage(100, 0, 10)) == 0.0
     assert table.cost("gpt-4o-mini", Usage(1_000_000, 0, 0)) == pytest.approx(1.0)
 
 
 # -- rows ----------------------------------------------------------------------------------------------
+
 
 def test_masking():
     text = "提醒13812345678和+86 13912345678，身份证11010519491231002X，邮件 a.b+c@example.com.cn 上海天气"
@@ -88,12 +93,12 @@ def test_hash_only_setting(tmp_path, monkeypatch):
 
 def test_failed_requests_are_recorded_too(tmp_path):
     path = tmp_path / "ledger.db"
-    with HybridRouter(provider="demo", ledger=str(path)) as router:
-        with pytest.raises(Exception):
-            router.ask("北京明天适合出游吗？不行就打13812345678告诉我")
+    with HybridRouter(provider="demo", ledger=str(path)) as router, pytest.raises(LLMUnavailable):
+        router.ask("北京明天适合出游吗？不行就打13812345678告诉我")
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT route, outcome, query FROM requests").fetchall() == [
-            ("llm", "LLMUnavailable", "北京明天适合出游吗？不行就打[phone]告诉我")]
+            ("llm", "LLMUnavailable", "北京明天适合出游吗？不行就打[phone]告诉我")
+        ]
 
 
 def test_memory_and_off():
@@ -118,6 +123,7 @@ def test_ids_sort_by_time(tmp_path):
 
 
 # -- load, crash, migration --------------------------------------------------------------------------
+
 
 def test_8_threads_5000_asks_each_lose_no_row(tmp_path):
     path = tmp_path / "ledger.db"
@@ -182,32 +188,63 @@ def test_a_ledger_from_an_older_schema_migrates(tmp_path):
     path = tmp_path / "old.db"
     db = sqlite3.connect(path, isolation_level=None)
     migrate(db, MIGRATIONS[:1])  # as the first release left it
-    db.execute("INSERT INTO requests (id, datetime_utc, route, outcome, cost_usd, baseline_cost_usd, query) "
-               "VALUES ('0001', '2026-11-28T00:00:00+00:00', 'rule', 'ok', 0.0, 0.0001, '上海今天天气')")
+    db.execute(
+        "INSERT INTO requests (id, datetime_utc, route, outcome, cost_usd, baseline_cost_usd, query) "
+        "VALUES ('0001', '2026-11-28T00:00:00+00:00', 'rule', 'ok', 0.0, 0.0001, '上海今天天气')"
+    )
     db.close()
     ledger = Ledger(path)
-    ledger.record(LedgerEntry(started_at=time.time(), route="llm", query="x", llm_loops=2, tool_calls=1, tool_failures=0))
+    ledger.record(
+        LedgerEntry(started_at=time.time(), route="llm", query="x", llm_loops=2, tool_calls=1, tool_failures=0)
+    )
     ledger.close()
     with sqlite3.connect(path) as db:
-        assert [r[0] for r in db.execute("SELECT name FROM _hybrid_weather_migrations ORDER BY name")] == \
-               [m.__name__ for m in MIGRATIONS] == ["m001_requests", "m002_agent_health", "m003_shadow"]
-        assert db.execute("SELECT query, llm_loops FROM requests ORDER BY id").fetchall() == [("上海今天天气", None), ("x", 2)]
+        assert (
+            [r[0] for r in db.execute("SELECT name FROM _hybrid_weather_migrations ORDER BY name")]
+            == [m.__name__ for m in MIGRATIONS]
+            == ["m001_requests", "m002_agent_health", "m003_shadow"]
+        )
+        assert db.execute("SELECT query, llm_loops FROM requests ORDER BY id").fetchall() == [
+            ("上海今天天气", None),
+            ("x", 2),
+        ]
 
 
 # -- the savings report ------------------------------------------------------------------------------
+
 
 def _fixture_ledger(tmp_path, llm_answers=3):
     ledger = Ledger(tmp_path / "fixture.db", model="gpt-4o-mini")
     start = NOW.timestamp() - 3600
     for i in range(6):  # rule answers about one place: baseline 500 tokens (425 in, 75 out) on gpt-4o-mini
-        ledger.record(LedgerEntry(started_at=start + i, route="rule", query="q", places=("上海市",), days=1,
-                                  latency_ms=1.0 + i, provider="open-meteo"))
+        ledger.record(
+            LedgerEntry(
+                started_at=start + i,
+                route="rule",
+                query="q",
+                places=("上海市",),
+                days=1,
+                latency_ms=1.0 + i,
+                provider="open-meteo",
+            )
+        )
     ledger.record(LedgerEntry(started_at=start + 10, route="clarify", query="q", latency_ms=0.5))
     for i in range(llm_answers):  # LLM answers with known usage
-        ledger.record(LedgerEntry(started_at=start + 20 + i, route="llm", query="q", model="gpt-4o-mini",
-                                  usage=Usage(1_000, 200, 100), cost_usd=ModelTable().cost("gpt-4o-mini", Usage(1_000, 200, 100)),
-                                  latency_ms=800.0, llm_loops=2, tool_calls=2, tool_failures=1 if i == 0 else 0,
-                                  places=("北京市",)))
+        ledger.record(
+            LedgerEntry(
+                started_at=start + 20 + i,
+                route="llm",
+                query="q",
+                model="gpt-4o-mini",
+                usage=Usage(1_000, 200, 100),
+                cost_usd=ModelTable().cost("gpt-4o-mini", Usage(1_000, 200, 100)),
+                latency_ms=800.0,
+                llm_loops=2,
+                tool_calls=2,
+                tool_failures=1 if i == 0 else 0,
+                places=("北京市",),
+            )
+        )
     ledger.record(LedgerEntry(started_at=NOW.timestamp() - 40 * 86400, route="rule", query="too old"))
     ledger.close()
     db = sqlite3.connect(tmp_path / "fixture.db")
@@ -246,8 +283,17 @@ def test_savings_cli_empty_and_full(tmp_path, monkeypatch):
     result = CliRunner().invoke(cli, ["savings", "--days", "30", "--json"], catch_exceptions=False)
     report = json.loads(result.output)
     assert report["requests"] == 3 and report["by_route"] == {"rule": 2, "clarify": 1, "llm": 0}
-    for key in ("days", "requests", "by_route", "actual_cost_usd", "baseline_cost_usd", "saved_usd", "saved_pct",
-                "latency_ms", "baseline_method"):
+    for key in (
+        "days",
+        "requests",
+        "by_route",
+        "actual_cost_usd",
+        "baseline_cost_usd",
+        "saved_usd",
+        "saved_pct",
+        "latency_ms",
+        "baseline_method",
+    ):
         assert key in report
     text = CliRunner().invoke(cli, ["savings", "--by", "route"], catch_exceptions=False).output
     assert "Saved" in text and "rule" in text and ("█" in text or "░" in text)
@@ -256,8 +302,9 @@ def test_savings_cli_empty_and_full(tmp_path, monkeypatch):
 def test_simulate(tmp_path):
     log = tmp_path / "log.txt"
     log.write_text("上海今天天气\n北京明天适合出游吗\n\n北京和上海明天哪个冷\n明天会下雨吗\n", encoding="utf-8")
-    result = CliRunner().invoke(cli, ["simulate", str(log), "--model", "gpt-4o-mini", "--per-day", "1000", "--json"],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["simulate", str(log), "--model", "gpt-4o-mini", "--per-day", "1000", "--json"], catch_exceptions=False
+    )
     projection = json.loads(result.output)
     one, two = (425 * 0.15 + 75 * 0.60) / 1e6, (1275 * 0.15 + 225 * 0.60) / 1e6
     assert projection["by_route"] == {"rule": 2, "clarify": 1, "llm": 1}

@@ -1,29 +1,29 @@
 """The LLM fallback over real HTTP: the real openai SDK against a scripted server on 127.0.0.1."""
 
 import json
-import os
 import sqlite3
 import time
 
 import pytest
 from click.testing import CliRunner
-from conftest import FAST_HTTP, FAST_LLM, TODAY
-from fake_openai import answer, tool_calls
 
 from hybrid_weather.agent.errors import LLMUnavailable
 from hybrid_weather.agent.llm import ModelTable, Usage
-from hybrid_weather.router import HybridRouter, Session
-from hybrid_weather.router import Settings
+from hybrid_weather.router import HybridRouter, Session, Settings
 from hybrid_weather.router.cli import cli
 from hybrid_weather.router.ledger import savings_report
+
+from conftest import FAST_HTTP, FAST_LLM, LIVE_LLM, LIVE_LLM_WANTED, TODAY
+from fake_openai import answer, tool_calls
 
 KEY = "sk-test-secret-key-0123456789"
 QUESTION = "北京明天适合出游吗"
 
 
 def make_router(weather_server, llm_server, *, model="gpt-4o-mini", ledger=":memory:", key=KEY, **llm):
-    settings = Settings(open_meteo_url=weather_server.url, openai_api_key=key, openai_base_url=llm_server.base_url,
-                        model=model)
+    settings = Settings(
+        open_meteo_url=weather_server.url, openai_api_key=key, openai_base_url=llm_server.base_url, model=model
+    )
     return HybridRouter(settings=settings, ledger=ledger, http_options=FAST_HTTP, llm_options={**FAST_LLM, **llm})
 
 
@@ -40,15 +40,20 @@ def ledger_rows(router):
 
 
 def test_tool_call_then_answer(weather_server, llm_server):
-    llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25),
-                    answer("明天北京多云，8~15°C，适合出游。", prompt=560, completion=30, cached=256))
+    llm_server.then(
+        tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25),
+        answer("明天北京多云，8~15°C，适合出游。", prompt=560, completion=30, cached=256),
+    )
     with make_router(weather_server, llm_server) as router:
         result = router.ask(QUESTION, today=TODAY)
         rows = ledger_rows(router)
     assert result.route == "llm" and result.text == "明天北京多云，8~15°C，适合出游。"
     first, second = llm_server.requests
-    assert first["model"] == "gpt-4o-mini" and [t["function"]["name"] for t in first["tools"]] == \
-           ["get_weather", "get_air_quality", "get_current_weather"]
+    assert first["model"] == "gpt-4o-mini" and [t["function"]["name"] for t in first["tools"]] == [
+        "get_weather",
+        "get_air_quality",
+        "get_current_weather",
+    ]
     assert "2026-11-29" in first["messages"][0]["content"] and "Asia/Shanghai" in first["messages"][0]["content"]
     call_id = second["messages"][-2]["tool_calls"][0]["id"]
     (tool,) = tool_messages(second)
@@ -58,8 +63,13 @@ def test_tool_call_then_answer(weather_server, llm_server):
     expected = ModelTable().cost("gpt-4o-mini", Usage(980, 256, 55))
     assert result.cost_usd == pytest.approx(expected)
     (row,) = rows
-    assert (row["route"], row["model"], row["prompt_tokens"], row["cached_tokens"], row["completion_tokens"]) == \
-           ("llm", "gpt-4o-mini", 980, 256, 55)
+    assert (row["route"], row["model"], row["prompt_tokens"], row["cached_tokens"], row["completion_tokens"]) == (
+        "llm",
+        "gpt-4o-mini",
+        980,
+        256,
+        55,
+    )
     assert row["cost_usd"] == pytest.approx(expected) and row["llm_loops"] == 2 and row["llm_attempts"] == 2
     assert json.loads(row["places"]) == ["北京市"] and row["tool_calls"] == 1 and row["tool_failures"] == 0
     assert llm_server.headers[0]["x-stainless-retry-count"] == "0"  # the SDK's own retries are off
@@ -67,8 +77,12 @@ def test_tool_call_then_answer(weather_server, llm_server):
 
 def test_two_parallel_tool_calls_run_concurrently(weather_server, llm_server):
     weather_server.delay = 0.4
-    llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}), ("get_weather", {"place": "上海", "date": "明天"})),
-                    answer("上海更暖和。"))
+    llm_server.then(
+        tool_calls(
+            ("get_weather", {"place": "北京", "date": "明天"}), ("get_weather", {"place": "上海", "date": "明天"})
+        ),
+        answer("上海更暖和。"),
+    )
     with make_router(weather_server, llm_server) as router:
         result = router.ask("北京和上海明天哪个更适合出游", today=TODAY)
     ids = [c["id"] for c in llm_server.requests[1]["messages"][-3]["tool_calls"]]
@@ -79,13 +93,16 @@ def test_two_parallel_tool_calls_run_concurrently(weather_server, llm_server):
     assert result.llm.places == ["北京市", "上海市"]
 
 
-@pytest.mark.parametrize("call,error_text", [
-    (("get_weather", '{"place": "北京", '), "不是合法的 JSON"),
-    (("get_weather", {"city": "北京"}), "不认识的参数"),
-    (("get_weather", {"date": "明天"}), "缺少必填参数 place"),
-    (("run_shell", {"command": "rm -rf /"}), "没有名为 'run_shell' 的工具"),
-    (("get_weather", {"place": "纳尼亚"}), "找不到地点"),
-])
+@pytest.mark.parametrize(
+    "call,error_text",
+    [
+        (("get_weather", '{"place": "北京", '), "不是合法的 JSON"),
+        (("get_weather", {"city": "北京"}), "不认识的参数"),
+        (("get_weather", {"date": "明天"}), "缺少必填参数 place"),
+        (("run_shell", {"command": "rm -rf /"}), "没有名为 'run_shell' 的工具"),
+        (("get_weather", {"place": "纳尼亚"}), "找不到地点"),
+    ],
+)
 def test_bad_tool_calls_go_back_to_the_model_as_errors(weather_server, llm_server, call, error_text):
     llm_server.then(tool_calls(call), answer("抱歉，我查不到。"))
     with make_router(weather_server, llm_server) as router:
@@ -116,8 +133,10 @@ def test_a_model_that_never_stops_calling_tools_gets_a_graceful_end(weather_serv
 
 
 def test_token_budget_ends_the_loop(weather_server, llm_server):
-    llm_server.then(tool_calls(("get_weather", {"place": "北京"}), prompt=5_000, completion=100),
-                    tool_calls(("get_weather", {"place": "上海"}), prompt=5_000, completion=100))
+    llm_server.then(
+        tool_calls(("get_weather", {"place": "北京"}), prompt=5_000, completion=100),
+        tool_calls(("get_weather", {"place": "上海"}), prompt=5_000, completion=100),
+    )
     with make_router(weather_server, llm_server, ledger="off", token_budget=8_000) as router:
         result = router.ask(QUESTION, today=TODAY)
     assert result.llm.stopped == "token_budget" and len(llm_server.requests) == 2
@@ -169,9 +188,11 @@ def test_retry_after_past_the_deadline_gives_up_at_once(weather_server, llm_serv
 
 def test_refused_connection(weather_server):
     settings = Settings(open_meteo_url=weather_server.url, openai_api_key=KEY, openai_base_url="http://127.0.0.1:9/v1")
-    with HybridRouter(settings=settings, ledger="off", llm_options=FAST_LLM) as router:
-        with pytest.raises(LLMUnavailable, match="127.0.0.1:9"):
-            router.ask(QUESTION, today=TODAY)
+    with (
+        HybridRouter(settings=settings, ledger="off", llm_options=FAST_LLM) as router,
+        pytest.raises(LLMUnavailable, match=r"127\.0\.0\.1:9"),
+    ):
+        router.ask(QUESTION, today=TODAY)
 
 
 def test_bad_key_message_never_shows_the_key(weather_server, llm_server, tmp_path):
@@ -208,19 +229,32 @@ def test_unknown_model_cost_is_null(weather_server, llm_server):
 
 
 def test_no_key_is_exit_4_with_the_weather_part_answered(weather_server):
-    result = CliRunner().invoke(cli, [QUESTION, "--today", "2026-11-29", "--no-emoji"],
-                                env={"HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url})
+    result = CliRunner().invoke(
+        cli,
+        [QUESTION, "--today", "2026-11-29", "--no-emoji"],
+        env={"HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url},
+    )
     assert result.exit_code == 4
     assert "只能回答其中的天气部分" in result.output and "北京明天：多云" in result.output
     assert "set OPENAI_API_KEY" in result.output
 
 
 def test_cli_runs_the_loop_and_explains_it(weather_server, llm_server):
-    llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25),
-                    answer("明天北京多云，适合出游。", prompt=560, completion=30))
-    result = CliRunner().invoke(cli, [QUESTION, "--explain", "--today", "2026-11-29"], env={
-        "HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url, "OPENAI_BASE_URL": llm_server.base_url,
-        "OPENAI_API_KEY": KEY, "HYBRID_WEATHER_MODEL": "gpt-4o-mini"}, catch_exceptions=False)
+    llm_server.then(
+        tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25),
+        answer("明天北京多云，适合出游。", prompt=560, completion=30),
+    )
+    result = CliRunner().invoke(
+        cli,
+        [QUESTION, "--explain", "--today", "2026-11-29"],
+        env={
+            "HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url,
+            "OPENAI_BASE_URL": llm_server.base_url,
+            "OPENAI_API_KEY": KEY,
+            "HYBRID_WEATHER_MODEL": "gpt-4o-mini",
+        },
+        catch_exceptions=False,
+    )
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0] == "明天北京多云，适合出游。"
@@ -267,25 +301,45 @@ def test_async_llm_route(weather_server, llm_server):
     assert result.route == "llm" and result.text == "好。"
 
 
-@pytest.mark.skipif(not os.environ.get("OPENAI_API_KEY"), reason="live test: set OPENAI_API_KEY to run against a real endpoint")
-def test_live_endpoint():
+@pytest.mark.skipif(
+    not (LIVE_LLM_WANTED and "OPENAI_API_KEY" in LIVE_LLM),
+    reason="live test: set HYBRID_WEATHER_LIVE_LLM=1 and OPENAI_API_KEY to run against a real endpoint",
+)
+def test_live_endpoint(monkeypatch):
+    for name, value in LIVE_LLM.items():  # the autouse fixture cleared them; this test is the one that wants them
+        monkeypatch.setenv(name, value)
     with HybridRouter(provider="demo", ledger="off") as router:
         result = router.ask(QUESTION)
     assert result.route == "llm" and result.text and result.llm.usage.prompt_tokens > 0
 
 
 def test_mixed_run_then_savings_report_exact_figures(weather_server, llm_server, tmp_path):
-    env = {"HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url, "OPENAI_BASE_URL": llm_server.base_url,
-           "OPENAI_API_KEY": KEY, "HYBRID_WEATHER_MODEL": "gpt-4o-mini", "HYBRID_WEATHER_LEDGER": str(tmp_path / "mixed.db")}
-    llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25, cached=100),
-                    answer("适合。", prompt=560, completion=30, cached=400),
-                    answer("不建议。", prompt=300, completion=20))
-    queries = ["上海今天天气", "魔都明天会下雨吗", "北京和上海明天哪个冷", "明天会下雨吗", QUESTION, "上海明天适合跑步吗"]
+    env = {
+        "HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url,
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "OPENAI_API_KEY": KEY,
+        "HYBRID_WEATHER_MODEL": "gpt-4o-mini",
+        "HYBRID_WEATHER_LEDGER": str(tmp_path / "mixed.db"),
+    }
+    llm_server.then(
+        tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25, cached=100),
+        answer("适合。", prompt=560, completion=30, cached=400),
+        answer("不建议。", prompt=300, completion=20),
+    )
+    queries = [
+        "上海今天天气",
+        "魔都明天会下雨吗",
+        "北京和上海明天哪个冷",
+        "明天会下雨吗",
+        QUESTION,
+        "上海明天适合跑步吗",
+    ]
     for query in queries:
         result = CliRunner().invoke(cli, [query, "--today", "2026-11-29"], env=env, catch_exceptions=False)
         assert result.exit_code == 0, result.output
-    report = json.loads(CliRunner().invoke(cli, ["savings", "--days", "30", "--json"], env=env,
-                                           catch_exceptions=False).output)
+    report = json.loads(
+        CliRunner().invoke(cli, ["savings", "--days", "30", "--json"], env=env, catch_exceptions=False).output
+    )
     assert report["requests"] == 6 and report["by_route"] == {"rule": 3, "clarify": 1, "llm": 2}
     table = ModelTable()
     spent = table.cost("gpt-4o-mini", Usage(980, 500, 55)) + table.cost("gpt-4o-mini", Usage(300, 0, 20))
@@ -298,19 +352,25 @@ def test_mixed_run_then_savings_report_exact_figures(weather_server, llm_server,
 
 def test_shadow_mode_measures_real_cost_and_agreement(weather_server, llm_server, tmp_path):
     # The fake forecast for today: 多云, 8~15°C. One shadow answer agrees, one gets the numbers wrong.
-    llm_server.then(answer("上海今天多云，8到15度。", prompt=500, completion=40),
-                    answer("北京今天晴，20~28°C。", prompt=500, completion=40))
-    settings = Settings(open_meteo_url=weather_server.url, openai_api_key=KEY, openai_base_url=llm_server.base_url,
-                        model="gpt-4o-mini")
+    llm_server.then(
+        answer("上海今天多云，8到15度。", prompt=500, completion=40),
+        answer("北京今天晴，20~28°C。", prompt=500, completion=40),
+    )
+    settings = Settings(
+        open_meteo_url=weather_server.url, openai_api_key=KEY, openai_base_url=llm_server.base_url, model="gpt-4o-mini"
+    )
     path = tmp_path / "shadow.db"
-    with HybridRouter(settings=settings, ledger=str(path), http_options=FAST_HTTP, llm_options=FAST_LLM,
-                      shadow_rate=1.0) as router:
+    with HybridRouter(
+        settings=settings, ledger=str(path), http_options=FAST_HTTP, llm_options=FAST_LLM, shadow_rate=1.0
+    ) as router:
         first = router.ask("上海今天天气", today=TODAY)
         router.parts.shadow.wait()  # one at a time, so the script's order is the rows' order
         router.ask("北京今天天气", today=TODAY)
     assert first.route == "rule"  # the user's answer never waits for the shadow run
     with sqlite3.connect(path) as db:
-        shadows = db.execute("SELECT query, cost_usd, agreement FROM requests WHERE route='shadow' ORDER BY id").fetchall()
+        shadows = db.execute(
+            "SELECT query, cost_usd, agreement FROM requests WHERE route='shadow' ORDER BY id"
+        ).fetchall()
         db.row_factory = sqlite3.Row
         report = savings_report(db, 30)
     cost = ModelTable().cost("gpt-4o-mini", Usage(500, 0, 40))
@@ -327,8 +387,11 @@ def test_enough_shadow_runs_set_the_baseline(tmp_path):
     now = time.time()
     for i in range(12):
         ledger.record(LedgerEntry(started_at=now - 100 + i, route="rule", query="q", places=("上海市",)))
-        ledger.record(LedgerEntry(started_at=now - 50 + i, route="shadow", query="q", places=("上海市",),
-                                  cost_usd=0.0002, agreement=True))
+        ledger.record(
+            LedgerEntry(
+                started_at=now - 50 + i, route="shadow", query="q", places=("上海市",), cost_usd=0.0002, agreement=True
+            )
+        )
     ledger.close()
     db = sqlite3.connect(tmp_path / "l.db")
     db.row_factory = sqlite3.Row

@@ -3,17 +3,20 @@ import pytest
 from hybrid_weather.rules.normalize import MAX_QUERY_CHARS, normalize
 
 
-@pytest.mark.parametrize("raw,clean", [
-    ("廣州明天天氣", "广州明天天气"),
-    ("Ｓｈａｎｇｈａｉ　今天", "shanghai 今天"),
-    ("上海ＰＭ２．５", "上海pm2.5"),
-    ("<b>北京</b>明天😀天气？？", "北京 明天 天气"),
-    ("上海今天天气'; DROP TABLE users; --", "上海今天天气"),
-    ("北京\x00\x07明天\u200b天气", "北京 明天 天气"),
-    ("  北京、上海  ", "北京、上海"),
-    ("", ""),
-    ("🌧️🌧️", ""),
-])
+@pytest.mark.parametrize(
+    "raw,clean",
+    [
+        ("廣州明天天氣", "广州明天天气"),
+        ("Ｓｈａｎｇｈａｉ　今天", "shanghai 今天"),
+        ("上海ＰＭ２．５", "上海pm2.5"),
+        ("<b>北京</b>明天😀天气？？", "北京 明天 天气"),
+        ("上海今天天气'; DROP TABLE users; --", "上海今天天气"),
+        ("北京\x00\x07明天\u200b天气", "北京 明天 天气"),
+        ("  北京、上海  ", "北京、上海"),
+        ("", ""),
+        ("🌧️🌧️", ""),
+    ],
+)
 def test_normalize(raw, clean):
     assert normalize(raw) == clean
 

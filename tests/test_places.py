@@ -20,11 +20,28 @@ def cities(router, text):
     return decision.cities
 
 
-@pytest.mark.parametrize("nickname,city", [
-    ("魔都", "上海市"), ("帝都", "北京市"), ("羊城", "广州市"), ("鹏城", "深圳市"), ("蓉城", "成都市"), ("春城", "昆明市"),
-    ("冰城", "哈尔滨市"), ("泉城", "济南市"), ("星城", "长沙市"), ("金陵", "南京市"), ("鹭岛", "厦门市"),
-    ("杭城", "杭州市"), ("申城", "上海市"), ("沪", "上海市"), ("京城", "北京市"), ("津门", "天津市"), ("雾都", "重庆市"),
-])
+@pytest.mark.parametrize(
+    "nickname,city",
+    [
+        ("魔都", "上海市"),
+        ("帝都", "北京市"),
+        ("羊城", "广州市"),
+        ("鹏城", "深圳市"),
+        ("蓉城", "成都市"),
+        ("春城", "昆明市"),
+        ("冰城", "哈尔滨市"),
+        ("泉城", "济南市"),
+        ("星城", "长沙市"),
+        ("金陵", "南京市"),
+        ("鹭岛", "厦门市"),
+        ("杭城", "杭州市"),
+        ("申城", "上海市"),
+        ("沪", "上海市"),
+        ("京城", "北京市"),
+        ("津门", "天津市"),
+        ("雾都", "重庆市"),
+    ],
+)
 def test_nicknames(router, nickname, city):
     assert cities(router, f"{nickname}明天天气") == [city]
 
@@ -42,12 +59,25 @@ def test_ambiguous_nicknames_ask_which(router, nickname):
     assert nickname in decision.clarification
 
 
-@pytest.mark.parametrize("text,city", [
-    ("上海", "上海市"), ("上海市", "上海市"), ("广东省广州市", "广州市"), ("广东广州", "广州市"),
-    ("深圳市南山区", "深圳市南山区"), ("上海浦东新区", "上海市浦东新区"), ("浦东", "上海市浦东新区"),
-    ("北京朝阳", "北京市朝阳区"), ("朝阳", "朝阳市"), ("吉林市", "吉林市"), ("吉林省", "吉林省"), ("吉林", "吉林市"),
-    ("延边", "延边朝鲜族自治州"), ("香港", "香港特别行政区"),
-])
+@pytest.mark.parametrize(
+    "text,city",
+    [
+        ("上海", "上海市"),
+        ("上海市", "上海市"),
+        ("广东省广州市", "广州市"),
+        ("广东广州", "广州市"),
+        ("深圳市南山区", "深圳市南山区"),
+        ("上海浦东新区", "上海市浦东新区"),
+        ("浦东", "上海市浦东新区"),
+        ("北京朝阳", "北京市朝阳区"),
+        ("朝阳", "朝阳市"),
+        ("吉林市", "吉林市"),
+        ("吉林省", "吉林省"),
+        ("吉林", "吉林市"),
+        ("延边", "延边朝鲜族自治州"),
+        ("香港", "香港特别行政区"),
+    ],
+)
 def test_names_suffixes_and_hierarchy(router, text, city):
     assert cities(router, f"{text}今天天气") == [city]
 
@@ -57,10 +87,19 @@ def test_admin_changes_since_2017(router):
     assert cities(router, "那曲明天天气") == ["那曲市"]
 
 
-@pytest.mark.parametrize("typo,city", [
-    ("杭洲", "杭州市"), ("成督", "成都市"), ("苏洲", "苏州市"), ("武汗", "武汉市"), ("沈杨", "沈阳市"),
-    ("广洲", "广州市"), ("深镇", "深圳市"), ("西按", "西安市"),
-])
+@pytest.mark.parametrize(
+    "typo,city",
+    [
+        ("杭洲", "杭州市"),
+        ("成督", "成都市"),
+        ("苏洲", "苏州市"),
+        ("武汗", "武汉市"),
+        ("沈杨", "沈阳市"),
+        ("广洲", "广州市"),
+        ("深镇", "深圳市"),
+        ("西按", "西安市"),
+    ],
+)
 def test_homophone_typos_are_repaired_in_place_position(router, typo, city):
     assert cities(router, f"{typo}明天天气") == [city]
 
@@ -91,10 +130,20 @@ def test_more_places_than_the_limit_ask_to_split(router):
     assert decision.route == "clarify" and "5" in decision.clarification
 
 
-@pytest.mark.parametrize("text,city", [
-    ("东京", "东京"), ("纽约", "纽约"), ("伦敦", "伦敦"), ("Tokyo", "东京"), ("new york", "纽约"),
-    ("Shanghai", "上海市"), ("shenzhen", "深圳市"), ("hong kong", "香港特别行政区"), ("Xi'an", "西安市"),
-])
+@pytest.mark.parametrize(
+    "text,city",
+    [
+        ("东京", "东京"),
+        ("纽约", "纽约"),
+        ("伦敦", "伦敦"),
+        ("Tokyo", "东京"),
+        ("new york", "纽约"),
+        ("Shanghai", "上海市"),
+        ("shenzhen", "深圳市"),
+        ("hong kong", "香港特别行政区"),
+        ("Xi'an", "西安市"),
+    ],
+)
 def test_world_cities_and_latin_input_resolve_to_chinese_names(router, text, city):
     assert cities(router, f"{text} weather") == [city]
 
@@ -109,14 +158,17 @@ def _after_three_cities(router):
     return session
 
 
-@pytest.mark.parametrize("text,cities", [
-    # 周三 holds the character 三: the count must come from the words 两个/三个/几个, never a character search.
-    ("这两个城市周三哪个更热", ["上海市", "广州市"]),
-    ("这两个城市哪个更热", ["上海市", "广州市"]),
-    ("这三个城市周三哪个更热", ["北京市", "上海市", "广州市"]),
-    ("这几个城市哪个最冷", ["北京市", "上海市", "广州市"]),
-    ("哪个更热", ["上海市", "广州市"]),
-])
+@pytest.mark.parametrize(
+    "text,cities",
+    [
+        # 周三 holds the character 三: the count must come from the words 两个/三个/几个, never a character search.
+        ("这两个城市周三哪个更热", ["上海市", "广州市"]),
+        ("这两个城市哪个更热", ["上海市", "广州市"]),
+        ("这三个城市周三哪个更热", ["北京市", "上海市", "广州市"]),
+        ("这几个城市哪个最冷", ["北京市", "上海市", "广州市"]),
+        ("哪个更热", ["上海市", "广州市"]),
+    ],
+)
 def test_follow_up_place_count_comes_from_the_count_word(router, text, cities):
     decision = router.route(text, today=TODAY, session=_after_three_cities(router))
     assert decision.route == "rule" and decision.compare and decision.cities == cities, decision.reason

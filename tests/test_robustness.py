@@ -13,8 +13,30 @@ TODAY = dt.date(2026, 11, 29)
 ROUTER = HybridRouter()
 ROUTES = {"rule", "clarify", "llm"}
 
-weather_words = st.sampled_from(["上海", "明天", "天气", "下雨", "哪个", "冷", "和", "周三", "12月3日", "适合", "魔都",
-                                 "杭洲", "new york", "pm2.5", "、", "三天后", "未来30天", "2月30日", "<b>", "'; drop"])
+weather_words = st.sampled_from(
+    [
+        "上海",
+        "明天",
+        "天气",
+        "下雨",
+        "哪个",
+        "冷",
+        "和",
+        "周三",
+        "12月3日",
+        "适合",
+        "魔都",
+        "杭洲",
+        "new york",
+        "pm2.5",
+        "、",
+        "三天后",
+        "未来30天",
+        "2月30日",
+        "<b>",
+        "'; drop",
+    ]
+)
 mixed_text = st.lists(st.one_of(st.text(max_size=20), weather_words), max_size=30).map("".join)
 
 
@@ -36,14 +58,17 @@ def test_route_never_raises_for_any_today(date, text):
     assert ROUTER.route(text, today=date).route in ROUTES
 
 
-@pytest.mark.parametrize("text", [
-    "上海" * 500_000,  # 1 MB of Han text
-    "a" * 1_000_000,
-    "\x00\x01\x02\x1b[31m" * 200_000,
-    "".join(chr(c) for c in range(0x20, 0x3000)) * 50,
-    "上海明天天气" + "😀" * 300_000,
-    "\ud800上海",  # a lone surrogate
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "上海" * 500_000,  # 1 MB of Han text
+        "a" * 1_000_000,
+        "\x00\x01\x02\x1b[31m" * 200_000,
+        "".join(chr(c) for c in range(0x20, 0x3000)) * 50,
+        "上海明天天气" + "😀" * 300_000,
+        "\ud800上海",  # a lone surrogate
+    ],
+)
 def test_huge_and_hostile_strings(text):
     assert ROUTER.route(text, today=TODAY).route in ROUTES
 
@@ -53,7 +78,14 @@ def test_non_str_input_does_not_raise():
 
 
 def test_concurrent_routes_agree_with_serial_ones():
-    queries = ["上海今天天气", "魔都明天会下雨吗", "北京和上海明天哪个冷", "北京明天适合出游吗", "杭洲明天天气", "纳尼亚明天天气"] * 50
+    queries = [
+        "上海今天天气",
+        "魔都明天会下雨吗",
+        "北京和上海明天哪个冷",
+        "北京明天适合出游吗",
+        "杭洲明天天气",
+        "纳尼亚明天天气",
+    ] * 50
     serial = [ROUTER.route(q, today=TODAY).to_json(q) for q in queries]
     fresh = HybridRouter()  # built lazily by whichever thread gets there first
     with ThreadPoolExecutor(max_workers=8) as pool:

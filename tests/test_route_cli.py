@@ -22,8 +22,14 @@ def test_json_lines_from_stdin_in_input_order():
     rows = [json.loads(line) for line in result.output.splitlines()]
     assert [row["query"] for row in rows] == queries
     assert all(list(row) == KEYS for row in rows)
-    assert rows[0] == {"query": "上海今天天气", "route": "rule", "cities": ["上海市"], "dates": ["2026-11-29"],
-                       "aspect": "weather", "reason": rows[0]["reason"]}
+    assert rows[0] == {
+        "query": "上海今天天气",
+        "route": "rule",
+        "cities": ["上海市"],
+        "dates": ["2026-11-29"],
+        "aspect": "weather",
+        "reason": rows[0]["reason"],
+    }
     assert [row["route"] for row in rows] == ["rule", "llm", "clarify", "rule"]
     assert rows[3]["cities"] == ["北京市", "上海市"] and rows[3]["dates"] == ["2026-11-30"]
 

@@ -6,8 +6,6 @@ import threading
 import time
 
 import pytest
-from conftest import FAST_HTTP, TODAY
-from fake_weather import refused_url
 
 from hybrid_weather.agent.errors import (
     CircuitOpen,
@@ -18,8 +16,10 @@ from hybrid_weather.agent.errors import (
     UpstreamTimeout,
     WeatherUnavailable,
 )
-from hybrid_weather.router import HybridRouter
-from hybrid_weather.router import Settings
+from hybrid_weather.router import HybridRouter, Settings
+
+from conftest import FAST_HTTP, TODAY
+from fake_weather import refused_url
 
 SHANGHAI = (31.2304, 121.4737)
 BEIJING = (39.9042, 116.4074)
@@ -28,8 +28,14 @@ TOMORROW = TODAY + dt.timedelta(days=1)
 
 def make_router(url, *, provider="open-meteo", cache_ttl=600, deadline=5.0, amap_key=None, ledger="off", **http):
     settings = Settings(provider=provider, open_meteo_url=url, amap_url=url, amap_key=amap_key)
-    return HybridRouter(provider=provider, settings=settings, cache_ttl=cache_ttl, deadline=deadline, ledger=ledger,
-                        http_options={**FAST_HTTP, **http})
+    return HybridRouter(
+        provider=provider,
+        settings=settings,
+        cache_ttl=cache_ttl,
+        deadline=deadline,
+        ledger=ledger,
+        http_options={**FAST_HTTP, **http},
+    )
 
 
 @pytest.fixture
@@ -44,8 +50,11 @@ def ask(router, text):
 
 # -- the right place, date and numbers ---------------------------------------------------------------
 
+
 def test_rain_question_answers_from_the_documented_api(router, weather_server):
-    weather_server.set_day(*SHANGHAI, TOMORROW, weather_code=61, precipitation_probability_max=70, precipitation_sum=5.2)
+    weather_server.set_day(
+        *SHANGHAI, TOMORROW, weather_code=61, precipitation_probability_max=70, precipitation_sum=5.2
+    )
     answer = ask(router, "魔都明天会下雨吗")
     assert answer.text == "上海明天可能下雨（小雨，降水概率70%，预计5.2毫米），记得带伞。"
     assert answer.route == "rule" and answer.source == "open-meteo" and not answer.stale
@@ -63,24 +72,41 @@ def test_no_rain(router, weather_server):
 
 
 def test_every_aspect_is_rendered(router, weather_server):
-    weather_server.set_day(*BEIJING, TOMORROW, weather_code=73, temperature_2m_max=-1.4, temperature_2m_min=-8.6,
-                           wind_speed_10m_max=11.2, relative_humidity_2m_mean=35, precipitation_probability_max=80)
+    weather_server.set_day(
+        *BEIJING,
+        TOMORROW,
+        weather_code=73,
+        temperature_2m_max=-1.4,
+        temperature_2m_min=-8.6,
+        wind_speed_10m_max=11.2,
+        relative_humidity_2m_mean=35,
+        precipitation_probability_max=80,
+    )
     weather_server.set_air(*BEIJING, TODAY, us_aqi=160, pm2_5=95.0, pm10=130.0)
-    assert ask(router, "北京明天天气").text == "北京明天：中雪，-9°C~-1°C，降水概率80%，风力6级（最大风速11.2 m/s），湿度35%。"
+    assert (
+        ask(router, "北京明天天气").text
+        == "北京明天：中雪，-9°C~-1°C，降水概率80%，风力6级（最大风速11.2 m/s），湿度35%。"
+    )
     assert ask(router, "北京明天多少度").text == "北京明天气温-9°C~-1°C。"
     assert ask(router, "北京今天多少度").text == "北京今天气温8°C~15°C，现在12°C。"
     assert ask(router, "北京明天会下雪吗").text == "北京明天可能下雪（中雪，-9°C~-1°C）。"
     assert ask(router, "北京明天风大吗").text == "北京明天风很大，风力6级（最大风速11.2 m/s）。"
     assert ask(router, "北京明天湿度").text == "北京明天平均湿度35%。"
     assert ask(router, "北京今天湿度").text == "北京现在湿度55%，全天平均60%。"
-    assert ask(router, "北京今天空气质量").text == "北京今天空气质量中度污染（AQI 160，PM2.5 95 µg/m³，PM10 130 µg/m³）。"
+    assert (
+        ask(router, "北京今天空气质量").text == "北京今天空气质量中度污染（AQI 160，PM2.5 95 µg/m³，PM10 130 µg/m³）。"
+    )
 
 
 def test_a_range_gives_one_line_per_day(router, weather_server):
     answer = ask(router, "上海未来三天天气")
     lines = answer.text.splitlines()
     assert lines[0] == "上海："
-    assert [line.split("：")[0].strip() for line in lines[1:]] == ["今天 11月29日（周日）", "明天 11月30日（周一）", "后天 12月1日（周二）"]
+    assert [line.split("：")[0].strip() for line in lines[1:]] == [
+        "今天 11月29日（周日）",
+        "明天 11月30日（周一）",
+        "后天 12月1日（周二）",
+    ]
 
 
 def test_comparison_says_which_first(router, weather_server):
@@ -100,17 +126,43 @@ def test_questions_about_one_place_share_one_fetch(router, weather_server):
 
 def test_json_output_and_attribution(router, weather_server):
     payload = ask(router, "上海今天天气").to_json("上海今天天气")
-    assert list(payload)[:9] == ["query", "route", "answer", "decision", "data", "source", "stale", "latency_ms", "cost_usd"]
+    assert list(payload)[:9] == [
+        "query",
+        "route",
+        "answer",
+        "decision",
+        "data",
+        "source",
+        "stale",
+        "latency_ms",
+        "cost_usd",
+    ]
     assert payload["attribution"] == "Weather data by Open-Meteo.com (CC BY 4.0)"
     assert payload["cost_usd"] == 0.0 and payload["decision"]["cities"] == ["上海市"]
 
 
 def test_geocoding_finds_a_place_the_gazetteer_lacks(router, weather_server):
     weather_server.geocoding["周庄"] = [
-        {"id": 1, "name": "周庄", "latitude": 30.95, "longitude": 118.0, "feature_code": "PPL", "country_code": "CN",
-         "timezone": "Asia/Shanghai", "population": 900},
-        {"id": 2, "name": "周庄", "latitude": 31.1167, "longitude": 120.8486, "feature_code": "PPLA4", "country_code": "CN",
-         "timezone": "Asia/Shanghai", "population": 20000},
+        {
+            "id": 1,
+            "name": "周庄",
+            "latitude": 30.95,
+            "longitude": 118.0,
+            "feature_code": "PPL",
+            "country_code": "CN",
+            "timezone": "Asia/Shanghai",
+            "population": 900,
+        },
+        {
+            "id": 2,
+            "name": "周庄",
+            "latitude": 31.1167,
+            "longitude": 120.8486,
+            "feature_code": "PPLA4",
+            "country_code": "CN",
+            "timezone": "Asia/Shanghai",
+            "population": 20000,
+        },
     ]
     answer = ask(router, "周庄明天天气")
     assert answer.route == "rule" and answer.decision.cities == ["周庄"]
@@ -123,6 +175,7 @@ def test_geocoding_finds_a_place_the_gazetteer_lacks(router, weather_server):
 
 
 # -- faults ------------------------------------------------------------------------------------------
+
 
 def test_503_twice_then_200_still_answers(router, weather_server):
     weather_server.fail("/v1/forecast", "503", "503")
@@ -157,8 +210,9 @@ def test_slow_server_is_cut_off_by_the_deadline(weather_server):
         assert time.monotonic() - started < 1.0
 
 
-@pytest.mark.parametrize("fault,error", [("malformed", MalformedResponse), ("short", MalformedResponse),
-                                         ("truncated", UpstreamConnectError)])
+@pytest.mark.parametrize(
+    "fault,error", [("malformed", MalformedResponse), ("short", MalformedResponse), ("truncated", UpstreamConnectError)]
+)
 def test_broken_bodies_are_errors_not_crashes(weather_server, fault, error):
     weather_server.fail("/v1/forecast", *[fault] * 3)
     with make_router(weather_server.url) as router, pytest.raises(error):
@@ -220,7 +274,7 @@ def test_single_flight_200_threads_one_upstream_request(weather_server):
             barrier.wait()
             try:
                 answers.append(ask(router, "上海今天天气"))
-            except Exception as error:  # noqa: BLE001
+            except Exception as error:
                 errors.append(error)
 
         threads = [threading.Thread(target=one) for _ in range(200)]
@@ -235,6 +289,7 @@ def test_single_flight_200_threads_one_upstream_request(weather_server):
 def test_single_flight_200_asyncio_tasks_one_upstream_request(weather_server):
     weather_server.delay = 0.3
     with make_router(weather_server.url) as router:
+
         async def main():
             return await asyncio.gather(*(router.aask("魔都明天会下雨吗", today=TODAY) for _ in range(200)))
 
@@ -252,6 +307,7 @@ def test_aask_fetches_places_concurrently(weather_server):
 
 
 # -- AMap and demo -----------------------------------------------------------------------------------
+
 
 def test_amap_answers_by_adcode(weather_server):
     with make_router(weather_server.url, provider="amap", amap_key="good-key") as router:
@@ -273,15 +329,19 @@ def test_amap_horizon_is_three_days(weather_server):
 @pytest.mark.parametrize("code,message", [("10003", "daily quota"), ("10004", "too often")])
 def test_amap_error_codes_are_clear(weather_server, code, message):
     weather_server.amap_error = code
-    with make_router(weather_server.url, provider="amap", amap_key="good-key") as router:
-        with pytest.raises(UpstreamRejected, match=message):
-            ask(router, "上海今天天气")
+    with (
+        make_router(weather_server.url, provider="amap", amap_key="good-key") as router,
+        pytest.raises(UpstreamRejected, match=message),
+    ):
+        ask(router, "上海今天天气")
 
 
 def test_amap_bad_key(weather_server):
-    with make_router(weather_server.url, provider="amap", amap_key="wrong") as router:
-        with pytest.raises(UpstreamRejected, match="10001.*AMAP_KEY"):
-            ask(router, "上海今天天气")
+    with (
+        make_router(weather_server.url, provider="amap", amap_key="wrong") as router,
+        pytest.raises(UpstreamRejected, match=r"10001.*AMAP_KEY"),
+    ):
+        ask(router, "上海今天天气")
 
 
 def test_amap_abroad_and_air_are_not_covered(weather_server):

@@ -83,14 +83,27 @@ class AgentResult:
 class LLMAgent:
     """Owns the OpenAI client (built on first use) and runs the loop. Thread-safe."""
 
-    def __init__(self, tools: ToolBox, *, model: str, api_key: str | None, base_url: str | None = None,
-                 facts: ModelFacts | None = None, max_loops: int = DEFAULT_MAX_LOOPS,
-                 token_budget: int = DEFAULT_TOKEN_BUDGET, deadline: float = DEFAULT_DEADLINE,
-                 call_timeout: float = DEFAULT_CALL_TIMEOUT, max_attempts: int = LLM_RETRY.max_attempts,
-                 backoff_base: float = LLM_RETRY.backoff_base, backoff_cap: float = LLM_RETRY.backoff_cap) -> None:
+    def __init__(
+        self,
+        tools: ToolBox,
+        *,
+        model: str,
+        api_key: str | None,
+        base_url: str | None = None,
+        facts: ModelFacts | None = None,
+        max_loops: int = DEFAULT_MAX_LOOPS,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
+        deadline: float = DEFAULT_DEADLINE,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        max_attempts: int = LLM_RETRY.max_attempts,
+        backoff_base: float = LLM_RETRY.backoff_base,
+        backoff_cap: float = LLM_RETRY.backoff_cap,
+    ) -> None:
         if not api_key:
-            raise LLMUnavailable("this question needs an LLM and none is configured: set OPENAI_API_KEY "
-                                 "(and OPENAI_BASE_URL for another OpenAI-compatible service, e.g. DeepSeek or Ollama)")
+            raise LLMUnavailable(
+                "this question needs an LLM and none is configured: set OPENAI_API_KEY "
+                "(and OPENAI_BASE_URL for another OpenAI-compatible service, e.g. DeepSeek or Ollama)"
+            )
         self.tools = tools
         self.model = model
         self.base_url = base_url
@@ -112,8 +125,9 @@ class LLMAgent:
             import openai  # deferred: ~0.5 s and ~50 MB, paid only when a question needs the LLM
 
             self._openai = openai
-            self._client = openai.OpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=0,
-                                         timeout=self.call_timeout)
+            self._client = openai.OpenAI(
+                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.call_timeout
+            )
         return self._client
 
     def close(self) -> None:
@@ -125,7 +139,12 @@ class LLMAgent:
     def run(self, question: str, *, history: list[dict[str, Any]] | None = None, today: dt.date) -> AgentResult:
         deadline = time.monotonic() + self.deadline
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": SYSTEM_PROMPT.format(today=today.isoformat(), weekday=weekday_char(today), time_zone=CHINA_TZ_NAME)},
+            {
+                "role": "system",
+                "content": SYSTEM_PROMPT.format(
+                    today=today.isoformat(), weekday=weekday_char(today), time_zone=CHINA_TZ_NAME
+                ),
+            },
             *(history or []),
             {"role": "user", "content": question},
         ]
@@ -145,8 +164,9 @@ class LLMAgent:
                 return AgentResult(message.content or "", usage, loops, "answer", places)
             messages.append(_assistant_message(message, calls))
             for call, outcome, reused in self._run_tools(calls, seen, today):
-                trace.tools.append(ToolTrace(call.function.name, call.function.arguments, outcome.ok,
-                                             outcome.duration_ms, reused))
+                trace.tools.append(
+                    ToolTrace(call.function.name, call.function.arguments, outcome.ok, outcome.duration_ms, reused)
+                )
                 if outcome.place and outcome.place not in places:
                     places.append(outcome.place)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
@@ -154,16 +174,22 @@ class LLMAgent:
                 return AgentResult(self._graceful(loops, seen, "token_budget"), usage, loops, "token_budget", places)
         return AgentResult(self._graceful(loops, seen, "max_loops"), usage, loops, "max_loops", places)
 
-    def _run_tools(self, calls: list[Any], seen: dict[tuple[str, str], ToolOutcome], today: dt.date):
+    def _run_tools(
+        self, calls: list[Any], seen: dict[tuple[str, str], ToolOutcome], today: dt.date
+    ) -> list[tuple[Any, ToolOutcome, bool]]:
         """Run this turn's tool calls side by side; an identical call made earlier is answered from its result."""
         keys = [(c.function.name, _canonical(c.function.arguments)) for c in calls]
         fresh = [i for i, key in enumerate(keys) if key not in seen and key not in keys[:i]]
         if fresh:
             with ThreadPoolExecutor(max_workers=min(8, len(fresh))) as pool:
-                outcomes = list(pool.map(lambda i: self.tools.run(calls[i].function.name, calls[i].function.arguments, today), fresh))
-            for i, outcome in zip(fresh, outcomes):
+                outcomes = list(
+                    pool.map(
+                        lambda i: self.tools.run(calls[i].function.name, calls[i].function.arguments, today), fresh
+                    )
+                )
+            for i, outcome in zip(fresh, outcomes, strict=True):
                 seen[keys[i]] = outcome
-        return [(call, seen[key], i not in fresh) for i, (call, key) in enumerate(zip(calls, keys))]
+        return [(call, seen[key], i not in fresh) for i, (call, key) in enumerate(zip(calls, keys, strict=True))]
 
     def _graceful(self, loops: list[LoopTrace], seen: dict[tuple[str, str], ToolOutcome], why: str) -> str:
         """An answer when the loop must stop: what the tools found, said plainly."""
@@ -173,8 +199,14 @@ class LLMAgent:
                 continue
             payload = json.loads(outcome.content)
             for day in payload.get("days", []):
-                found.append(f"{payload['place']} {day['date']}：{day.get('condition', '')}"
-                             + (f"，{day['temp_min']:.0f}~{day['temp_max']:.0f}°C" if day.get("temp_min") is not None and day.get("temp_max") is not None else ""))
+                found.append(
+                    f"{payload['place']} {day['date']}：{day.get('condition', '')}"
+                    + (
+                        f"，{day['temp_min']:.0f}~{day['temp_max']:.0f}°C"
+                        if day.get("temp_min") is not None and day.get("temp_max") is not None
+                        else ""
+                    )
+                )
         reason = "步骤太多" if why == "max_loops" else "用量超出了单次请求的上限"
         head = f"抱歉，这个问题{reason}，没能完整回答。"
         return head + ("我查到的天气：\n" + "\n".join(found) if found else "请把问题拆小一些再问。")
@@ -193,19 +225,28 @@ class LLMAgent:
             attempt += 1
             try:
                 response = client.chat.completions.create(
-                    model=self.model, messages=messages, tools=TOOL_SCHEMAS,
-                    timeout=min(self.call_timeout, remaining), **self.request_options,
+                    model=self.model,
+                    messages=messages,
+                    tools=TOOL_SCHEMAS,
+                    timeout=min(self.call_timeout, remaining),
+                    **self.request_options,
                 )
                 return response, attempt, (time.perf_counter() - started) * 1000
             except openai.APIStatusError as error:
                 status = error.status_code
                 if status in (401, 403):
-                    raise LLMUnavailable(f"the LLM service rejected the API key (HTTP {status}): check OPENAI_API_KEY") from None
+                    raise LLMUnavailable(
+                        f"the LLM service rejected the API key (HTTP {status}): check OPENAI_API_KEY"
+                    ) from None
                 if status == 404:
-                    raise LLMUnavailable(f"model {self.model!r} not found at {self._where()} (HTTP 404): "
-                                         "set HYBRID_WEATHER_MODEL or OPENAI_BASE_URL") from None
+                    raise LLMUnavailable(
+                        f"model {self.model!r} not found at {self._where()} (HTTP 404): "
+                        "set HYBRID_WEATHER_MODEL or OPENAI_BASE_URL"
+                    ) from None
                 if status not in _RETRY_STATUSES:
-                    raise LLMUnavailable(f"the LLM service refused the request (HTTP {status}): {_short(error)}") from None
+                    raise LLMUnavailable(
+                        f"the LLM service refused the request (HTTP {status}): {_short(error)}"
+                    ) from None
                 failure = f"HTTP {status}"
                 wait = _retry_after(error.response)
             except (openai.APITimeoutError, openai.APIConnectionError) as error:
@@ -213,8 +254,10 @@ class LLMAgent:
                 wait = None
             logger.info("LLM attempt %d failed: %s", attempt, failure)
             if attempt >= self.retry.max_attempts:
-                raise LLMUnavailable(f"the LLM at {self._where()} failed {attempt} times ({failure}); "
-                                     "check OPENAI_BASE_URL and the service's status")
+                raise LLMUnavailable(
+                    f"the LLM at {self._where()} failed {attempt} times ({failure}); "
+                    "check OPENAI_BASE_URL and the service's status"
+                )
             if wait is None:
                 wait = self.retry.pause(attempt)
             if time.monotonic() + wait >= deadline:
@@ -241,9 +284,12 @@ def _usage_of(response: Any) -> Usage:
 
 def _assistant_message(message: Any, calls: list[Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "role": "assistant", "content": message.content,
-        "tool_calls": [{"id": c.id, "type": "function",
-                        "function": {"name": c.function.name, "arguments": c.function.arguments}} for c in calls],
+        "role": "assistant",
+        "content": message.content,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+            for c in calls
+        ],
     }
     # DeepSeek's thinking mode requires its reasoning to be sent back with tool calls.
     reasoning = (getattr(message, "model_extra", None) or {}).get("reasoning_content")

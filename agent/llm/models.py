@@ -34,8 +34,11 @@ class Usage:
     completion_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.prompt_tokens + other.prompt_tokens, self.cached_tokens + other.cached_tokens,
-                     self.completion_tokens + other.completion_tokens)
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
 
 
 class ModelTable:
@@ -50,9 +53,19 @@ class ModelTable:
             for name, facts in user.get("models", {}).items():
                 models[name] = {**models.get(name, {}), **facts}
             self.default_model = user.get("default_model", self.default_model)
-        self._models = {name: ModelFacts(name, f.get("input"), f.get("cached_input"), f.get("output"), f.get("as_of"),
-                                         f.get("source"), f.get("retires_on"), f.get("request_options"))
-                        for name, f in models.items()}
+        self._models = {
+            name: ModelFacts(
+                name,
+                f.get("input"),
+                f.get("cached_input"),
+                f.get("output"),
+                f.get("as_of"),
+                f.get("source"),
+                f.get("retires_on"),
+                f.get("request_options"),
+            )
+            for name, f in models.items()
+        }
 
     def get(self, model: str) -> ModelFacts | None:
         return self._models.get(model) or self._models.get(model.rsplit("/", 1)[-1])
@@ -65,9 +78,14 @@ class ModelTable:
             return None
         cached_price = facts.cached_input if facts.cached_input is not None else facts.input
         uncached = max(0, usage.prompt_tokens - usage.cached_tokens)
-        return (uncached * facts.input + usage.cached_tokens * cached_price + usage.completion_tokens * facts.output) / 1e6
+        return (
+            uncached * facts.input + usage.cached_tokens * cached_price + usage.completion_tokens * facts.output
+        ) / 1e6
 
 
 @functools.cache
 def _shipped() -> dict[str, Any]:
-    return json.loads(resources.files("hybrid_weather.agent.llm").joinpath("data", "models.json").read_text("utf-8"))
+    table: dict[str, Any] = json.loads(
+        resources.files("hybrid_weather.agent.llm").joinpath("data").joinpath("models.json").read_text("utf-8")
+    )
+    return table

@@ -21,21 +21,45 @@ _PLACE = {"type": "string", "description": "地点名称，如“上海”“北
 _DATE = {"type": "string", "description": "日期或范围，如“今天”“明天”“周六”“2026-12-01”“未来三天”；不填表示今天"}
 
 TOOL_SCHEMAS: list[dict[str, Any]] = [
-    {"type": "function", "function": {
-        "name": "get_weather",
-        "description": "查询一个地点某天或几天的天气预报：天气状况、最高和最低气温、降水概率和降水量、风力、湿度。",
-        "parameters": {"type": "object", "properties": {"place": _PLACE, "date": _DATE},
-                       "required": ["place"], "additionalProperties": False}}},
-    {"type": "function", "function": {
-        "name": "get_air_quality",
-        "description": "查询一个地点某天或几天的空气质量：AQI 及等级、PM2.5、PM10。",
-        "parameters": {"type": "object", "properties": {"place": _PLACE, "date": _DATE},
-                       "required": ["place"], "additionalProperties": False}}},
-    {"type": "function", "function": {
-        "name": "get_current_weather",
-        "description": "查询一个地点此刻的实况：天气状况、气温、湿度。",
-        "parameters": {"type": "object", "properties": {"place": _PLACE},
-                       "required": ["place"], "additionalProperties": False}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "查询一个地点某天或几天的天气预报：天气状况、最高和最低气温、降水概率和降水量、风力、湿度。",
+            "parameters": {
+                "type": "object",
+                "properties": {"place": _PLACE, "date": _DATE},
+                "required": ["place"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "get_air_quality",
+            "description": "查询一个地点某天或几天的空气质量：AQI 及等级、PM2.5、PM10。",
+            "parameters": {
+                "type": "object",
+                "properties": {"place": _PLACE, "date": _DATE},
+                "required": ["place"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "get_current_weather",
+            "description": "查询一个地点此刻的实况：天气状况、气温、湿度。",
+            "parameters": {
+                "type": "object",
+                "properties": {"place": _PLACE},
+                "required": ["place"],
+                "additionalProperties": False,
+            },
+        },
+    },
 ]
 TOOL_NAMES = tuple(schema["function"]["name"] for schema in TOOL_SCHEMAS)
 

@@ -10,6 +10,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import (
@@ -35,8 +36,14 @@ _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 class CircuitBreaker:
     """Closed → open after N failed requests in a row → half-open after a cool-down (one probe) → closed."""
 
-    def __init__(self, name: str, *, failure_threshold: int = DEFAULT_FAILURE_THRESHOLD,
-                 cool_down: float = DEFAULT_COOL_DOWN, clock=time.monotonic) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        failure_threshold: int = DEFAULT_FAILURE_THRESHOLD,
+        cool_down: float = DEFAULT_COOL_DOWN,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.name = name
         self.failure_threshold = failure_threshold
         self.cool_down = cool_down
@@ -86,10 +93,17 @@ class CircuitBreaker:
 class ResilientClient:
     """One pooled httpx2 client for one provider, with retries, a deadline per call and a breaker."""
 
-    def __init__(self, provider: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-                 read_timeout: float = DEFAULT_READ_TIMEOUT, max_attempts: int = WEATHER_RETRY.max_attempts,
-                 backoff_base: float = WEATHER_RETRY.backoff_base, backoff_cap: float = WEATHER_RETRY.backoff_cap,
-                 breaker: CircuitBreaker | None = None) -> None:
+    def __init__(
+        self,
+        provider: str,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        max_attempts: int = WEATHER_RETRY.max_attempts,
+        backoff_base: float = WEATHER_RETRY.backoff_base,
+        backoff_cap: float = WEATHER_RETRY.backoff_cap,
+        breaker: CircuitBreaker | None = None,
+    ) -> None:
         import httpx2  # deferred: ~50 ms at import, and route() never needs it
 
         self.provider = provider
@@ -135,14 +149,16 @@ class ResilientClient:
             except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
                 raise ConfigurationError(f"{url!r} is not a usable http(s) URL for {self.provider}: {exc}") from None
             except httpx.HTTPError as exc:  # refused, reset, truncated, bad redirect: all transport faults
-                error = UpstreamConnectError(f"cannot reach {self.provider} ({type(exc).__name__}: {exc})",
-                                             provider=self.provider)
+                error = UpstreamConnectError(
+                    f"cannot reach {self.provider} ({type(exc).__name__}: {exc})", provider=self.provider
+                )
             else:
                 if response.status_code == 200:
                     return _json_body(response.content, self.provider)
                 error = UpstreamHTTPError(
                     f"{self.provider} answered HTTP {response.status_code}{_reason(response.content)}",
-                    provider=self.provider, status_code=response.status_code,
+                    provider=self.provider,
+                    status_code=response.status_code,
                 )
                 if response.status_code not in _RETRY_STATUSES:
                     raise error
@@ -159,7 +175,9 @@ def _json_body(content: bytes, provider: str) -> Any:
     try:
         return json.loads(content)
     except ValueError:
-        raise MalformedResponse(f"{provider} sent a body that is not JSON ({len(content)} bytes)", provider=provider) from None
+        raise MalformedResponse(
+            f"{provider} sent a body that is not JSON ({len(content)} bytes)", provider=provider
+        ) from None
 
 
 def _reason(content: bytes) -> str:

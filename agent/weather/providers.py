@@ -27,8 +27,15 @@ OPEN_METEO_GEOCODING_URL = "https://geocoding-api.open-meteo.com"
 AMAP_URL = "https://restapi.amap.com"
 
 # Ten variables: Open-Meteo bills more than ten per location as extra calls.
-_DAILY = ("weather_code", "temperature_2m_max", "temperature_2m_min", "precipitation_probability_max",
-          "precipitation_sum", "wind_speed_10m_max", "relative_humidity_2m_mean")
+_DAILY = (
+    "weather_code",
+    "temperature_2m_max",
+    "temperature_2m_min",
+    "precipitation_probability_max",
+    "precipitation_sum",
+    "wind_speed_10m_max",
+    "relative_humidity_2m_mean",
+)
 _CURRENT = ("temperature_2m", "relative_humidity_2m", "weather_code")
 _AIR = ("us_aqi", "pm2_5", "pm10")
 # Geocoding ranks villages first for some Chinese names; capitals and seats of government go first.
@@ -54,7 +61,7 @@ class WeatherProvider(ABC):
         """A place the gazetteer lacks, looked up by name; None where the provider cannot search."""
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - most providers hold nothing to close; the HTTP ones override it
         pass
 
 
@@ -80,39 +87,67 @@ class OpenMeteoProvider(_HTTPProvider):
         self.http = ResilientClient(self.label, **http)
 
     def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast:
-        body = self.http.get_json(self.forecast_url, {
-            "latitude": place.latitude, "longitude": place.longitude,
-            "daily": ",".join(_DAILY), "current": ",".join(_CURRENT),
-            "timezone": place.timezone, "forecast_days": self.horizon.days_ahead + 1, "past_days": past_days,
-            "wind_speed_unit": "ms",
-        }, deadline=deadline)
+        body = self.http.get_json(
+            self.forecast_url,
+            {
+                "latitude": place.latitude,
+                "longitude": place.longitude,
+                "daily": ",".join(_DAILY),
+                "current": ",".join(_CURRENT),
+                "timezone": place.timezone,
+                "forecast_days": self.horizon.days_ahead + 1,
+                "past_days": past_days,
+                "wind_speed_unit": "ms",
+            },
+            deadline=deadline,
+        )
         daily = _columns(body, "daily", _DAILY, self.label)
         days = []
         for i, day in enumerate(daily["time"]):
             code = _int(daily["weather_code"][i])
             wind = _float(daily["wind_speed_10m_max"][i])
             force = beaufort(wind)
-            days.append(DailyWeather(
-                date=_date(day, self.label), condition=condition_of(code)[0], weather_code=code,
-                temp_max=_float(daily["temperature_2m_max"][i]), temp_min=_float(daily["temperature_2m_min"][i]),
-                precip_probability=_int(daily["precipitation_probability_max"][i]),
-                precip_sum=_float(daily["precipitation_sum"][i]), wind_speed_max=wind,
-                wind_scale=None if force is None else f"{force}级", humidity=_int(daily["relative_humidity_2m_mean"][i]),
-            ))
+            days.append(
+                DailyWeather(
+                    date=_date(day, self.label),
+                    condition=condition_of(code)[0],
+                    weather_code=code,
+                    temp_max=_float(daily["temperature_2m_max"][i]),
+                    temp_min=_float(daily["temperature_2m_min"][i]),
+                    precip_probability=_int(daily["precipitation_probability_max"][i]),
+                    precip_sum=_float(daily["precipitation_sum"][i]),
+                    wind_speed_max=wind,
+                    wind_scale=None if force is None else f"{force}级",
+                    humidity=_int(daily["relative_humidity_2m_mean"][i]),
+                )
+            )
         current = None
         if isinstance(body.get("current"), dict):
             now = body["current"]
             code = _int(now.get("weather_code"))
-            current = CurrentWeather(time=str(now.get("time", "")), condition=condition_of(code)[0], weather_code=code,
-                                     temperature=_float(now.get("temperature_2m")),
-                                     humidity=_int(now.get("relative_humidity_2m")))
+            current = CurrentWeather(
+                time=str(now.get("time", "")),
+                condition=condition_of(code)[0],
+                weather_code=code,
+                temperature=_float(now.get("temperature_2m")),
+                humidity=_int(now.get("relative_humidity_2m")),
+            )
         return Forecast(place, tuple(days), current, self.name, time.time())
 
     def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
-        body = self.http.get_json(self.air_url, {
-            "latitude": place.latitude, "longitude": place.longitude, "hourly": ",".join(_AIR),
-            "current": ",".join(_AIR), "timezone": place.timezone, "forecast_days": self.horizon.air_days_ahead + 1, "past_days": past_days,
-        }, deadline=deadline)
+        body = self.http.get_json(
+            self.air_url,
+            {
+                "latitude": place.latitude,
+                "longitude": place.longitude,
+                "hourly": ",".join(_AIR),
+                "current": ",".join(_AIR),
+                "timezone": place.timezone,
+                "forecast_days": self.horizon.air_days_ahead + 1,
+                "past_days": past_days,
+            },
+            deadline=deadline,
+        )
         hourly = _columns(body, "hourly", _AIR, self.label)
         by_day: dict[str, list[int]] = defaultdict(list)
         for i, stamp in enumerate(hourly["time"]):
@@ -122,30 +157,54 @@ class OpenMeteoProvider(_HTTPProvider):
             aqi = [v for i in rows if (v := _float(hourly["us_aqi"][i])) is not None]
             pm25 = [v for i in rows if (v := _float(hourly["pm2_5"][i])) is not None]
             pm10 = [v for i in rows if (v := _float(hourly["pm10"][i])) is not None]
-            days.append(DailyAir(_date(day, self.label), round(max(aqi)) if aqi else None,
-                                 round(sum(pm25) / len(pm25), 1) if pm25 else None,
-                                 round(sum(pm10) / len(pm10), 1) if pm10 else None))
+            days.append(
+                DailyAir(
+                    _date(day, self.label),
+                    round(max(aqi)) if aqi else None,
+                    round(sum(pm25) / len(pm25), 1) if pm25 else None,
+                    round(sum(pm10) / len(pm10), 1) if pm10 else None,
+                )
+            )
         current = None
         if isinstance(body.get("current"), dict):
             now = body["current"]
             aqi_now = _float(now.get("us_aqi"))
-            current = DailyAir(_date(str(now.get("time", ""))[:10], self.label) if now.get("time") else dt.date.today(),
-                               None if aqi_now is None else round(aqi_now), _float(now.get("pm2_5")), _float(now.get("pm10")))
+            current = DailyAir(
+                _date(str(now.get("time", ""))[:10], self.label) if now.get("time") else dt.date.today(),
+                None if aqi_now is None else round(aqi_now),
+                _float(now.get("pm2_5")),
+                _float(now.get("pm10")),
+            )
         return AirQuality(place, tuple(days), current, self.name, time.time())
 
     def geocode(self, name: str, *, deadline: float) -> Place | None:
-        body = self.http.get_json(self.geocoding_url, {"name": name, "count": 10, "language": "zh", "format": "json"},
-                                  deadline=deadline)
+        body = self.http.get_json(
+            self.geocoding_url, {"name": name, "count": 10, "language": "zh", "format": "json"}, deadline=deadline
+        )
         if not isinstance(body, dict):
-            raise MalformedResponse(f"{self.label} geocoding sent {type(body).__name__}, not an object", provider=self.name)
-        results = [r for r in body.get("results") or [] if isinstance(r, dict)
-                   and _float(r.get("latitude")) is not None and _float(r.get("longitude")) is not None]
+            raise MalformedResponse(
+                f"{self.label} geocoding sent {type(body).__name__}, not an object", provider=self.name
+            )
+        results = [
+            r
+            for r in body.get("results") or []
+            if isinstance(r, dict) and _float(r.get("latitude")) is not None and _float(r.get("longitude")) is not None
+        ]
         if not results:
             return None
-        best = min(results, key=lambda r: (_FEATURE_RANK.get(str(r.get("feature_code")), 9), -(_int(r.get("population")) or 0)))
+        best = min(
+            results, key=lambda r: (_FEATURE_RANK.get(str(r.get("feature_code")), 9), -(_int(r.get("population")) or 0))
+        )
         label = str(best.get("name") or name)
-        return Place(label, label, "geocoded", float(best["latitude"]), float(best["longitude"]),
-                     str(best.get("timezone") or "UTC"), str(best.get("country_code") or ""))
+        return Place(
+            label,
+            label,
+            "geocoded",
+            float(best["latitude"]),
+            float(best["longitude"]),
+            str(best.get("timezone") or "UTC"),
+            str(best.get("country_code") or ""),
+        )
 
 
 class AMapProvider(_HTTPProvider):
@@ -155,9 +214,10 @@ class AMapProvider(_HTTPProvider):
     # casts: today and three more days. AMap has no air quality at all: air_quality() says so.
     horizon = Horizon(days_ahead=3, days_back=0, air_days_ahead=3)
 
-    _ERRORS = {
+    _ERRORS: ClassVar[dict[str, str]] = {
         "10001": "AMap rejected the key (10001 INVALID_USER_KEY): check AMAP_KEY",
-        "10003": "AMap daily quota used up (10003 DAILY_QUERY_OVER_LIMIT); it resets at 00:00 Beijing time, or use --provider open-meteo",
+        "10003": "AMap daily quota used up (10003 DAILY_QUERY_OVER_LIMIT); it resets at 00:00 Beijing time, "
+        "or use --provider open-meteo",
         "10004": "AMap says requests come too often (10004 ACCESS_TOO_FREQUENT); try again in a minute",
     }
 
@@ -170,10 +230,14 @@ class AMapProvider(_HTTPProvider):
 
     def _get(self, place: Place, extensions: str, deadline: float) -> dict[str, Any]:
         if not place.adcode:
-            raise NotCovered(f"AMap covers places in China only, not {place.display}; use --provider open-meteo",
-                             provider=self.name)
-        body = self.http.get_json(self.url, {"key": self.key, "city": place.adcode, "extensions": extensions,
-                                             "output": "JSON"}, deadline=deadline)
+            raise NotCovered(
+                f"AMap covers places in China only, not {place.display}; use --provider open-meteo", provider=self.name
+            )
+        body = self.http.get_json(
+            self.url,
+            {"key": self.key, "city": place.adcode, "extensions": extensions, "output": "JSON"},
+            deadline=deadline,
+        )
         if not isinstance(body, dict) or "status" not in body:
             raise MalformedResponse("AMap sent a body without its status envelope", provider=self.name)
         if body["status"] != "1":
@@ -191,20 +255,28 @@ class AMapProvider(_HTTPProvider):
                 day_weather, night_weather = cast["dayweather"], cast["nightweather"]
                 temps = [_float(cast["daytemp"]), _float(cast["nighttemp"])]
                 known = [t for t in temps if t is not None]
-                days.append(DailyWeather(
-                    date=_date(cast["date"], self.label),
-                    condition=day_weather if day_weather == night_weather else f"{day_weather}转{night_weather}",
-                    temp_max=max(known) if known else None, temp_min=min(known) if known else None,
-                    wind_scale=f"{cast['daypower']}级", wind_direction=f"{cast['daywind']}风",
-                ))
+                days.append(
+                    DailyWeather(
+                        date=_date(cast["date"], self.label),
+                        condition=day_weather if day_weather == night_weather else f"{day_weather}转{night_weather}",
+                        temp_max=max(known) if known else None,
+                        temp_min=min(known) if known else None,
+                        wind_scale=f"{cast['daypower']}级",
+                        wind_direction=f"{cast['daywind']}风",
+                    )
+                )
         except (KeyError, IndexError, TypeError) as exc:
             raise MalformedResponse(f"AMap forecast is missing {exc}", provider=self.name) from None
         live = self._get(place, "base", deadline)
         try:
             now = live["lives"][0]
-            current = CurrentWeather(time=str(now["reporttime"]), condition=str(now["weather"]),
-                                     temperature=_float(now["temperature"]), humidity=_int(now["humidity"]),
-                                     wind_scale=f"{now['windpower']}级")
+            current = CurrentWeather(
+                time=str(now["reporttime"]),
+                condition=str(now["weather"]),
+                temperature=_float(now["temperature"]),
+                humidity=_int(now["humidity"]),
+                wind_scale=f"{now['windpower']}级",
+            )
         except (KeyError, IndexError, TypeError) as exc:
             raise MalformedResponse(f"AMap live weather is missing {exc}", provider=self.name) from None
         return Forecast(place, tuple(days), current, self.name, time.time())
@@ -219,13 +291,18 @@ class DemoProvider(WeatherProvider):
 
     def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast:
         today = today_in_china()
-        days = tuple(self._day(place, today + dt.timedelta(days=offset))
-                     for offset in range(-past_days, self.horizon.days_ahead + 1))
+        days = tuple(
+            self._day(place, today + dt.timedelta(days=offset))
+            for offset in range(-past_days, self.horizon.days_ahead + 1)
+        )
         first = self._day(place, today)
-        current = CurrentWeather(time=f"{today.isoformat()}T12:00", condition=first.condition,
-                                 weather_code=first.weather_code,
-                                 temperature=round(((first.temp_max or 0) + (first.temp_min or 0)) / 2, 1),
-                                 humidity=first.humidity)
+        current = CurrentWeather(
+            time=f"{today.isoformat()}T12:00",
+            condition=first.condition,
+            weather_code=first.weather_code,
+            temperature=round(((first.temp_max or 0) + (first.temp_min or 0)) / 2, 1),
+            humidity=first.humidity,
+        )
         return Forecast(place, days, current, self.name, time.time())
 
     def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
@@ -249,10 +326,16 @@ class DemoProvider(WeatherProvider):
         wind = round((seed >> 8) % 90 / 10, 1)
         rainy = code in (61, 63, 65, 80, 71)
         return DailyWeather(
-            date=day, condition=condition_of(code)[0], weather_code=code,
-            temp_max=round(mean + spread / 2, 1), temp_min=round(mean - spread / 2, 1),
-            precip_probability=60 + seed % 40 if rainy else seed % 30, precip_sum=round((seed % 120) / 10, 1) if rainy else 0.0,
-            wind_speed_max=wind, wind_scale=f"{beaufort(wind)}级", humidity=40 + seed % 50,
+            date=day,
+            condition=condition_of(code)[0],
+            weather_code=code,
+            temp_max=round(mean + spread / 2, 1),
+            temp_min=round(mean - spread / 2, 1),
+            precip_probability=60 + seed % 40 if rainy else seed % 30,
+            precip_sum=round((seed % 120) / 10, 1) if rainy else 0.0,
+            wind_speed_max=wind,
+            wind_scale=f"{beaufort(wind)}级",
+            humidity=40 + seed % 50,
         )
 
 

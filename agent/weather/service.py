@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import cachetools
 
@@ -32,6 +32,14 @@ DEFAULT_CACHE_SIZE = 4096
 _PAST_WINDOWS = (1, 7, 31, 92)
 
 T = TypeVar("T", Forecast, AirQuality)
+#: (kind, provider, place name, latitude, longitude, past-days window)
+CacheKey = tuple[str, str, str, float, float, int]
+#: A provider's forecast or air_quality method: (place, *, past_days, deadline) → data.
+Fetch = Callable[..., Any]
+
+
+# Returned with a cache hit, where no one waits on a future.
+_NO_FUTURE: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
 
 def past_days_for(dates: Iterable[dt.date], today: dt.date) -> int:
@@ -53,14 +61,22 @@ class Fetched(Generic[T]):
 class WeatherService:
     """Cached, single-flight, stale-if-error access to one provider. Thread-safe; share one."""
 
-    def __init__(self, provider: WeatherProvider, *, cache_ttl: float = DEFAULT_CACHE_TTL,
-                 max_stale_age: float = DEFAULT_MAX_STALE_AGE, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+    def __init__(
+        self,
+        provider: WeatherProvider,
+        *,
+        cache_ttl: float = DEFAULT_CACHE_TTL,
+        max_stale_age: float = DEFAULT_MAX_STALE_AGE,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> None:
         self.provider = provider
         self.max_stale_age = max_stale_age
-        self._fresh: cachetools.TTLCache | None = cachetools.TTLCache(cache_size, cache_ttl) if cache_ttl > 0 else None
-        self._stale: cachetools.LRUCache = cachetools.LRUCache(cache_size)
-        self._inflight: dict[tuple, concurrent.futures.Future] = {}
-        self._geocoded: cachetools.LRUCache = cachetools.LRUCache(cache_size)
+        self._fresh: cachetools.TTLCache[CacheKey, Any] | None = (
+            cachetools.TTLCache(cache_size, cache_ttl) if cache_ttl > 0 else None
+        )
+        self._stale: cachetools.LRUCache[CacheKey, Any] = cachetools.LRUCache(cache_size)
+        self._inflight: dict[CacheKey, concurrent.futures.Future[Any]] = {}
+        self._geocoded: cachetools.LRUCache[str, Place | None] = cachetools.LRUCache(cache_size)
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -92,7 +108,7 @@ class WeatherService:
 
     # -- machinery ---------------------------------------------------------------------------------
 
-    def _get(self, kind: str, place: Place, past_days: int, deadline: float, fetch: Callable) -> Fetched:
+    def _get(self, kind: str, place: Place, past_days: int, deadline: float, fetch: Fetch) -> Fetched[Any]:
         key, hit, future, leader = self._begin(kind, place, past_days)
         if hit is not None:
             return hit
@@ -102,13 +118,19 @@ class WeatherService:
         try:
             value = future.result(timeout=max(0.0, deadline - time.monotonic()))
         except concurrent.futures.TimeoutError:
-            return self._stale_or_raise(key, UpstreamTimeout(
-                f"{self.provider.label} did not answer within the deadline", provider=self.provider.name))
+            return self._stale_or_raise(
+                key,
+                UpstreamTimeout(
+                    f"{self.provider.label} did not answer within the deadline", provider=self.provider.name
+                ),
+            )
         except WeatherUnavailable as error:
             return self._stale_or_raise(key, error)
-        return Fetched(value, False, False, max(0.0, time.time() - value.fetched_at), (time.monotonic() - started) * 1000)
+        return Fetched(
+            value, False, False, max(0.0, time.time() - value.fetched_at), (time.monotonic() - started) * 1000
+        )
 
-    async def _aget(self, kind: str, place: Place, past_days: int, deadline: float, fetch: Callable) -> Fetched:
+    async def _aget(self, kind: str, place: Place, past_days: int, deadline: float, fetch: Fetch) -> Fetched[Any]:
         import asyncio  # not at module level: ~18 ms that synchronous programs never need
 
         key, hit, future, leader = self._begin(kind, place, past_days)
@@ -122,23 +144,34 @@ class WeatherService:
         try:
             value = await asyncio.wait_for(asyncio.wrap_future(future), timeout=max(0.0, deadline - time.monotonic()))
         except asyncio.TimeoutError:
-            return self._stale_or_raise(key, UpstreamTimeout(
-                f"{self.provider.label} did not answer within the deadline", provider=self.provider.name))
+            return self._stale_or_raise(
+                key,
+                UpstreamTimeout(
+                    f"{self.provider.label} did not answer within the deadline", provider=self.provider.name
+                ),
+            )
         except WeatherUnavailable as error:
             return self._stale_or_raise(key, error)
-        return Fetched(value, False, False, max(0.0, time.time() - value.fetched_at), (time.monotonic() - started) * 1000)
+        return Fetched(
+            value, False, False, max(0.0, time.time() - value.fetched_at), (time.monotonic() - started) * 1000
+        )
 
-    def _begin(self, kind: str, place: Place, past_days: int) -> tuple[tuple, Fetched | None, concurrent.futures.Future, bool]:
+    def _begin(
+        self, kind: str, place: Place, past_days: int
+    ) -> tuple[CacheKey, Fetched[Any] | None, concurrent.futures.Future[Any], bool]:
         window = next((w for w in _PAST_WINDOWS if w >= past_days), None)
         if window is None:
-            raise NotCovered(f"{self.provider.label} keeps at most {_PAST_WINDOWS[-1]} past days", provider=self.provider.name)
+            raise NotCovered(
+                f"{self.provider.label} keeps at most {_PAST_WINDOWS[-1]} past days", provider=self.provider.name
+            )
         key = (kind, self.provider.name, place.name, place.latitude, place.longitude, window)
         with self._lock:
             if self._fresh is not None:
-                for wider in _PAST_WINDOWS[_PAST_WINDOWS.index(window):]:
-                    value = self._fresh.get(key[:-1] + (wider,))
+                for wider in _PAST_WINDOWS[_PAST_WINDOWS.index(window) :]:
+                    value = self._fresh.get((*key[:-1], wider))
                     if value is not None:
-                        return key, Fetched(value, True, False, max(0.0, time.time() - value.fetched_at), 0.0), None, False  # type: ignore[return-value]
+                        hit = Fetched(value, True, False, max(0.0, time.time() - value.fetched_at), 0.0)
+                        return key, hit, _NO_FUTURE, False
             future = self._inflight.get(key)
             if future is not None:
                 return key, None, future, False
@@ -146,10 +179,12 @@ class WeatherService:
             self._inflight[key] = future
             return key, None, future, True
 
-    def _run(self, key: tuple, future: concurrent.futures.Future, fetch: Callable, place: Place, deadline: float) -> None:
+    def _run(
+        self, key: CacheKey, future: concurrent.futures.Future[Any], fetch: Fetch, place: Place, deadline: float
+    ) -> None:
         try:
             value = fetch(place, past_days=key[-1], deadline=deadline)
-        except BaseException as error:  # noqa: BLE001 - handed to every waiter, re-raised there
+        except BaseException as error:
             with self._lock:
                 self._inflight.pop(key, None)
             future.set_exception(error)
@@ -161,9 +196,9 @@ class WeatherService:
             self._inflight.pop(key, None)
         future.set_result(value)
 
-    def _stale_or_raise(self, key: tuple, error: WeatherUnavailable) -> Fetched:
+    def _stale_or_raise(self, key: CacheKey, error: WeatherUnavailable) -> Fetched[Any]:
         with self._lock:
-            candidates = [self._stale.get(key[:-1] + (w,)) for w in _PAST_WINDOWS[_PAST_WINDOWS.index(key[-1]):]]
+            candidates = [self._stale.get((*key[:-1], w)) for w in _PAST_WINDOWS[_PAST_WINDOWS.index(key[-1]) :]]
         fresh_enough = [v for v in candidates if v is not None and time.time() - v.fetched_at <= self.max_stale_age]
         if not fresh_enough:
             raise error

@@ -36,8 +36,14 @@ class Answer:
         decision = self.decision.to_json(query)
         del decision["query"]
         payload = {
-            "query": query, "route": self.route, "answer": self.text, "decision": decision, "data": self.data,
-            "source": self.source, "stale": self.stale, "latency_ms": round(self.latency_ms, 3),
+            "query": query,
+            "route": self.route,
+            "answer": self.text,
+            "decision": decision,
+            "data": self.data,
+            "source": self.source,
+            "stale": self.stale,
+            "latency_ms": round(self.latency_ms, 3),
             "cost_usd": self.cost_usd,
         }
         if self.stale:

@@ -15,22 +15,55 @@ if TYPE_CHECKING:
 DEGRADED_NOTE = "（没有可用的 LLM，只能回答其中的天气部分）\n"
 
 
-def llm_answer(decision: Decision, result: AgentResult, *, model: str, cost_usd: float | None,
-               provider: WeatherProvider, started: float) -> Answer:
+def llm_answer(
+    decision: Decision,
+    result: AgentResult,
+    *,
+    model: str,
+    cost_usd: float | None,
+    provider: WeatherProvider,
+    started: float,
+) -> Answer:
     """The Answer for an LLM-routed question; SOURCE and attribution only when a weather tool ran."""
     used_weather = result.tool_calls > 0
     return Answer(
-        text=result.text, route="llm", decision=decision, data=_trace(result),
-        source=provider.name if used_weather else None, stale=False, cost_usd=cost_usd,
-        latency_ms=elapsed_ms(started), model=model, llm=result,
+        text=result.text,
+        route="llm",
+        decision=decision,
+        data=_trace(result),
+        source=provider.name if used_weather else None,
+        stale=False,
+        cost_usd=cost_usd,
+        latency_ms=elapsed_ms(started),
+        model=model,
+        llm=result,
         attribution=provider.attribution if used_weather else None,
     )
 
 
 def _trace(result: AgentResult) -> dict[str, Any]:
-    return {"stopped": result.stopped, "places": result.places, "loops": [
-        {"loop": t.loop, "prompt_tokens": t.usage.prompt_tokens, "cached_tokens": t.usage.cached_tokens,
-         "completion_tokens": t.usage.completion_tokens, "latency_ms": round(t.latency_ms, 1), "attempts": t.attempts,
-         "tools": [{"name": c.name, "arguments": c.arguments, "ok": c.ok, "ms": round(c.duration_ms, 1),
-                    "reused": c.reused} for c in t.tools]}
-        for t in result.loops]}
+    return {
+        "stopped": result.stopped,
+        "places": result.places,
+        "loops": [
+            {
+                "loop": t.loop,
+                "prompt_tokens": t.usage.prompt_tokens,
+                "cached_tokens": t.usage.cached_tokens,
+                "completion_tokens": t.usage.completion_tokens,
+                "latency_ms": round(t.latency_ms, 1),
+                "attempts": t.attempts,
+                "tools": [
+                    {
+                        "name": c.name,
+                        "arguments": c.arguments,
+                        "ok": c.ok,
+                        "ms": round(c.duration_ms, 1),
+                        "reused": c.reused,
+                    }
+                    for c in t.tools
+                ],
+            }
+            for t in result.loops
+        ],
+    }

@@ -43,8 +43,14 @@ def render(decision: Decision, facts: Sequence[Facts], today: dt.date, *, emoji:
         if several_days:
             lines.append(f"{item.place.display}：")
         for day in decision.dates:
-            line = _fact_line(decision.aspect or "weather", item, day, today, emoji,
-                              prefix=day_label(day, today, with_date=True) + "：" if several_days else None)
+            line = _fact_line(
+                decision.aspect or "weather",
+                item,
+                day,
+                today,
+                emoji,
+                prefix=day_label(day, today, with_date=True) + "：" if several_days else None,
+            )
             lines.append("  " + line if several_days else line)
     return "\n".join(lines)
 
@@ -137,9 +143,12 @@ def _metric(kind: str | None, item: Facts, day: dt.date) -> float | None:
 
 _COMPARATIVES = {
     # kind: (which way is "more", word for the winner, word when all are equal)
-    "hot": (max, "更热", "气温差不多"), "cold": (min, "更冷", "气温差不多"),
-    "rain": (max, "更可能下雨", "下雨的可能差不多"), "snow": (max, "更可能下雪", "都不太会下雪"),
-    "wind": (max, "风更大", "风力差不多"), "humidity": (max, "更潮湿", "湿度差不多"),
+    "hot": (max, "更热", "气温差不多"),
+    "cold": (min, "更冷", "气温差不多"),
+    "rain": (max, "更可能下雨", "下雨的可能差不多"),
+    "snow": (max, "更可能下雪", "都不太会下雪"),
+    "wind": (max, "风更大", "风力差不多"),
+    "humidity": (max, "更潮湿", "湿度差不多"),
     "air": (min, "空气更好", "空气质量差不多"),
 }
 

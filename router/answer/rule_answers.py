@@ -22,16 +22,18 @@ class RuleAnswerer:
     def __init__(self, weather: WeatherService) -> None:
         self.weather = weather
 
-    def answer(self, decision: Decision, today: dt.date, *, emoji: bool, started: float,
-               deadline: float) -> tuple[Answer, list[Fetched[Any]]]:
+    def answer(
+        self, decision: Decision, today: dt.date, *, emoji: bool, started: float, deadline: float
+    ) -> tuple[Answer, list[Fetched[Any]]]:
         """The answer to DECISION, and what was fetched for it (nothing for a clarify)."""
         if decision.route == "clarify":
             return clarify_answer(decision, started), []
         fetched = [self._fetch(decision, place, today, deadline) for place in decision.places]
         return self.compose(decision, fetched, today, emoji=emoji, started=started), fetched
 
-    async def aanswer(self, decision: Decision, today: dt.date, *, emoji: bool, started: float,
-                      deadline: float) -> tuple[Answer, list[Fetched[Any]]]:
+    async def aanswer(
+        self, decision: Decision, today: dt.date, *, emoji: bool, started: float, deadline: float
+    ) -> tuple[Answer, list[Fetched[Any]]]:
         """answer() for asyncio: the places are fetched concurrently."""
         import asyncio  # not at module level: ~18 ms that synchronous programs never need
 
@@ -52,8 +54,9 @@ class RuleAnswerer:
             return await self.weather.aair_quality(place, past, deadline)
         return await self.weather.aforecast(place, past, deadline)
 
-    def compose(self, decision: Decision, fetched: list[Fetched[Any]], today: dt.date, *, emoji: bool,
-                started: float) -> Answer:
+    def compose(
+        self, decision: Decision, fetched: list[Fetched[Any]], today: dt.date, *, emoji: bool, started: float
+    ) -> Answer:
         """The rule answer from the fetched data: the text, and the data behind it for --json."""
         provider = self.weather.provider
         air = decision.aspect == "air"
@@ -67,17 +70,29 @@ class RuleAnswerer:
             text = _DEMO_MARK + text
         data = {
             "places": [
-                {"name": f.value.place.name, "latitude": f.value.place.latitude, "longitude": f.value.place.longitude,
-                 "timezone": f.value.place.timezone,
-                 "days": [to_jsonable(d) for d in f.value.days if d.date in decision.dates],
-                 "current": to_jsonable(f.value.current) if today in decision.dates else None}
+                {
+                    "name": f.value.place.name,
+                    "latitude": f.value.place.latitude,
+                    "longitude": f.value.place.longitude,
+                    "timezone": f.value.place.timezone,
+                    "days": [to_jsonable(d) for d in f.value.days if d.date in decision.dates],
+                    "current": to_jsonable(f.value.current) if today in decision.dates else None,
+                }
                 for f in fetched
             ],
         }
         return Answer(
-            text=text, route="rule", decision=decision, data=data, source=provider.name, stale=stale,
-            cost_usd=0.0, latency_ms=elapsed_ms(started), stale_age_s=oldest if stale else None,
-            cache_hit=all(f.cache_hit for f in fetched), provider_ms=sum(f.provider_ms for f in fetched),
+            text=text,
+            route="rule",
+            decision=decision,
+            data=data,
+            source=provider.name,
+            stale=stale,
+            cost_usd=0.0,
+            latency_ms=elapsed_ms(started),
+            stale_age_s=oldest if stale else None,
+            cache_hit=all(f.cache_hit for f in fetched),
+            provider_ms=sum(f.provider_ms for f in fetched),
             attribution=provider.attribution,
         )
 

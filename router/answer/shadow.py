@@ -97,12 +97,26 @@ class ShadowRunner:
             agent = self._agent()
             result = agent.run(query, today=today)
         except HybridWeatherError as error:
-            self._recorder.shadow(query, decision, arrived=arrived, latency_ms=elapsed_ms(started), model=None,
-                                  result=None, cost_usd=0.0, agreement=None, error=error)
+            self._recorder.shadow(
+                query,
+                decision,
+                arrived=arrived,
+                latency_ms=elapsed_ms(started),
+                model=None,
+                result=None,
+                cost_usd=0.0,
+                agreement=None,
+                error=error,
+            )
             return
         facts = [Facts(f.value.place, weather=f.value) for f in fetched if decision.aspect != "air"]
         self._recorder.shadow(
-            query, decision, arrived=arrived, latency_ms=elapsed_ms(started), model=agent.model, result=result,
+            query,
+            decision,
+            arrived=arrived,
+            latency_ms=elapsed_ms(started),
+            model=agent.model,
+            result=result,
             cost_usd=self._models.cost(agent.model, result.usage),
             agreement=agreement(result.text, facts, decision.dates[0]) if facts else None,
         )

@@ -11,7 +11,7 @@ LLM answers count at their real cost on both sides.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from hybrid_weather.agent.llm.models import ModelTable, Usage
@@ -69,11 +69,15 @@ class Baseline:
     stored with the row), `baseline_method` and `bucket` (place_bucket of the row's places).
     """
 
-    def __init__(self, rows: list[Row], shadows: list[Row]) -> None:
-        self.shadow = _Means((r["bucket"], r["cost_usd"]) for r in shadows
-                             if r["outcome"] == "ok" and r["cost_usd"] is not None)
-        self.ledger = _Means((r["bucket"], r["cost_usd"]) for r in rows
-                             if r["route"] == "llm" and r["outcome"] == "ok" and r["cost_usd"] is not None)
+    def __init__(self, rows: Sequence[Row], shadows: Sequence[Row]) -> None:
+        self.shadow = _Means(
+            (r["bucket"], r["cost_usd"]) for r in shadows if r["outcome"] == "ok" and r["cost_usd"] is not None
+        )
+        self.ledger = _Means(
+            (r["bucket"], r["cost_usd"])
+            for r in rows
+            if r["route"] == "llm" and r["outcome"] == "ok" and r["cost_usd"] is not None
+        )
         self.shadowed = self.shadow.count >= MIN_SHADOW_SAMPLE
         self.measured = self.ledger.count >= MIN_LEDGER_SAMPLE
         self._defaults = sorted({r["baseline_method"] for r in rows if r["route"] != "llm" and r["baseline_method"]})
@@ -97,10 +101,14 @@ class Baseline:
         if self.measured:
             method = f"ledger: mean cost of this ledger's {self.ledger.count} LLM answers, by number of places"
         else:
-            method = ("default: published gpt-4o-mini measurements (~500 tokens for one place in two loops, "
-                      f"~2,500 for three places in four) at the configured model's price "
-                      f"({', '.join(self._defaults) or 'n/a'})")
+            method = (
+                "default: published gpt-4o-mini measurements (~500 tokens for one place in two loops, "
+                f"~2,500 for three places in four) at the configured model's price "
+                f"({', '.join(self._defaults) or 'n/a'})"
+            )
         if self.shadowed:
-            method = (f"shadow: rule answers at the mean cost of {self.shadow.count} shadow LLM runs, "
-                      f"by number of places; others {method}")
+            method = (
+                f"shadow: rule answers at the mean cost of {self.shadow.count} shadow LLM runs, "
+                f"by number of places; others {method}"
+            )
         return method

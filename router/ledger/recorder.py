@@ -22,31 +22,91 @@ class Recorder:
 
     def answered(self, query: str, answer: Answer, *, arrived: float, session_id: str | None) -> None:
         decision, result = answer.decision, answer.llm
-        self.ledger.record(_with_llm(LedgerEntry(
-            started_at=arrived, route=answer.route, query=query, reason=decision.reason, aspect=decision.aspect,
-            places=tuple(result.places if result else decision.cities), days=len(decision.dates),
-            provider=answer.source, cache_hit=answer.cache_hit, stale=answer.stale, cost_usd=answer.cost_usd,
-            latency_ms=answer.latency_ms, model=answer.model, session_id=session_id,
-        ), result))
+        self.ledger.record(
+            _with_llm(
+                LedgerEntry(
+                    started_at=arrived,
+                    route=answer.route,
+                    query=query,
+                    reason=decision.reason,
+                    aspect=decision.aspect,
+                    places=tuple(result.places if result else decision.cities),
+                    days=len(decision.dates),
+                    provider=answer.source,
+                    cache_hit=answer.cache_hit,
+                    stale=answer.stale,
+                    cost_usd=answer.cost_usd,
+                    latency_ms=answer.latency_ms,
+                    model=answer.model,
+                    session_id=session_id,
+                ),
+                result,
+            )
+        )
 
-    def failed(self, query: str, decision: Decision, error: Exception, *, arrived: float, latency_ms: float,
-               provider: str | None, model: str | None, session_id: str | None) -> None:
-        self.ledger.record(LedgerEntry(
-            started_at=arrived, route=decision.route, query=query, reason=decision.reason, aspect=decision.aspect,
-            places=tuple(decision.cities), days=len(decision.dates), provider=provider, model=model,
-            cost_usd=0.0, latency_ms=latency_ms, outcome=type(error).__name__, session_id=session_id,
-        ))
+    def failed(
+        self,
+        query: str,
+        decision: Decision,
+        error: Exception,
+        *,
+        arrived: float,
+        latency_ms: float,
+        provider: str | None,
+        model: str | None,
+        session_id: str | None,
+    ) -> None:
+        self.ledger.record(
+            LedgerEntry(
+                started_at=arrived,
+                route=decision.route,
+                query=query,
+                reason=decision.reason,
+                aspect=decision.aspect,
+                places=tuple(decision.cities),
+                days=len(decision.dates),
+                provider=provider,
+                model=model,
+                cost_usd=0.0,
+                latency_ms=latency_ms,
+                outcome=type(error).__name__,
+                session_id=session_id,
+            )
+        )
 
-    def shadow(self, query: str, decision: Decision, *, arrived: float, latency_ms: float, model: str | None,
-               result: AgentResult | None, cost_usd: float | None, agreement: bool | None,
-               error: Exception | None = None) -> None:
+    def shadow(
+        self,
+        query: str,
+        decision: Decision,
+        *,
+        arrived: float,
+        latency_ms: float,
+        model: str | None,
+        result: AgentResult | None,
+        cost_usd: float | None,
+        agreement: bool | None,
+        error: Exception | None = None,
+    ) -> None:
         """A shadow run: the LLM's answer to a rule-answered question, its real cost and whether it agreed."""
-        self.ledger.record(_with_llm(LedgerEntry(
-            started_at=arrived, route="shadow", query=query, reason=f"shadow of: {decision.reason}",
-            aspect=decision.aspect, places=tuple(decision.cities), days=len(decision.dates), model=model,
-            cost_usd=cost_usd, latency_ms=latency_ms, agreement=agreement,
-            outcome=type(error).__name__ if error is not None else "ok",
-        ), result))
+        self.ledger.record(
+            _with_llm(
+                LedgerEntry(
+                    started_at=arrived,
+                    route="shadow",
+                    query=query,
+                    reason=f"shadow of: {decision.reason}",
+                    aspect=decision.aspect,
+                    places=tuple(decision.cities),
+                    days=len(decision.dates),
+                    model=model,
+                    cost_usd=cost_usd,
+                    latency_ms=latency_ms,
+                    agreement=agreement,
+                    outcome=type(error).__name__ if error is not None else "ok",
+                ),
+                result,
+            )
+        )
 
 
 def _with_llm(entry: LedgerEntry, result: AgentResult | None) -> LedgerEntry:

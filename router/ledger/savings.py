@@ -6,11 +6,10 @@ import datetime as dt
 import json
 import sqlite3
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, get_args
 
 from ..understand import Route
-
 from .baseline import Baseline, place_bucket
 
 ROUTES = get_args(Route)
@@ -31,29 +30,36 @@ def _with_bucket(row: sqlite3.Row) -> dict[str, Any]:
     return {**dict(row), "bucket": place_bucket(count)}
 
 
-def savings_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None = None,
-                   by: str | None = None) -> dict[str, Any]:
+def savings_report(
+    db: sqlite3.Connection, days: int, *, now: dt.datetime | None = None, by: str | None = None
+) -> dict[str, Any]:
     """The `savings --json` object (docs/contracts.md keys first, then the operator figures)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     since = (now - dt.timedelta(days=days)).isoformat(timespec="microseconds")
     cursor = db.cursor()
     cursor.row_factory = sqlite3.Row
-    everything = [_with_bucket(r) for r in cursor.execute(
-        "SELECT route, aspect, places, model, cost_usd, baseline_cost_usd, baseline_method, latency_ms, outcome,"
-        " llm_loops, tool_calls, tool_failures, datetime_utc, agreement FROM requests WHERE datetime_utc >= ? ORDER BY id",
-        (since,),
-    )]
+    everything = [
+        _with_bucket(r)
+        for r in cursor.execute(
+            "SELECT route, aspect, places, model, cost_usd, baseline_cost_usd, baseline_method, latency_ms, outcome,"
+            " llm_loops, tool_calls, tool_failures, datetime_utc, agreement"
+            " FROM requests WHERE datetime_utc >= ? ORDER BY id",
+            (since,),
+        )
+    ]
     shadows = [r for r in everything if r["route"] == "shadow"]
     rows = [r for r in everything if r["route"] != "shadow"]
     estimate = Baseline(rows, shadows)
 
-    by_route = {route: 0 for route in ROUTES}
+    by_route = dict.fromkeys(ROUTES, 0)
     latency: dict[str, list[float]] = defaultdict(list)
     actual = baseline = 0.0
     unknown_cost = 0
     loops: Counter[int] = Counter()
     tool_calls = tool_failures = 0
-    groups: dict[str, dict[str, float]] = defaultdict(lambda: {"requests": 0, "actual_cost_usd": 0.0, "baseline_cost_usd": 0.0})
+    groups: dict[str, dict[str, float]] = defaultdict(
+        lambda: {"requests": 0, "actual_cost_usd": 0.0, "baseline_cost_usd": 0.0}
+    )
     for r in rows:
         by_route[r["route"]] = by_route.get(r["route"], 0) + 1
         latency[r["route"]].append(r["latency_ms"] or 0.0)
@@ -84,28 +90,38 @@ def savings_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None
         "baseline_cost_usd": round(baseline, 8),
         "saved_usd": round(saved, 8),
         "saved_pct": round(100 * saved / baseline, 2) if baseline > 0 else None,
-        "latency_ms": {route: {"p50": _percentile(v, 0.50), "p95": _percentile(v, 0.95)} for route, v in latency.items()},
+        "latency_ms": {
+            route: {"p50": _percentile(v, 0.50), "p95": _percentile(v, 0.95)} for route, v in latency.items()
+        },
         "baseline_method": estimate.method,
         "baseline_sample": estimate.sample,
         "unknown_cost_requests": unknown_cost,
         "llm_loops": {str(k): v for k, v in sorted(loops.items())},
         "tool_success_rate": round(1 - tool_failures / tool_calls, 4) if tool_calls else None,
-        "shadow": {"runs": len(shadows), "cost_usd": round(shadow_spend, 8),
-                   "agreement_rate": round(sum(verdicts) / len(verdicts), 4) if verdicts else None,
-                   "judged": len(verdicts)},
-        "groups": {"by": by or "day", "rows": {k: {**v, "saved_usd": round(v["baseline_cost_usd"] - v["actual_cost_usd"], 8)}
-                                                for k, v in sorted(groups.items())}},
+        "shadow": {
+            "runs": len(shadows),
+            "cost_usd": round(shadow_spend, 8),
+            "agreement_rate": round(sum(verdicts) / len(verdicts), 4) if verdicts else None,
+            "judged": len(verdicts),
+        },
+        "groups": {
+            "by": by or "day",
+            "rows": {
+                k: {**v, "saved_usd": round(v["baseline_cost_usd"] - v["actual_cost_usd"], 8)}
+                for k, v in sorted(groups.items())
+            },
+        },
     }
 
 
 def _group_key(r: dict[str, Any], by: str) -> str:
     if by == "route":
-        return r["route"]
+        return str(r["route"])
     if by == "aspect":
-        return r["aspect"] or "-"
+        return str(r["aspect"] or "-")
     if by == "model":
-        return r["model"] or "(none)"
-    return r["datetime_utc"][:10]
+        return str(r["model"] or "(none)")
+    return str(r["datetime_utc"][:10])
 
 
 def render_report(report: dict[str, Any]) -> str:
@@ -117,21 +133,31 @@ def render_report(report: dict[str, Any]) -> str:
         + ", ".join(f"{route} {n} ({100 * n / total:.0f}%)" for route, n in by_route.items()),
         f"Spent      ${report['actual_cost_usd']:.6f}",
         f"All-LLM    ${report['baseline_cost_usd']:.6f}  (baseline)",
-        f"Saved      ${report['saved_usd']:.6f}" + (f"  ({report['saved_pct']:.1f}%)" if report["saved_pct"] is not None else ""),
+        f"Saved      ${report['saved_usd']:.6f}"
+        + (f"  ({report['saved_pct']:.1f}%)" if report["saved_pct"] is not None else ""),
         f"Baseline:  {report['baseline_method']}",
     ]
     if report["unknown_cost_requests"]:
-        lines.append(f"Unknown:   {report['unknown_cost_requests']} request(s) used a model with no price; counted as $0 above")
-    lines.append("Latency:   " + "; ".join(f"{route} p50 {v['p50']:.1f} ms, p95 {v['p95']:.1f} ms"
-                                          for route, v in report["latency_ms"].items()))
+        lines.append(
+            f"Unknown:   {report['unknown_cost_requests']} request(s) used a model with no price; counted as $0 above"
+        )
+    lines.append(
+        "Latency:   "
+        + "; ".join(
+            f"{route} p50 {v['p50']:.1f} ms, p95 {v['p95']:.1f} ms" for route, v in report["latency_ms"].items()
+        )
+    )
     if report["llm_loops"]:
         lines.append("LLM loops: " + ", ".join(f"{k} loop(s): {v}" for k, v in report["llm_loops"].items()))
     if report["tool_success_rate"] is not None:
         lines.append(f"Tools:     {100 * report['tool_success_rate']:.1f}% of tool calls succeeded")
     shadow = report["shadow"]
     if shadow["runs"]:
-        agreed = (f", LLM agreed with the rule answer in {100 * shadow['agreement_rate']:.0f}% of {shadow['judged']} judged"
-                  if shadow["agreement_rate"] is not None else "")
+        agreed = (
+            f", LLM agreed with the rule answer in {100 * shadow['agreement_rate']:.0f}% of {shadow['judged']} judged"
+            if shadow["agreement_rate"] is not None
+            else ""
+        )
         lines.append(f"Shadow:    {shadow['runs']} run(s), ${shadow['cost_usd']:.6f} (in Spent){agreed}")
     rows = report["groups"]["rows"]
     if rows:
@@ -143,12 +169,20 @@ def render_report(report: dict[str, Any]) -> str:
             spent = round(30 * v["actual_cost_usd"] / peak)
             would = round(30 * v["baseline_cost_usd"] / peak)
             bar = "█" * spent + "░" * max(0, would - spent)
-            lines.append(f"{key:<{width}}  {int(v['requests']):>8}  {bar} ${v['actual_cost_usd']:.6f} / ${v['baseline_cost_usd']:.6f}")
+            lines.append(
+                f"{key:<{width}}  {int(v['requests']):>8}  {bar} "
+                f"${v['actual_cost_usd']:.6f} / ${v['baseline_cost_usd']:.6f}"
+            )
     return "\n".join(lines)
 
 
-def simulate(decisions: list[str], places_per_query: list[int], *, model_cost: Callable[[int], float],
-             per_day: int | None) -> dict[str, Any]:
+def simulate(
+    decisions: Sequence[str],
+    places_per_query: Sequence[int],
+    *,
+    model_cost: Callable[[int], float],
+    per_day: int | None,
+) -> dict[str, Any]:
     """Project daily and monthly LLM spend for a query log, all-LLM versus hybrid.
 
     DECISIONS are the routes the router took for each logged query; PLACES_PER_QUERY how many places each
@@ -157,7 +191,7 @@ def simulate(decisions: list[str], places_per_query: list[int], *, model_cost: C
     total = len(decisions)
     counts = Counter(decisions)
     all_llm = sum(model_cost(max(1, n)) for n in places_per_query)
-    hybrid = sum(model_cost(max(1, n)) for route, n in zip(decisions, places_per_query) if route == "llm")
+    hybrid = sum(model_cost(max(1, n)) for route, n in zip(decisions, places_per_query, strict=True) if route == "llm")
     scale = (per_day or total) / total if total else 0.0
     daily_all, daily_hybrid = all_llm * scale, hybrid * scale
     return {

@@ -8,6 +8,7 @@ close() — and, failing that, interpreter exit — flushes everything queued.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime as dt
 import hashlib
 import itertools
@@ -34,10 +35,35 @@ DEFAULT_QUEUE_SIZE = 10_000
 DEFAULT_BATCH_SIZE = 500
 QUERY_STORAGE = ("masked", "hash")
 
-_COLUMNS = ("id", "datetime_utc", "route", "reason", "aspect", "places", "provider", "cache_hit", "stale", "model",
-            "prompt_tokens", "cached_tokens", "completion_tokens", "llm_attempts", "cost_usd", "baseline_cost_usd",
-            "baseline_method", "latency_ms", "outcome", "session_id", "query", "query_sha256", "days", "llm_loops",
-            "tool_calls", "tool_failures", "agreement")
+_COLUMNS = (
+    "id",
+    "datetime_utc",
+    "route",
+    "reason",
+    "aspect",
+    "places",
+    "provider",
+    "cache_hit",
+    "stale",
+    "model",
+    "prompt_tokens",
+    "cached_tokens",
+    "completion_tokens",
+    "llm_attempts",
+    "cost_usd",
+    "baseline_cost_usd",
+    "baseline_method",
+    "latency_ms",
+    "outcome",
+    "session_id",
+    "query",
+    "query_sha256",
+    "days",
+    "llm_loops",
+    "tool_calls",
+    "tool_failures",
+    "agreement",
+)
 _INSERT = f"INSERT INTO requests ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 _memory_ids = itertools.count()
 
@@ -53,9 +79,16 @@ _STOP = object()
 class Ledger:
     """Append-only request log in SQLite (WAL). Thread-safe; one per process and location."""
 
-    def __init__(self, location: str | Path, *, models: ModelTable | None = None, model: str | None = None,
-                 store_queries: str = "masked", queue_size: int = DEFAULT_QUEUE_SIZE,
-                 batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    def __init__(
+        self,
+        location: str | Path,
+        *,
+        models: ModelTable | None = None,
+        model: str | None = None,
+        store_queries: str = "masked",
+        queue_size: int = DEFAULT_QUEUE_SIZE,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
         if store_queries not in QUERY_STORAGE:
             raise ValueError(f"store_queries must be one of {QUERY_STORAGE}")
         self.location = str(location)
@@ -120,10 +153,8 @@ class Ledger:
         self._writer.join()
         if self._keeper is not None:
             self._keeper.close()
-        try:
+        with contextlib.suppress(Exception):  # the interpreter may be shutting down
             atexit.unregister(self.close)
-        except Exception:  # noqa: BLE001 - interpreter shutting down
-            pass
 
     # -- the writer thread ---------------------------------------------------------------------------
 
@@ -139,7 +170,7 @@ class Ledger:
                     stopping = True
                 elif isinstance(item, _Flush):
                     markers.append(item)
-                else:
+                elif isinstance(item, LedgerEntry):
                     batch.append(item)
                 if stopping or len(batch) >= self.batch_size:
                     break
@@ -181,13 +212,33 @@ class Ledger:
         masked = mask_personal_data(e.query)
         usage = e.usage
         return (
-            row_id, when.isoformat(timespec="microseconds"), e.route, e.reason, e.aspect,
-            json.dumps(list(e.places), ensure_ascii=False), e.provider, _flag(e.cache_hit), _flag(e.stale), e.model,
-            usage.prompt_tokens if usage else None, usage.cached_tokens if usage else None,
-            usage.completion_tokens if usage else None, e.llm_attempts, e.cost_usd, baseline, method,
-            round(e.latency_ms, 3), e.outcome, e.session_id,
-            masked if self.store_queries == "masked" else None, hashlib.sha256(e.query.encode()).hexdigest(),
-            e.days, e.llm_loops, e.tool_calls, e.tool_failures, _flag(e.agreement),
+            row_id,
+            when.isoformat(timespec="microseconds"),
+            e.route,
+            e.reason,
+            e.aspect,
+            json.dumps(list(e.places), ensure_ascii=False),
+            e.provider,
+            _flag(e.cache_hit),
+            _flag(e.stale),
+            e.model,
+            usage.prompt_tokens if usage else None,
+            usage.cached_tokens if usage else None,
+            usage.completion_tokens if usage else None,
+            e.llm_attempts,
+            e.cost_usd,
+            baseline,
+            method,
+            round(e.latency_ms, 3),
+            e.outcome,
+            e.session_id,
+            masked if self.store_queries == "masked" else None,
+            hashlib.sha256(e.query.encode()).hexdigest(),
+            e.days,
+            e.llm_loops,
+            e.tool_calls,
+            e.tool_failures,
+            _flag(e.agreement),
         )
 
 

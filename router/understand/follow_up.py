@@ -12,8 +12,9 @@ from .decision import Decision
 DEFAULT_FOLLOW_UP_PLACES = 2
 
 
-def borrow_context(reading: Reading, dates: list[dt.date], context: Decision, recent: list[Place],
-                   follow_up: bool) -> tuple[list[dt.date], str]:
+def borrow_context(
+    reading: Reading, dates: list[dt.date], context: Decision, recent: list[Place], follow_up: bool
+) -> tuple[list[dt.date], str]:
     """Fill READING and DATES from CONTEXT: 后天呢 keeps the place, 那上海呢 the day, 这两个城市哪个更热 the
     last two places asked about (the count comes from the words 两个/三个/几个, never from a character).
 

@@ -24,7 +24,11 @@ MAX_PLACES = 5
 _GENERAL_ASPECTS: frozenset[Aspect] = frozenset({"weather", "temperature", "rain", "snow", "wind", "humidity"})
 #: Aspects a comparison can measure directly.
 _COMPARABLE: dict[Aspect, Comparison] = {
-    "rain": "rain", "snow": "snow", "wind": "wind", "humidity": "humidity", "air": "air",
+    "rain": "rain",
+    "snow": "snow",
+    "wind": "wind",
+    "humidity": "humidity",
+    "air": "air",
 }
 # Longest unknown word tried as a place (by typo repair or as a place to ask about); longer is content.
 _MAX_PLACE_ATTEMPT_CHARS = 6
@@ -39,9 +43,14 @@ class QueryParser:
         self.horizon = horizon  #: the configured provider's, so a date it cannot answer is a clarify here
         self.provider_label = provider_label
 
-    def parse(self, text: str, today: dt.date, context: Decision | None = None,
-              recent_places: list[Place] | None = None, found_places: Mapping[str, PlaceMatch] | None = None,
-              ) -> Decision:
+    def parse(
+        self,
+        text: str,
+        today: dt.date,
+        context: Decision | None = None,
+        recent_places: list[Place] | None = None,
+        found_places: Mapping[str, PlaceMatch] | None = None,
+    ) -> Decision:
         """Decide TEXT. CONTEXT is the last rule decision of a conversation and RECENT_PLACES the places it
         asked about, newest last, for follow-ups (那上海呢？ 后天呢？ 这两个城市哪个更热？). FOUND_PLACES are
         words the gazetteer lacks that a geocoder has since found (周庄)."""
@@ -67,8 +76,9 @@ class QueryParser:
                 return decided
         borrowed = ""
         if context is not None and context.route == "rule":
-            dates, borrowed = borrow_context(reading, dates, context, recent_places or list(context.places),
-                                             follow_up="呢" in clean)
+            dates, borrowed = borrow_context(
+                reading, dates, context, recent_places or list(context.places), follow_up="呢" in clean
+            )
         decision = self._decide(reading, dates, today)
         if borrowed and decision.route == "rule":
             decision = dataclasses.replace(decision, reason=f"{decision.reason}; from context: {borrowed}")
@@ -87,8 +97,12 @@ class QueryParser:
         aspect_words = self.reader.lexicon.aspect_of
         first_aspect = next((i for i, t in enumerate(tokens) if t is not None and t in aspect_words), None)
         in_place_slot = (
-            first == 0 or before is None or next_to_conjunction or (first - 1) in reading.leader_at
-            or first_aspect is None or first < first_aspect
+            first == 0
+            or before is None
+            or next_to_conjunction
+            or (first - 1) in reading.leader_at
+            or first_aspect is None
+            or first < first_aspect
         )
         # Only inside a weather question: outside one, a sound-alike is more likely another word.
         if not (in_place_slot and reading.aspects and len(word) >= 2):
@@ -98,8 +112,11 @@ class QueryParser:
             repaired = self.reader.gazetteer.repair(word)
             match = PlaceMatch((repaired,), "pinyin") if repaired is not None else None
         if match is None:
-            return clarify(f"unknown place: {word}",
-                           f"没有找到“{word}”这个地点，请换个说法，例如“上海”“北京朝阳区”或“东京”。", unknown_place=word)
+            return clarify(
+                f"unknown place: {word}",
+                f"没有找到“{word}”这个地点，请换个说法，例如“上海”“北京朝阳区”或“东京”。",
+                unknown_place=word,
+            )
         reading.unknown.clear()
         reading.places.append((first, word, match))
         reading.places.sort(key=lambda item: item[0])
@@ -128,8 +145,10 @@ class QueryParser:
         dates = dates or [today]
         outside = self.horizon.first_outside(dates, today, air=aspect == "air")
         if outside is not None:
-            return clarify(f"beyond the forecast horizon: {outside.isoformat()}",
-                           self.horizon.explain(outside, self.provider_label, air=aspect == "air"))
+            return clarify(
+                f"beyond the forecast horizon: {outside.isoformat()}",
+                self.horizon.explain(outside, self.provider_label, air=aspect == "air"),
+            )
         compare: Comparison | None = None
         if reading.trend and not reading.compare and len(places) == 1 and len(dates) == 1 and dates[0] > today:
             # 明天会降温吗: a change from today, answered by comparing the two days.

@@ -18,10 +18,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fake_weather import FakeWeather  # noqa: E402
+from fake_weather import FakeWeather
 
-QUERIES = ["上海今天天气", "魔都明天会下雨吗", "北京和上海明天哪个冷", "北京明天多少度", "上海未来三天天气",
-           "帝都后天风大吗", "广州今天湿度", "深圳明天会下雨吗", "杭州今天天气怎么样", "成都明天冷不冷"]
+QUERIES = [
+    "上海今天天气",
+    "魔都明天会下雨吗",
+    "北京和上海明天哪个冷",
+    "北京明天多少度",
+    "上海未来三天天气",
+    "帝都后天风大吗",
+    "广州今天湿度",
+    "深圳明天会下雨吗",
+    "杭州今天天气怎么样",
+    "成都明天冷不冷",
+]
 
 
 def run(router, seconds: float, threads: int, today: dt.date) -> tuple[list[int], int, float]:
@@ -56,18 +66,19 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds per run (default 3)")
     args = parser.parse_args()
 
-    from hybrid_weather.router import HybridRouter
-    from hybrid_weather.router import Settings
+    from hybrid_weather.router import HybridRouter, Settings
 
     today = dt.date(2026, 11, 29)
     server = FakeWeather(today).start()
     try:
-        router = HybridRouter(provider="open-meteo", settings=Settings(open_meteo_url=server.url), cache_ttl=3600,
-                              ledger="off")  # the ledger's own cost is measured by bench_ledger.py
+        router = HybridRouter(
+            provider="open-meteo", settings=Settings(open_meteo_url=server.url), cache_ttl=3600, ledger="off"
+        )  # the ledger's own cost is measured by bench_ledger.py
         for query in QUERIES:
             router.ask(query, today=today)  # fills the cache: one upstream request per place
         upstream = server.requests["/v1/forecast"]
-        print(f"warm rule-path ask(), forecast cached ({upstream} upstream requests in all), Python {sys.version.split()[0]}")
+        python = sys.version.split()[0]
+        print(f"warm rule-path ask(), forecast cached ({upstream} upstream requests in all), Python {python}")
         for threads in (1, 8):
             merged, count, elapsed = run(router, args.seconds, threads, today)
             p50 = merged[len(merged) // 2] / 1000

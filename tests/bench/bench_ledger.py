@@ -30,8 +30,17 @@ def rows_per_second(folder: Path, per_thread: int) -> tuple[float, int]:
 
     def work() -> None:
         for i in range(per_thread):
-            ledger.record(LedgerEntry(started_at=time.time(), route="rule", query=QUERIES[i % len(QUERIES)],
-                                      places=("上海市",), days=1, provider="demo", latency_ms=0.05))
+            ledger.record(
+                LedgerEntry(
+                    started_at=time.time(),
+                    route="rule",
+                    query=QUERIES[i % len(QUERIES)],
+                    places=("上海市",),
+                    days=1,
+                    provider="demo",
+                    latency_ms=0.05,
+                )
+            )
 
     threads = [threading.Thread(target=work) for _ in range(8)]
     for thread in threads:
@@ -85,7 +94,10 @@ def main() -> None:
         p50_off, p50_on = pct(samples_off, 0.5), pct(samples_on, 0.5)
         print(f"ask() ledger off: p50 {p50_off:.1f} µs, p99 {pct(samples_off, 0.99):.1f} µs")
         print(f"ask() ledger on:  p50 {p50_on:.1f} µs, p99 {pct(samples_on, 0.99):.1f} µs")
-        print(f"added by the ledger: {p50_on - p50_off:+.1f} µs at p50 ({len(samples_on):,} asks each, Python {sys.version.split()[0]})")
+        print(
+            f"added by the ledger: {p50_on - p50_off:+.1f} µs at p50 "
+            f"({len(samples_on):,} asks each, Python {sys.version.split()[0]})"
+        )
 
 
 if __name__ == "__main__":

@@ -58,8 +58,9 @@ def cold_cli(runs: int) -> tuple[float, float]:
     exe = shutil.which("hybrid-weather") or str(Path(sys.executable).with_name("hybrid-weather"))
     walls, peaks = [], []
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", _COLD_RUN, exe, "route", "上海今天天气"],
-                             capture_output=True, text=True, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", _COLD_RUN, exe, "route", "上海今天天气"], capture_output=True, text=True, check=True
+        ).stdout.split()
         if out[2] != "0":
             raise SystemExit("hybrid-weather route failed")
         walls.append(float(out[0]))
@@ -93,11 +94,20 @@ def main() -> None:
     route_p50, route_p99 = percentiles(route_samples)
     jieba_p50, jieba_p99 = percentiles(jieba_samples)
     cold_ms, peak_mb = cold_cli(args.cold_runs)
-    print(f"dev set: {len(queries)} queries x {args.rounds} rounds, Python {sys.version.split()[0]}, {os.cpu_count()} cores")
-    print(f"route():           {len(route_samples) / route_seconds:,.0f} decisions/s, p50 {route_p50:.1f} µs, p99 {route_p99:.1f} µs")
+    print(
+        f"dev set: {len(queries)} queries x {args.rounds} rounds, "
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} cores"
+    )
+    print(
+        f"route():           {len(route_samples) / route_seconds:,.0f} decisions/s, "
+        f"p50 {route_p50:.1f} µs, p99 {route_p99:.1f} µs"
+    )
     print(f"bare jieba.lcut(): p50 {jieba_p50:.1f} µs, p99 {jieba_p99:.1f} µs (default dictionary, warm)")
     print(f"ratio route/jieba: p50 {route_p50 / jieba_p50:.2f}x, p99 {route_p99 / jieba_p99:.2f}x")
-    print(f"cold `hybrid-weather route \"上海今天天气\"`: {cold_ms:.0f} ms wall (median of {args.cold_runs}), peak RSS {peak_mb:.1f} MB")
+    print(
+        f'cold `hybrid-weather route "上海今天天气"`: {cold_ms:.0f} ms wall (median of {args.cold_runs}), '
+        f"peak RSS {peak_mb:.1f} MB"
+    )
 
 
 if __name__ == "__main__":
