@@ -1,6 +1,6 @@
 """Local HTTP servers on 127.0.0.1 that speak the documented Open-Meteo and AMap APIs, with faults.
 
-Responses are built from the field lists in shared/reference/apis.md: Open-Meteo's parallel `daily` and
+Responses are built from the field lists in docs/upstream-apis.md: Open-Meteo's parallel `daily` and
 `hourly` arrays indexed by `time`, `current` objects, `{"error": true, "reason": ...}` errors, and the
 geocoding `results` list; AMap's `status/infocode` envelope with `lives` and `forecasts[].casts`.
 

@@ -1,4 +1,4 @@
-"""`hybrid-weather QUERY`: answers, --json, --explain, and the exit codes of DESIGN.md §3.2."""
+"""`hybrid-weather QUERY`: answers, --json, --explain, and the exit codes of docs/contracts.md."""
 
 import json
 import subprocess

@@ -1,4 +1,4 @@
-"""`hybrid-weather route` as DESIGN.md §3.2 specifies it."""
+"""`hybrid-weather route` as docs/contracts.md specifies it."""
 
 import json
 import subprocess
