@@ -9,8 +9,11 @@ first; this class only wires a request through them.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hybrid_weather.agent.errors import HybridWeatherError, WeatherUnavailable
@@ -110,23 +113,17 @@ class HybridRouter:
         self, text: str, *, today: dt.date | None = None, session: Session | None = None, emoji: bool = True
     ) -> Answer:
         """Answer TEXT. Raises WeatherUnavailable (no data, not even stale) or LLMUnavailable."""
-        arrived, started, today = time.time(), time.perf_counter(), today or today_in_china()
-        decision = self._route(text, today, session)
-        try:
-            deadline = time.monotonic() + self.deadline
-            decision = self._locate(text, decision, today, session, deadline)
-            if decision.route == "llm":
-                answer = self._ask_llm(text, decision, today, session, started)
+        request = self._begin(text, today, session)
+        with self._recorded(request):
+            request.decision = self._locate(request)
+            if request.decision.route == "llm":
+                answer = self._ask_llm(request)
             else:
                 answer, fetched = self.parts.rule_answers.answer(
-                    decision, today, emoji=emoji, started=started, deadline=deadline
+                    request.decision, request.today, emoji=emoji, started=request.started, deadline=request.deadline
                 )
-                self._shadow(text, decision, fetched, today)
-        except HybridWeatherError as error:
-            self._record_failure(text, decision, error, arrived, started, session)
-            raise
-        self._finish(text, answer, arrived, session)
-        return answer
+                self._shadow(request, fetched)
+        return self._finish(request, answer)
 
     async def aask(
         self, text: str, *, today: dt.date | None = None, session: Session | None = None, emoji: bool = True
@@ -134,26 +131,20 @@ class HybridRouter:
         """ask() for asyncio programs: places are fetched concurrently, the event loop never blocks."""
         import asyncio
 
-        arrived, started, today = time.time(), time.perf_counter(), today or today_in_china()
-        decision = self._route(text, today, session)
+        request = self._begin(text, today, session)
         loop = asyncio.get_running_loop()
-        try:
-            deadline = time.monotonic() + self.deadline
-            if decision.unknown_place is not None:
-                decision = await loop.run_in_executor(None, self._locate, text, decision, today, session, deadline)
-            if decision.route == "llm":
+        with self._recorded(request):
+            if request.decision.unknown_place is not None:
+                request.decision = await loop.run_in_executor(None, self._locate, request)
+            if request.decision.route == "llm":
                 # The loop is sequential network I/O with its own deadline; a worker thread runs it.
-                answer = await loop.run_in_executor(None, self._ask_llm, text, decision, today, session, started)
+                answer = await loop.run_in_executor(None, self._ask_llm, request)
             else:
                 answer, fetched = await self.parts.rule_answers.aanswer(
-                    decision, today, emoji=emoji, started=started, deadline=deadline
+                    request.decision, request.today, emoji=emoji, started=request.started, deadline=request.deadline
                 )
-                self._shadow(text, decision, fetched, today)
-        except HybridWeatherError as error:
-            self._record_failure(text, decision, error, arrived, started, session)
-            raise
-        self._finish(text, answer, arrived, session)
-        return answer
+                self._shadow(request, fetched)
+        return self._finish(request, answer)
 
     def weather_part(self, text: str, *, today: dt.date | None = None, emoji: bool = True) -> Answer | None:
         """The plain weather part of an LLM question answered by the rules, or None when it has none.
@@ -180,60 +171,78 @@ class HybridRouter:
         recent = list(session.recent_places) if isinstance(session, Session) else None
         return self.parts.parser.parse(text if isinstance(text, str) else str(text), today, context, recent, found)
 
-    def _locate(
-        self, text: str, decision: Decision, today: dt.date, session: Session | None, deadline: float
-    ) -> Decision:
+    def _begin(self, text: str, today: dt.date | None, session: Session | None) -> _Request:
+        arrived, started, today = time.time(), time.perf_counter(), today or today_in_china()
+        decision = self._route(text, today, session)
+        return _Request(text, today, session, decision, arrived, started, time.monotonic() + self.deadline)
+
+    def _locate(self, request: _Request) -> Decision:
         """For a place the gazetteer lacks, ask the provider's geocoder and, if it finds one, read again."""
-        word = decision.unknown_place
+        decision, word = request.decision, request.decision.unknown_place
         if word is None:
             return decision
         try:
-            found = self.weather.geocode(word, deadline)
+            found = self.weather.geocode(word, request.deadline)
         except WeatherUnavailable:
             return decision  # the clarify stands; the forecast fetch would fail the same way
         if found is None:
             return decision
         match = PlaceMatch((found,), f"geocoding ({self.weather.provider.name})")
-        located = self._route(text, today, session, {word: match})
+        located = self._route(request.text, request.today, request.session, {word: match})
         return located if located.route == "rule" else decision
 
-    def _ask_llm(
-        self, text: str, decision: Decision, today: dt.date, session: Session | None, started: float
-    ) -> Answer:
-        agent = self.agent
-        result = agent.run(text, history=session.llm_history() if session else None, today=today)
+    def _ask_llm(self, request: _Request) -> Answer:
+        agent, session = self.agent, request.session
+        result = agent.run(request.text, history=session.llm_history() if session else None, today=request.today)
+        cost = self.models.cost(agent.model, result.usage)
+        provider = self.weather.provider
         return llm_answer(
-            decision,
-            result,
-            model=agent.model,
-            cost_usd=self.models.cost(agent.model, result.usage),
-            provider=self.weather.provider,
-            started=started,
+            request.decision, result, model=agent.model, cost_usd=cost, provider=provider, started=request.started
         )
 
-    def _shadow(self, text: str, decision: Decision, fetched: list[Any], today: dt.date) -> None:
+    def _shadow(self, request: _Request, fetched: list[Any]) -> None:
         if self.parts.shadow_rate > 0 and self.parts.shadow is not None:
-            self.parts.shadow.maybe_run(text, decision, fetched, today)
+            self.parts.shadow.maybe_run(request.text, request.decision, fetched, request.today)
 
-    def _finish(self, text: str, answer: Answer, arrived: float, session: Session | None) -> None:
+    def _finish(self, request: _Request, answer: Answer) -> Answer:
+        session = request.session
         if session is not None:
-            session.remember(text, answer.text, answer.decision)
+            session.remember(request.text, answer.text, answer.decision)
         if self.parts.recorder is not None:
-            self.parts.recorder.answered(text, answer, arrived=arrived, session_id=session.id if session else None)
+            self.parts.recorder.answered(
+                request.text, answer, arrived=request.arrived, session_id=session.id if session else None
+            )
+        return answer
 
-    def _record_failure(
-        self, text: str, decision: Decision, error: Exception, arrived: float, started: float, session: Session | None
-    ) -> None:
-        if self.parts.recorder is None:
-            return
-        agent = built(self.parts, "agent")
-        self.parts.recorder.failed(
-            text,
-            decision,
-            error,
-            arrived=arrived,
-            latency_ms=elapsed_ms(started),
-            provider=self.weather.provider.name if decision.route == "rule" else None,
-            model=agent.model if agent is not None and decision.route == "llm" else None,
-            session_id=session.id if session is not None else None,
-        )
+    @contextlib.contextmanager
+    def _recorded(self, request: _Request) -> Iterator[None]:
+        """Record a request that fails with a typed error (the error still reaches the caller)."""
+        try:
+            yield
+        except HybridWeatherError as error:
+            recorder, decision, agent = self.parts.recorder, request.decision, built(self.parts, "agent")
+            if recorder is not None:
+                recorder.failed(
+                    request.text,
+                    decision,
+                    error,
+                    arrived=request.arrived,
+                    latency_ms=elapsed_ms(request.started),
+                    provider=self.weather.provider.name if decision.route == "rule" else None,
+                    model=agent.model if agent is not None and decision.route == "llm" else None,
+                    session_id=request.session.id if request.session is not None else None,
+                )
+            raise
+
+
+@dataclass(slots=True)
+class _Request:
+    """One ask on its way through the facade."""
+
+    text: str
+    today: dt.date
+    session: Session | None
+    decision: Decision  #: what the router made of it; replaced once a geocoder finds an unknown place
+    arrived: float  #: time.time(), for the ledger
+    started: float  #: time.perf_counter(), for latency
+    deadline: float  #: time.monotonic() by which the weather must be in

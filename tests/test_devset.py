@@ -1,4 +1,4 @@
-"""Route accuracy on the labelled dev set tests/data/queries.jsonl (docs/contracts.md, quality bars: precision first)."""
+"""Route accuracy on the labelled dev set tests/data/queries.jsonl (docs/contracts.md: precision first)."""
 
 import datetime as dt
 import json

@@ -1,4 +1,4 @@
-"""route() never raises, whatever it is given (docs/contracts.md, quality bars), and is safe to share between threads."""
+"""route() never raises, whatever it is given (docs/contracts.md), and is safe to share between threads."""
 
 import datetime as dt
 from concurrent.futures import ThreadPoolExecutor
