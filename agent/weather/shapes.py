@@ -40,6 +40,9 @@ WMO_CODES: dict[int, tuple[str, str]] = {
     99: ("雷阵雨伴大冰雹", "⛈️"),
 }
 SNOW_CODES = frozenset({71, 73, 75, 77, 85, 86})
+#: A day counts as rainy from this chance of precipitation (%) or this much of it (mm), whatever its code.
+RAIN_LIKELY_PROBABILITY = 50
+RAIN_LIKELY_MM = 1.0
 RAIN_CODES = frozenset({51, 53, 55, 56, 57, 61, 63, 65, 66, 67, 80, 81, 82, 95, 96, 99})
 # Upper bounds (m/s) of Beaufort forces 0-11; 12 and above is 风力12级.
 _BEAUFORT_LIMITS = (0.3, 1.6, 3.4, 5.5, 8.0, 10.8, 13.9, 17.2, 20.8, 24.5, 28.5, 32.7)
@@ -93,9 +96,9 @@ class DailyWeather:
     def rain_likely(self) -> bool:
         if self.weather_code is not None and self.weather_code in RAIN_CODES:
             return True
-        if self.precip_probability is not None and self.precip_probability >= 50:
+        if self.precip_probability is not None and self.precip_probability >= RAIN_LIKELY_PROBABILITY:
             return True
-        if self.precip_sum is not None and self.precip_sum >= 1.0:
+        if self.precip_sum is not None and self.precip_sum >= RAIN_LIKELY_MM:
             return True
         return "雨" in self.condition
 

@@ -12,6 +12,11 @@ from hybrid_weather.rules import Place, weekday_char
 from ..understand import Decision
 
 _RELATIVE_DAYS = {0: "今天", 1: "明天", 2: "后天", 3: "大后天", -1: "昨天", -2: "前天"}
+# A day that will probably stay dry still gets "bring an umbrella" from this chance of rain (%).
+_UMBRELLA_PROBABILITY = 30
+# Beaufort forces: up to 3 (gentle breeze) is 风不大, up to 5 (fresh breeze) 风有点大, above 风很大.
+_CALM_FORCE = 3
+_BREEZY_FORCE = 5
 # Below this many degrees apart, two places or days are "about the same".
 _SAME_TEMPERATURE = 0.5
 
@@ -71,7 +76,7 @@ def _fact_line(aspect: str, item: Facts, day: dt.date, today: dt.date, emoji: bo
     if aspect == "rain":
         if weather.rain_likely:
             return f"{mark}{head}可能下雨（{_rain_numbers(weather)}），记得带伞。"
-        if weather.precip_probability is not None and weather.precip_probability >= 30:
+        if weather.precip_probability is not None and weather.precip_probability >= _UMBRELLA_PROBABILITY:
             return f"{mark}{head}下雨的可能不大（{_rain_numbers(weather)}），可以备一把伞。"
         return f"{mark}{head}不会下雨（{_rain_numbers(weather)}）。"
     if aspect == "snow":
@@ -203,7 +208,7 @@ def _wind_verdict(weather: DailyWeather) -> str:
     if not digits:
         return "风力未知"
     force = int(digits[0])
-    return "风不大" if force <= 3 else "风有点大" if force <= 5 else "风很大"
+    return "风不大" if force <= _CALM_FORCE else "风有点大" if force <= _BREEZY_FORCE else "风很大"
 
 
 def _air_phrase(air: DailyAir) -> str:

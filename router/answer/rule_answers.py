@@ -103,6 +103,7 @@ def clarify_answer(decision: Decision, started: float) -> Answer:
 
 
 def _age_text(seconds: float) -> str:
+    # Seconds up to a minute and a half, minutes up to an hour and a half, then hours.
     if seconds < 90:
         return f"{seconds:.0f}秒"
     if seconds < 5400:
