@@ -12,6 +12,8 @@ Sources (all credited in README.md):
   Chinese alternate names, coordinates, time zones and population.
 - OpenCC (Apache-2.0) `t2s`: the traditional-to-simplified character table.
 - pypinyin (MIT): readings of every Han character, for homophone-typo repair.
+- lunar-python 1.4.8 (MIT): lunar festivals and the 24 solar terms, turned into calendar.json
+  (named days by year; Gregorian and floating ones are computed here).
 
 Hand-kept tables (nicknames, admin changes since 2017, lexicons) live beside the output in
 rules/data/aliases.json and rules/data/lexicon.json and are edited by hand; this script reads
@@ -155,6 +157,130 @@ def build_world(
     return sorted(best.values(), key=lambda e: -e["population"])
 
 
+# Named days: canonical name → how to find it in a year, and the words people use for it.
+# ("solar", month, day) fixed Gregorian; ("lunar", month, day) lunar calendar (day 0 of month 1:
+# the eve of the new year); ("nth", month, weekday, n) the nth weekday (Monday 0) of a month;
+# ("term",) one of the 24 solar terms, found by its own name.
+NAMED_DAYS: dict[str, tuple[tuple[Any, ...], tuple[str, ...]]] = {
+    "元旦": (("solar", 1, 1), ("元旦", "元旦节")),
+    "情人节": (("solar", 2, 14), ("情人节",)),
+    "妇女节": (("solar", 3, 8), ("妇女节", "三八节")),
+    "植树节": (("solar", 3, 12), ("植树节",)),
+    "愚人节": (("solar", 4, 1), ("愚人节",)),
+    "劳动节": (("solar", 5, 1), ("劳动节", "五一", "五一节", "五一劳动节")),
+    "青年节": (("solar", 5, 4), ("青年节", "五四青年节")),
+    "儿童节": (("solar", 6, 1), ("儿童节", "六一", "六一儿童节")),
+    "建党节": (("solar", 7, 1), ("建党节", "七一")),
+    "建军节": (("solar", 8, 1), ("建军节", "八一")),
+    "教师节": (("solar", 9, 10), ("教师节",)),
+    "国庆节": (("solar", 10, 1), ("国庆", "国庆节", "国庆当天")),
+    "万圣节": (("solar", 10, 31), ("万圣节", "万圣夜")),
+    "双十一": (("solar", 11, 11), ("双十一", "双11", "光棍节")),
+    "双十二": (("solar", 12, 12), ("双十二", "双12")),
+    "平安夜": (("solar", 12, 24), ("平安夜",)),
+    "圣诞节": (("solar", 12, 25), ("圣诞", "圣诞节")),
+    "跨年夜": (("solar", 12, 31), ("跨年", "跨年夜")),
+    "母亲节": (("nth", 5, 6, 2), ("母亲节",)),
+    "父亲节": (("nth", 6, 6, 3), ("父亲节",)),
+    "感恩节": (("nth", 11, 3, 4), ("感恩节",)),
+    "除夕": (("lunar", 1, 0), ("除夕", "大年三十", "年三十", "除夕夜")),
+    "春节": (("lunar", 1, 1), ("春节", "大年初一", "正月初一")),
+    "元宵节": (("lunar", 1, 15), ("元宵", "元宵节", "正月十五")),
+    "龙抬头": (("lunar", 2, 2), ("龙抬头", "二月二")),
+    "端午节": (("lunar", 5, 5), ("端午", "端午节")),
+    "七夕": (("lunar", 7, 7), ("七夕", "七夕节")),
+    "中元节": (("lunar", 7, 15), ("中元节", "鬼节")),
+    "中秋节": (("lunar", 8, 15), ("中秋", "中秋节", "八月十五")),
+    "重阳节": (("lunar", 9, 9), ("重阳", "重阳节", "九九重阳")),
+    "腊八节": (("lunar", 12, 8), ("腊八", "腊八节")),
+}
+SOLAR_TERMS = (
+    "立春",
+    "雨水",
+    "惊蛰",
+    "春分",
+    "清明",
+    "谷雨",
+    "立夏",
+    "小满",
+    "芒种",
+    "夏至",
+    "小暑",
+    "大暑",
+    "立秋",
+    "处暑",
+    "白露",
+    "秋分",
+    "寒露",
+    "霜降",
+    "立冬",
+    "小雪",
+    "大雪",
+    "冬至",
+    "小寒",
+    "大寒",
+)
+# Solar terms that are also weather words (小雪 light snow, 雨水 rainwater …) count as named days only
+# with a word that says so: 大雪节气, 大雪那天.
+SOLAR_TERMS_NEEDING_A_MARKER = ("雨水", "小雪", "大雪", "霜降", "白露", "小满", "大暑", "小暑", "谷雨")
+CALENDAR_YEARS = (2000, 2060)
+_TERM_KEYS = {
+    "DA_XUE": "大雪",
+    "DONG_ZHI": "冬至",
+    "XIAO_HAN": "小寒",
+    "DA_HAN": "大寒",
+    "LI_CHUN": "立春",
+    "YU_SHUI": "雨水",
+    "JING_ZHE": "惊蛰",
+}
+
+
+def build_calendar() -> dict[str, Any]:
+    """Named days' dates for CALENDAR_YEARS, and the words that name them."""
+    import datetime as dt
+
+    from lunar_python import Lunar, Solar
+
+    dates: dict[str, list[str]] = {name: [] for name in [*NAMED_DAYS, *SOLAR_TERMS]}
+    first, last = CALENDAR_YEARS
+    for year in range(first, last + 1):
+        for name, (rule, _) in NAMED_DAYS.items():
+            if rule[0] == "solar":
+                day = dt.date(year, rule[1], rule[2])
+            elif rule[0] == "nth":
+                start = dt.date(year, rule[1], 1)
+                day = start + dt.timedelta(days=(rule[2] - start.weekday()) % 7 + 7 * (rule[3] - 1))
+            else:
+                new_year = Lunar.fromYmd(year, 1, 1).getSolar()
+                if rule[2] == 0:
+                    solar = dt.date(new_year.getYear(), new_year.getMonth(), new_year.getDay()) - dt.timedelta(days=1)
+                    day = solar
+                else:
+                    got = Lunar.fromYmd(year, rule[1], rule[2]).getSolar()
+                    day = dt.date(got.getYear(), got.getMonth(), got.getDay())
+            dates[name].append(day.isoformat())
+        seen: dict[str, str] = {}
+        # A lunar year's table names the terms inside it in Chinese and its edges in pinyin (DONG_ZHI).
+        for month in range(1, 13):
+            for key, solar in Solar.fromYmd(year, month, 1).getLunar().getJieQiTable().items():
+                term = _TERM_KEYS.get(key, key)
+                if term in SOLAR_TERMS and solar.getYear() == year:
+                    seen[term] = solar.toYmd()
+        for term in SOLAR_TERMS:
+            dates[term].append(seen[term])
+    words = {word: name for name, (_, spellings) in NAMED_DAYS.items() for word in spellings}
+    words["清明节"] = "清明"  # the one solar term that is also a festival
+    for term in SOLAR_TERMS:
+        words[term + "节气"] = term
+        if term not in SOLAR_TERMS_NEEDING_A_MARKER:
+            words[term] = term
+    return {
+        "years": list(CALENDAR_YEARS),
+        "words": words,
+        "dates": {name: sorted(set(days)) for name, days in dates.items()},
+    }
+
+
 def main() -> int:
     import opencc
     from pypinyin import Style, pinyin
@@ -176,9 +302,9 @@ def main() -> int:
     for key, value in lexicon.items():
         if key.startswith("_"):
             continue
-        if isinstance(value, dict):
-            for words in value.values():
-                lexicon_words.update(words)
+        if isinstance(value, dict):  # role → words, or word → number (counts)
+            for word, words in value.items():
+                lexicon_words.update(words if isinstance(words, list) else [word])
         else:
             lexicon_words.update(value)
 
@@ -212,6 +338,14 @@ def main() -> int:
     )
     write(
         DATA_DIR / "pinyin.json", {"_source": "pypinyin (MIT); generated by rules/build_data.py", "readings": readings}
+    )
+    calendar = build_calendar()
+    write(
+        DATA_DIR / "calendar.json",
+        {
+            "_source": "lunar-python 1.4.8 (MIT) for lunar festivals and solar terms; generated by rules/build_data.py",
+            **calendar,
+        },
     )
     print(
         f"china units: {len(china)}, world cities: {len(world)}, t2s chars: {len(t2s_table)}, "

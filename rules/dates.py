@@ -1,16 +1,25 @@
-"""Find the days a question asks about: relative words, weekdays, calendar dates and ranges.
+"""Find the days a question asks about: relative words, weekdays, calendar dates, named days, ranges,
+and the part of the day (今晚, 明天早上, 上班路上).
 
 Spans are found on the normalised string, before segmentation: jieba splits 下周三 into 下/周三 and
 keeps 今天天气 as one token, so dates are matched here and cut out before the tokenizer runs.
+
+Conventions (README, "What the router does"): weeks start on Monday (ISO 8601, as Chinese calendars
+print them), so on Sunday 这周三 is three days back and 下周三 is three days ahead; a bare weekday or
+N号 is the next one, today included; a named day (春节, 中秋, 冬至) is its next occurrence, or the
+last one if that was less than a week ago; 今年/明年/去年 pick the year.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from ._data import load_table
 from .china_time import WEEKDAY_CHARS
 
 _NUM = r"[0-9零〇一二两三四五六七八九十]{1,3}"
@@ -34,51 +43,164 @@ _WEEKDAYS = {
     "天": 6,
     **{str(number + 1): number for number in range(7)},
 }
+_ENGLISH_WEEKDAYS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("monday", "mon"),
+            ("tuesday", "tue", "tues"),
+            ("wednesday", "wed"),
+            ("thursday", "thu", "thur", "thurs"),
+            ("friday", "fri"),
+            ("saturday", "sat"),
+            ("sunday", "sun"),
+        )
+    )
+    for name in names
+}
+#: Longest range a question may span (ranges are answered day by day); longer is not a weather question.
+MAX_RANGE_DAYS = 31
 
-# Single words and their offset in days from today.
+#: Parts of the day and the local hours they cover (start inclusive, end exclusive).
+Hours = tuple[int, int]
+MORNING: Hours = (6, 12)
+EVENING: Hours = (18, 24)
+_PARTS: dict[str, Hours] = {
+    "凌晨": (0, 6),
+    "清晨": (5, 9),
+    "早晨": (6, 9),
+    "早上": (6, 9),
+    "一早": (6, 9),
+    "大清早": (5, 8),
+    "上午": (8, 12),
+    "中午": (11, 14),
+    "午间": (11, 14),
+    "晌午": (11, 14),
+    "下午": (13, 18),
+    "午后": (13, 18),
+    "傍晚": (17, 20),
+    "黄昏": (17, 20),
+    "晚上": EVENING,
+    "晚间": EVENING,
+    "夜里": (20, 24),
+    "夜间": (20, 24),
+    "半夜": (22, 24),
+    "深夜": (22, 24),
+    "白天": (8, 18),
+    "日间": (8, 18),
+    # What people are doing then: the usual hours of a commute or a school run.
+    "上班路上": (7, 10),
+    "上班的时候": (7, 10),
+    "上班时": (7, 10),
+    "早高峰": (7, 10),
+    "通勤": (7, 10),
+    "上学路上": (7, 9),
+    "上学的时候": (7, 9),
+    "下班路上": (17, 20),
+    "下班的时候": (17, 20),
+    "下班时": (17, 20),
+    "晚高峰": (17, 20),
+    "放学的时候": (15, 18),
+    "放学时": (15, 18),
+    "放学": (15, 18),
+    "午休": (12, 14),
+    "this morning": (6, 12),
+    "morning": (6, 12),
+    "this afternoon": (12, 18),
+    "afternoon": (12, 18),
+    "this evening": EVENING,
+    "evening": EVENING,
+    "night": EVENING,
+}
+
+# Single words and their offset in days from today, and the part of that day some of them name.
 _OFFSETS = {
     "大大后天": 4,
     "大后天": 3,
+    "大后日": 3,
     "后天": 2,
+    "后日": 2,
+    "後日": 2,
+    "后儿个": 2,
+    "后儿": 2,
     "明天": 1,
     "明日": 1,
     "明儿个": 1,
+    "明个儿": 1,
     "明儿": 1,
     "明早": 1,
     "明晚": 1,
     "明晨": 1,
     "明夜": 1,
     "明个": 1,
+    # Cantonese 听日/听朝 and Wu 明朝 (in a weather question, tomorrow; not the Ming dynasty).
+    "听日": 1,
+    "听朝": 1,
+    "明朝": 1,
     "今天": 0,
     "今日": 0,
     "今儿个": 0,
+    "今个儿": 0,
     "今儿": 0,
     "今早": 0,
     "今晚": 0,
     "今晨": 0,
     "今夜": 0,
+    "今朝": 0,
     "现在": 0,
     "此刻": 0,
     "当下": 0,
     "此时": 0,
     "今个": 0,
+    "眼下": 0,
+    "这会儿": 0,
     "昨天": -1,
     "昨日": -1,
+    "昨儿个": -1,
     "昨儿": -1,
     "昨晚": -1,
+    "琴日": -1,
+    "寻日": -1,
+    "尋日": -1,
     "大前天": -3,
     "前天": -2,
+    "前日": -2,
+    "前儿": -2,
     "day after tomorrow": 2,
+    "tomorrow morning": 1,
+    "tomorrow night": 1,
+    "tomorrow evening": 1,
     "tomorrow": 1,
     "today": 0,
     "tonight": 0,
     "yesterday": -1,
     "now": 0,
+    "right now": 0,
     "houtian": 2,
     "mingtian": 1,
     "jintian": 0,
     "zuotian": -1,
     "xianzai": 0,
+    "jinwan": 0,
+    "mingwan": 1,
+}
+_OFFSET_PARTS: dict[str, Hours] = {
+    "明早": (6, 9),
+    "明晨": (5, 9),
+    "明晚": EVENING,
+    "明夜": (20, 24),
+    "今早": (6, 9),
+    "今晨": (5, 9),
+    "今晚": EVENING,
+    "今夜": (20, 24),
+    "昨晚": EVENING,
+    "听朝": (6, 12),
+    "tonight": EVENING,
+    "tomorrow morning": (6, 12),
+    "tomorrow night": EVENING,
+    "tomorrow evening": EVENING,
+    "jinwan": EVENING,
+    "mingwan": EVENING,
 }
 # Ranges given as (first offset, number of days).
 _RANGES = {
@@ -100,7 +222,16 @@ _RANGES = {
     "近两天": (0, 2),
     "未来几天": (0, 3),
     "接下来几天": (0, 3),
+    "next few days": (0, 3),
+    "next couple of days": (0, 2),
+    "this week": (0, 7),
 }
+# What joins two date expressions into a range: 周一到周三, 从明天至后天, 3号~5号.
+_RANGE_JOINS = frozenset({"到", "至", "~", "-", "—", "一直到", "直到", "to", "until", "through"})
+_RANGE_FROM = ("从", "由", "from")
+_HAS_LATIN = re.compile("[a-z]")
+_YEAR_WORDS = {"今年": 0, "明年": 1, "去年": -1}
+_NAMED_DAY_MARKERS = r"(?:节气)?(?:那天|那日|当天|这天|那一天|当日)?"
 
 
 def _alternatives(words: Iterable[str]) -> str:
@@ -109,35 +240,87 @@ def _alternatives(words: Iterable[str]) -> str:
     return "|".join(rf"(?<![a-z]){re.escape(w)}(?![a-z])" if w.isascii() else re.escape(w) for w in ordered)
 
 
-_PATTERN = re.compile(
-    "|".join(
-        [
-            r"(?P<iso>(?P<iy>\d{4})[-/.年](?P<im>\d{1,2})[-/.月](?P<id>\d{1,2})[日号]?)",
-            rf"(?P<md>(?P<mm>{_NUM})月(?P<mdd>{_NUM})[日号]?)",
-            rf"(?P<later>(?P<ln>{_NUM})天[以之]?后)",
-            r"(?P<week_ahead>(?:未来|接下来|往后|今后|最近)的?(?:一|1)?(?:周|个?星期|个?礼拜))",
-            rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|近)的?(?P<nn>{_NUM})[天日])",
-            "(?P<range>" + _alternatives(_RANGES) + ")",
-            r"(?P<weekend>(?P<wep>下个?|这个?|本|next )?(?:周末|(?<![a-z])weekend(?![a-z])))",
-            r"(?P<weekday>(?P<wdp>下下个?|下个?|这个?|本|上个?)?(?:周|星期|礼拜)(?P<wd>["
-            + WEEKDAY_CHARS
-            + "1-7]|天(?!气)))",
-            r"(?P<week>(?P<wkp>下个?|这个?|本)(?:周|星期|礼拜)|(?<![a-z])(?:next|this) week(?![a-z]))",
-            rf"(?P<dom>(?P<dn>{_NUM})[号日])",
-            "(?P<word>" + _alternatives(_OFFSETS) + ")",
-        ]
+@functools.cache
+def _calendar() -> tuple[dict[str, str], dict[str, list[dt.date]]]:
+    """Named-day words → canonical name, and each name's dates (rules/data/calendar.json)."""
+    table: dict[str, Any] = load_table("calendar")
+    dates = {name: [dt.date.fromisoformat(d) for d in days] for name, days in table["dates"].items()}
+    return dict(table["words"]), dates
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The date patterns, built on first use (the named days come from a data file): one for Han and
+    numbers, one for English and pinyin, run only on text with Latin letters. Kept apart because an
+    alternation of Latin words with word-boundary lookarounds is slow to try at every Han position."""
+    named_words, _ = _calendar()
+    han = [w for w in (*_OFFSETS, *_RANGES, *_PARTS) if not w.isascii()]
+    latin = [w for w in (*_OFFSETS, *_RANGES, *_PARTS) if w.isascii()]
+    han_pattern = re.compile(
+        "|".join(
+            [
+                r"(?P<iso>(?P<iy>\d{4})[-/.年](?P<im>\d{1,2})[-/.月](?P<id>\d{1,2})[日号]?)",
+                rf"(?P<md>(?P<mm>{_NUM})月(?P<mdd>{_NUM})[日号]?)",
+                # 12.5, 12/8: month and day, unless they are a number with a unit or part of one (pm2.5).
+                r"(?P<numeric>(?<![\da-z.])(?P<nm>1[0-2]|0?[1-9])[./](?P<nd>3[01]|[12]\d|0?[1-9])"
+                r"(?![\d./]|\s*(?:度|℃|°|%|毫米|mm|米|公里|km|元|块|倍|级)))",
+                rf"(?P<month_rel>(?P<mrp>下下个?|下个?|上个?|这个?|本)月(?P<mrd>{_NUM})[日号])",
+                rf"(?P<named>(?P<nw>{_alternatives(named_words)}){_NAMED_DAY_MARKERS})",
+                rf"(?P<later>(?P<ln>{_NUM})天[以之]?后)",
+                r"(?P<week_ahead>(?:未来|接下来|往后|今后|最近)的?(?:一|1)?(?:周|个?星期|个?礼拜))",
+                rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|近)的?(?P<nn>{_NUM})[天日])",
+                r"(?P<weekend>(?P<wep>下个?|这个?|本)?周末(?:两天)?)",
+                r"(?P<weekday>(?P<wdp>下下个?|下个?|这个?|本|上个?)?(?:周|星期|礼拜)"
+                r"(?P<wd>[" + WEEKDAY_CHARS + r"1-7]|天(?!气)))",
+                r"(?P<week>(?P<wkp>下个?|这个?|本)(?:周|星期|礼拜))",
+                rf"(?P<dom>(?P<dn>{_NUM})[号日])",
+                "(?P<word>" + _alternatives(han) + ")",
+            ]
+        )
     )
-)
+    latin_pattern = re.compile(
+        r"(?<![a-z])(?:"
+        + "|".join(
+            [
+                r"(?P<week>(?P<wkp>next|this) week)",
+                r"(?P<next_n>(?:the )?next (?P<en>\d{1,2}|two|three|four|five|seven) days)",
+                r"(?P<weekend>(?P<wep>next |this )?weekend)",
+                r"(?P<en_weekday>(?P<ewp>next |this |on )?(?P<ewd>"
+                + "|".join(sorted(_ENGLISH_WEEKDAYS, key=len, reverse=True))
+                + "))",
+                "(?P<word>" + "|".join(re.escape(w) for w in sorted(latin, key=len, reverse=True)) + ")",
+            ]
+        )
+        + r")(?![a-z])"
+    )
+    return han_pattern, latin_pattern
 
 
 @dataclass(frozen=True, slots=True)
 class DateSpan:
-    """One date expression in the text: where it stands and the days it means (empty if impossible)."""
+    """One date expression in the text: where it stands and the days it means.
+
+    `dates` is empty for an impossible date (2月30日) and for a part of the day alone (早上), which
+    names `hours` instead; `name` is the named day it was (春节), for messages.
+    """
 
     start: int
     end: int
     text: str
     dates: tuple[dt.date, ...]
+    hours: Hours | None = None
+    name: str | None = None
+    kind: str = ""
+
+    @property
+    def is_part_of_day(self) -> bool:
+        return self.kind == "part"
+
+
+def date_words() -> list[str]:
+    """Every Han word that is a date or a part of the day on its own (for sound-alike repair)."""
+    words = [*_OFFSETS, *_RANGES, *_PARTS, *_calendar()[0]]
+    return [w for w in words if not w.isascii()]
 
 
 def parse_number(text: str) -> int | None:
@@ -155,8 +338,73 @@ def parse_number(text: str) -> int | None:
 
 
 def find_dates(text: str, today: dt.date) -> list[DateSpan]:
-    """Every date expression in normalised TEXT, in order, resolved against TODAY."""
-    return [DateSpan(m.start(), m.end(), m.group(0), _resolve(m, today)) for m in _PATTERN.finditer(text)]
+    """Every date expression in normalised TEXT, in order, resolved against TODAY.
+
+    Two expressions joined by 到/至/~ (从X到Y) become one span with every day between them.
+    """
+    han, latin = _patterns()
+    spans = [_span(m, today, text) for m in han.finditer(text)]
+    if _HAS_LATIN.search(text):
+        spans = sorted(spans + [_span(m, today, text) for m in latin.finditer(text)], key=lambda s: s.start)
+    return _join_ranges(text, spans)
+
+
+def _span(m: re.Match[str], today: dt.date, text: str) -> DateSpan:
+    # Each alternative is one outer named group, which closes last, so lastgroup names the alternative.
+    kind, word, start = m.lastgroup or "", m.group(0), m.start()
+    if kind == "word":  # one alternation holds the single words, the ranges and the parts of the day
+        kind = "part" if word in _PARTS else "range" if word in _RANGES else kind
+    if kind == "part":
+        return DateSpan(start, m.end(), word, (), _PARTS[word], None, kind)
+    if kind == "named":
+        # 今年/明年/去年 (的) before a named day pick its year.
+        year_word = next((y for y in _YEAR_WORDS if text[:start].rstrip("的").endswith(y)), None)
+        if year_word:
+            start = text.rindex(year_word, 0, start)
+        day = _named_day(m["nw"], year_word, today)
+        name = _calendar()[0][m["nw"]]
+        return DateSpan(start, m.end(), text[start : m.end()], (day,) if day else (), None, name, kind)
+    return DateSpan(start, m.end(), word, _resolve(m, kind, today), _OFFSET_PARTS.get(word), None, kind)
+
+
+def _join_ranges(text: str, spans: list[DateSpan]) -> list[DateSpan]:
+    joined: list[DateSpan] = []
+    for span in spans:
+        previous = joined[-1] if joined else None
+        if (
+            previous is not None
+            and previous.dates
+            and span.dates
+            and not previous.is_part_of_day
+            and text[previous.end : span.start].strip() in _RANGE_JOINS
+        ):
+            start_text = text[: previous.start].rstrip()
+            begin = previous.start
+            for word in _RANGE_FROM:
+                if start_text.endswith(word):
+                    begin = len(start_text) - len(word)
+            first, last = previous.dates[0], _range_end(previous, span)
+            days = _days(first, (last - first).days + 1) if first <= last else ()
+            if len(days) > MAX_RANGE_DAYS:
+                days = ()
+            joined[-1] = DateSpan(begin, span.end, text[begin : span.end], days, kind="span")
+        else:
+            joined.append(span)
+    return joined
+
+
+def _range_end(first: DateSpan, second: DateSpan) -> dt.date:
+    """The last day of a range: a bare day of the month keeps the first's month (12月1号至3号), and a
+    bare weekday that falls before the first day is the one after it (周五到周一)."""
+    end = second.dates[-1]
+    start = first.dates[0]
+    if second.kind == "dom" and first.kind in ("md", "iso", "numeric", "month_rel"):
+        same_month = _safe_date(start.year, start.month, end.day)
+        if same_month is not None and same_month >= start:
+            return same_month
+    if end < start and second.kind in ("weekday", "en_weekday"):
+        return end + dt.timedelta(days=7 * ((start - end).days // 7 + 1))
+    return end
 
 
 def _days(first: dt.date, count: int) -> tuple[dt.date, ...]:
@@ -166,66 +414,107 @@ def _days(first: dt.date, count: int) -> tuple[dt.date, ...]:
 def _safe_date(year: int, month: int, day: int) -> dt.date | None:
     try:
         return dt.date(year, month, day)
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
 
 
-def _resolve(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:
-    # Each alternative is one outer named group, which closes last, so lastgroup names the alternative.
-    kind = m.lastgroup
+def _shift(today: dt.date, days: int) -> dt.date | None:
+    try:
+        return today + dt.timedelta(days=days)
+    except OverflowError:
+        return None
+
+
+def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]:
+    day = _resolve_one(m, kind, today) if kind not in ("week_ahead", "next_n", "range", "weekend", "week") else None
+    if day is not None:
+        return (day,)
     monday = today - dt.timedelta(days=today.weekday())
-    if kind == "iso":
-        day = _safe_date(int(m["iy"]), int(m["im"]), int(m["id"]))
-        return (day,) if day else ()
-    if kind == "md":
-        month, mday = parse_number(m["mm"]), parse_number(m["mdd"])
-        if month is None or mday is None:
-            return ()
-        # No year given: the nearest such day, so 1月3日 asked in late November is next January.
-        candidates = [d for y in (today.year - 1, today.year, today.year + 1) if (d := _safe_date(y, month, mday))]
-        return (min(candidates, key=lambda d: abs((d - today).days)),) if candidates else ()
-    if kind == "later":
-        n = parse_number(m["ln"])
-        return (today + dt.timedelta(days=n),) if n is not None else ()
     if kind == "week_ahead":
         return _days(today, 7)
     if kind == "next_n":
-        n = parse_number(m["nn"])
-        return _days(today, n) if n else ()
+        groups = m.groupdict()
+        n = parse_number(groups["nn"]) if groups.get("nn") else _english_number(groups.get("en"))
+        return _days(today, n) if n and n <= MAX_RANGE_DAYS else ()
     if kind == "range":
-        first, count = _RANGES[m["range"]]
+        first, count = _RANGES[m.group(0)]
         return _days(today + dt.timedelta(days=first), count)
     if kind == "weekend":
         saturday = monday + dt.timedelta(days=5)
-        if (m["wep"] or "").startswith(("下", "next")):
+        if (m.groupdict().get("wep") or "").startswith(("下", "next")):
             saturday += dt.timedelta(days=7)
         return tuple(d for d in _days(saturday, 2) if d >= today) or _days(saturday + dt.timedelta(days=7), 2)
-    if kind == "weekday":
-        weekday = _WEEKDAYS[m["wd"]]
-        prefix = m["wdp"] or ""
-        if prefix.startswith("下下"):
-            return (monday + dt.timedelta(days=14 + weekday),)
-        if prefix.startswith("下"):
-            return (monday + dt.timedelta(days=7 + weekday),)
-        if prefix.startswith("上"):
-            return (monday + dt.timedelta(days=weekday - 7),)
-        if prefix:
-            return (monday + dt.timedelta(days=weekday),)
-        # A bare weekday means its next occurrence, today included.
-        return (today + dt.timedelta(days=(weekday - today.weekday()) % 7),)
     if kind == "week":
-        text = m["week"]
-        if text.startswith("下") or text == "next week":
+        if m.group(0).startswith(("下", "next")):
             return _days(monday + dt.timedelta(days=7), 7)
         return _days(today, 7 - today.weekday())
+    return ()
+
+
+def _resolve_one(m: re.Match[str], kind: str, today: dt.date) -> dt.date | None:
+    """The single day of a one-day expression, or None (impossible, or not a one-day kind)."""
+    monday = today - dt.timedelta(days=today.weekday())
+    if kind == "iso":
+        return _safe_date(int(m["iy"]), int(m["im"]), int(m["id"]))
+    if kind in ("md", "numeric"):
+        month, mday = (parse_number(m["mm"]), parse_number(m["mdd"])) if kind == "md" else (int(m["nm"]), int(m["nd"]))
+        if month is None or mday is None:
+            return None
+        # No year given: the nearest such day, so 1月3日 asked in late November is next January.
+        candidates = [d for y in (today.year - 1, today.year, today.year + 1) if (d := _safe_date(y, month, mday))]
+        return min(candidates, key=lambda d: abs((d - today).days)) if candidates else None
+    if kind == "month_rel":
+        n = parse_number(m["mrd"])
+        step = {"下下": 2, "下": 1, "上": -1}.get(m["mrp"][:2] if m["mrp"].startswith("下下") else m["mrp"][:1], 0)
+        year, month = divmod(today.year * 12 + today.month - 1 + step, 12)
+        return _safe_date(year, month + 1, n) if n is not None else None
+    if kind == "later":
+        n = parse_number(m["ln"])
+        return _shift(today, n) if n is not None else None
+    if kind == "weekday":
+        weekday, prefix = _WEEKDAYS[m["wd"]], m["wdp"] or ""
+        if prefix.startswith("下下"):
+            return monday + dt.timedelta(days=14 + weekday)
+        if prefix.startswith("下"):
+            return monday + dt.timedelta(days=7 + weekday)
+        if prefix.startswith("上"):
+            return monday + dt.timedelta(days=weekday - 7)
+        if prefix:
+            return monday + dt.timedelta(days=weekday)
+        # A bare weekday means its next occurrence, today included.
+        return today + dt.timedelta(days=(weekday - today.weekday()) % 7)
+    if kind == "en_weekday":
+        weekday = _ENGLISH_WEEKDAYS[m["ewd"]]
+        if (m["ewp"] or "").startswith("next"):
+            return monday + dt.timedelta(days=7 + weekday)
+        return today + dt.timedelta(days=(weekday - today.weekday()) % 7)
     if kind == "dom":
         n = parse_number(m["dn"])
         if n is None:
-            return ()
+            return None
         # This month if the day is still to come, else next month.
         day = _safe_date(today.year, today.month, n)
         if day is None or day < today:
             year, month = (today.year + 1, 1) if today.month == 12 else (today.year, today.month + 1)
             day = _safe_date(year, month, n)
-        return (day,) if day else ()
-    return (today + dt.timedelta(days=_OFFSETS[m["word"]]),)
+        return day
+    if kind == "word":
+        return _shift(today, _OFFSETS[m.group(0)])
+    return None
+
+
+def _named_day(word: str, year_word: str | None, today: dt.date) -> dt.date | None:
+    """The date of a named day: in the year 今年/明年/去年 names, else its next occurrence (one that
+    passed less than a week ago still counts: 双十一 asked on the 12th means yesterday)."""
+    words, dates = _calendar()
+    days = dates[words[word]]
+    if year_word:
+        year = today.year + _YEAR_WORDS[year_word]
+        return next((d for d in days if d.year == year), None)
+    return next((d for d in days if (d - today).days >= -7), None)
+
+
+def _english_number(text: str | None) -> int | None:
+    if text is None:
+        return None
+    return int(text) if text.isdigit() else {"two": 2, "three": 3, "four": 4, "five": 5, "seven": 7}.get(text)

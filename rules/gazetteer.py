@@ -24,7 +24,9 @@ _LEVEL_RANK: dict[str, int] = {"prefecture": 0, "province": 1, "county": 2, "wor
 _MUNICIPALITY_CODES = {"110000", "120000", "310000", "500000"}
 _TRAILING_SUFFIXES = ("市", "省", "区", "县")
 _MAX_READING_COMBINATIONS = 64
-_FUZZY_PINYIN_CUTOFF = 85.0
+# Latin names shorter than this are not repaired; from _LONG_LATIN_NAME letters, two edits are allowed.
+_MIN_LATIN_REPAIR_CHARS = 5
+_LONG_LATIN_NAME = 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,7 @@ class Gazetteer:
         for word, name in aliases["latin"].items():
             latin[_latin_key(word)] = [self._by_name[name]]
         self._latin = {key: tuple(dict.fromkeys(found)) for key, found in latin.items()}
+        self._latin_keys = list(self._latin)
         self._repair_index: _PinyinIndex | None = None
 
     def words(self) -> Iterable[str]:
@@ -121,6 +124,26 @@ class Gazetteer:
         """Resolve English or toneless pinyin (shanghai, new york, xi'an)."""
         found = self._latin.get(_latin_key(word))
         return PlaceMatch(_most_likely(found), "latin") if found else None
+
+    def repair_latin(self, word: str) -> Place | None:
+        """The place a misspelled English or pinyin name means (shangahi, bejing), or None.
+
+        Within one edit (two for long names; a swap of two letters counts as one) of exactly one place's
+        name; shorter words are left alone, since short names are too close to one another.
+        """
+        key = _latin_key(word)
+        if len(key) < _MIN_LATIN_REPAIR_CHARS:
+            return None
+        from rapidfuzz import process
+        from rapidfuzz.distance import OSA
+
+        limit = 1 if len(key) < _LONG_LATIN_NAME else 2
+        found = process.extract(key, self._latin_keys, scorer=OSA.distance, score_cutoff=limit, limit=8)
+        if not found:
+            return None
+        best = min(distance for _, distance, _ in found)
+        places = {p for choice, distance, _ in found if distance == best for p in _most_likely(self._latin[choice])}
+        return _single(places)
 
     def within(self, outer: PlaceMatch, word: str) -> Place | None:
         """The unit named WORD that lies inside one of OUTER's candidates (北京 + 朝阳 → 北京市朝阳区)."""
@@ -165,7 +188,11 @@ class _PinyinIndex:
         for reading, place in keys:
             self.toned[reading].add(place)
             self.toneless[reading.translate(_NO_TONES)][place] = tuple(r.rstrip("012345") for r in reading.split())
-        self.fuzzy_choices = list(self.toneless)
+        # IME-style fuzzy key → {place: its syllables}
+        self.fuzzy: dict[tuple[str, ...], dict[Place, tuple[str, ...]]] = defaultdict(dict)
+        for syllables_of in self.toneless.values():
+            for place, syllables in syllables_of.items():
+                self.fuzzy[tuple(_fuzzy_syllable(x) for x in syllables)][place] = syllables
 
     def find(self, word: str) -> Place | None:
         per_char = [self.readings.get(ch, []) for ch in word]
@@ -177,23 +204,30 @@ class _PinyinIndex:
             hits = {p for key in keys for p in index.get(key, ())}
             if hits:
                 return _single(hits)
-        # Fuzzy pinyin only between names of as many syllables, sharing one syllable outright: a near
-        # miss of a different length (吃什么 ~ 河池) is a different phrase, not a typo.
-        from rapidfuzz import fuzz, process
-
-        best: dict[Place, float] = {}
+        # Fuzzy pinyin as input methods define it (z/zh, c/ch, s/sh, n/l, an/ang, en/eng, in/ing): the
+        # confusions people type and speakers make (重亲 → 重庆). One syllable must match outright, so a
+        # phrase that merely sounds alike throughout is not taken for a place.
+        hits = set()
         for combo in dict.fromkeys(tuple(r.rstrip("012345") for r in c) for c in combos):
-            key = "".join(combo)
-            for choice, score, _ in process.extract(
-                key, self.fuzzy_choices, scorer=fuzz.ratio, score_cutoff=_FUZZY_PINYIN_CUTOFF, limit=5
-            ):
-                for place, syllables in self.toneless[choice].items():
-                    if len(syllables) == len(combo) and any(a == b for a, b in zip(syllables, combo, strict=True)):
-                        best[place] = max(best.get(place, 0.0), score)
-        if not best:
-            return None
-        top = max(best.values())
-        return _single({p for p, s in best.items() if s == top})
+            for place, syllables in self.fuzzy.get(tuple(_fuzzy_syllable(x) for x in combo), {}).items():
+                if any(a == b for a, b in zip(syllables, combo, strict=True)):
+                    hits.add(place)
+        return _single(hits) if hits else None
+
+
+_FUZZY_INITIALS = (("zh", "z"), ("ch", "c"), ("sh", "s"), ("l", "n"))
+_FUZZY_FINALS = (("iang", "ian"), ("uang", "uan"), ("ang", "an"), ("eng", "en"), ("ing", "in"))
+
+
+def _fuzzy_syllable(syllable: str) -> str:
+    for a, b in _FUZZY_INITIALS:
+        if syllable.startswith(a):
+            syllable = b + syllable[len(a) :]
+            break
+    for a, b in _FUZZY_FINALS:
+        if syllable.endswith(a):
+            return syllable[: -len(a)] + b
+    return syllable
 
 
 def _single(places: set[Place]) -> Place | None:

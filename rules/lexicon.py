@@ -31,7 +31,13 @@ class Lexicon:
         self.latin_aspect_of: dict[str, Aspect] = {
             w: cast(Aspect, aspect) for aspect, words in latin_aspects.items() for w in words
         }
-        self.fillers = frozenset(data["fillers"])
+        self.fillers = frozenset(w for words in data["fillers"].values() for w in words)
+        #: Modal particles and interjections: a token made only of these is a filler (哈哈哈, 嗯嗯, 喂喂).
+        self.particle_chars = frozenset(data["particle_chars"])
+        #: 不对, 我是说: the places and dates after one replace those before it.
+        self.corrections = frozenset(data["corrections"])
+        #: 不是, 不要: the place or date that follows is excluded.
+        self.negations = frozenset(data["negations"])
         self.conjunctions = frozenset(data["conjunctions"])
         self.compare = frozenset(data["compare"])
         self.cold = frozenset(data["cold"])
@@ -54,6 +60,13 @@ class Lexicon:
 
     def words(self) -> Iterable[str]:
         """Every Han word with a role, for the tokenizer's dictionary."""
+        yield from self.question_words()
+        yield from self.corrections
+        yield from self.negations
+        yield from self._open_category
+
+    def question_words(self) -> Iterable[str]:
+        """The words a plain weather question is made of (what a misheard word may be repaired to)."""
         yield from self.aspect_of
         yield from self.fillers
         yield from self.conjunctions
@@ -61,7 +74,10 @@ class Lexicon:
         yield from self.counts
         yield from self.cold
         yield from self.hot
-        yield from self._open_category
+
+    def is_particles(self, token: str) -> bool:
+        """Whether TOKEN is only modal particles and interjections (啊, 哈哈哈, 嗯嗯)."""
+        return all(ch in self.particle_chars for ch in token)
 
     def strip_open_ended(self, text: str) -> str:
         """TEXT with every open-ended marker removed (北京明天适合出游吗 → 北京明天吗), for degraded answers."""

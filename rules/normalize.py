@@ -18,6 +18,11 @@ MAX_QUERY_CHARS = 200
 # Raw text is cut before any other work; generous enough that debris removal cannot eat the question.
 _MAX_RAW_CHARS = MAX_QUERY_CHARS * 8
 
+# @mentions of a bot or a person in a chat ("@天气小助手 上海明天天气"): the name runs to the next space,
+# comma or colon; without one there is no telling where the name ends, so the text is left as it is.
+_MENTION = re.compile(r"@[^\s@,，:：]{1,30}[\s,，:：]+")
+# A-not-A questions (冷不冷, 下不下雨, 会唔会, 有没有, 暖和不暖和) ask the same as A: keep A.
+_A_NOT_A = re.compile(r"([\u4e00-\u9fff]{1,2})[不没唔]\1")
 _HTML_TAG = re.compile(r"<[^<>]{0,200}>|&[a-z]{2,8};|&#\d{1,6};")
 # Runs of non-Han text that look like injected SQL or script, e.g. "'; DROP TABLE users; --".
 _CODE_DEBRIS = re.compile(
@@ -46,9 +51,11 @@ def normalize(text: str) -> str:
     text = text[:_MAX_RAW_CHARS]
     text = unicodedata.normalize("NFKC", text).lower()
     text = to_simplified(text)
+    text = _MENTION.sub(" ", text)
     text = _HTML_TAG.sub(" ", text)
     text = _CODE_DEBRIS.sub(" ", text)
     text = _NOT_KEPT.sub(" ", text)
     text = _DANGLING_DOTS.sub(" ", text)
     text = _SPACES.sub(" ", text).strip()
+    text = _A_NOT_A.sub(r"\1", text)
     return text[:MAX_QUERY_CHARS].rstrip()

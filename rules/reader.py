@@ -9,10 +9,11 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from .dates import DateSpan
+from .dates import DateSpan, date_words
 from .gazetteer import Gazetteer, PlaceMatch
 from .lexicon import Aspect, Lexicon
 from .normalize import normalize
+from .sound_alike import SoundAlikes
 from .tokenizer import Tokenizer
 
 # English place names run to three words at most (new york city, rio de janeiro).
@@ -35,6 +36,8 @@ class Reading:
     count: int | None = None  #: places a follow-up refers to (这两个城市 → 2; 0 means all recent ones)
     conjunction_at: set[int] = field(default_factory=set)
     leader_at: set[int] = field(default_factory=set)
+    correction_at: list[int] = field(default_factory=list)  #: 不对, 我是说: what follows replaces what came before
+    negation_at: list[int] = field(default_factory=list)  #: 不是, 不要: the place or date that follows is excluded
     unknown: list[tuple[int, int, str]] = field(default_factory=list)  #: (first, last, text) token runs
 
 
@@ -45,6 +48,17 @@ class Reader:
         self.gazetteer = Gazetteer()
         self.lexicon = Lexicon()
         self.tokenizer = Tokenizer(itertools.chain(self.gazetteer.words(), self.lexicon.words()))
+        self._sound_alikes: SoundAlikes | None = None
+
+    @property
+    def sound_alikes(self) -> SoundAlikes:
+        """The vocabulary's pinyin index, built on the first word the router does not know."""
+        if self._sound_alikes is None:  # a race only builds it twice; both copies are equal
+            lexicon = self.lexicon
+            function_words = itertools.chain(lexicon.fillers, lexicon.compare, lexicon.counts)
+            content = itertools.chain(lexicon.aspect_of, lexicon.cold, lexicon.hot, date_words())
+            self._sound_alikes = SoundAlikes(function_words, content=content)
+        return self._sound_alikes
 
     def tokens(self, clean: str, spans: list[DateSpan]) -> Tokens:
         """The tokens of normalised CLEAN, with one None standing where each date span was cut out."""
@@ -84,15 +98,37 @@ class Reader:
                 reading.conjunction_at.add(index)
             elif token in lexicon.counts:
                 reading.count = lexicon.counts[token]
+            elif token in lexicon.corrections:
+                reading.correction_at.append(index)
+            elif token in lexicon.negations:
+                reading.negation_at.append(index)
             elif token in lexicon.fillers or token in lexicon.cold or token in lexicon.hot:
                 reading.cold |= token in lexicon.cold
                 reading.hot |= token in lexicon.hot
                 if token in lexicon.place_leaders:
                     reading.leader_at.add(index)
-            else:
+            elif not lexicon.is_particles(token):
                 _add_unknown(reading, index, token)
             index += 1
+        reading.unknown = [run for run in reading.unknown if not self._is_wrapper(run, tokens)]
         return reading
+
+    def is_filler(self, token: str | None) -> bool:
+        """Whether TOKEN is a word that carries no meaning of its own here (的, 请问, 哈哈)."""
+        if token is None:
+            return False
+        lexicon = self.lexicon
+        return token in lexicon.fillers or lexicon.is_particles(token) or lexicon.latin_role.get(token) == "filler"
+
+    def _is_wrapper(self, run: tuple[int, int, str], tokens: Tokens) -> bool:
+        """An unknown run that only wraps the question: a stutter (嗯嗯, 那个那个) or an assistant's wake
+        name said twice or with 同学 (小艺小艺, 小爱同学) before the question starts."""
+        first, _, text = run
+        half = len(text) // 2
+        if len(text) % 2 == 0 and 1 <= half <= 3 and text[:half] == text[half:]:
+            return True
+        at_start = all(self.is_filler(t) for t in tokens[:first])
+        return at_start and text.startswith("小") and (text.endswith("同学") and 3 <= len(text) <= 5)
 
     def resolve_place(self, text: str) -> PlaceMatch | None:
         """The one place TEXT names, as a question would read it (北京朝阳, 魔都, 杭洲, Tokyo); else None."""
@@ -124,6 +160,8 @@ class Reader:
             reading.aspects.append(lexicon.latin_aspect_of[word])
         elif role == "conjunction":
             reading.conjunction_at.add(index)
+        elif word in lexicon.place_leaders:  # in, at: a place follows in English
+            reading.leader_at.add(index)
         elif role != "filler":
             _add_unknown(reading, index, word)
         return index + 1

@@ -24,9 +24,12 @@ class Horizon:
                 return day
         return None
 
-    def explain(self, day: dt.date, label: str, *, air: bool = False) -> str:
-        """Why DAY cannot be answered, in the words a user (or the LLM) reads."""
+    def explain(self, day: dt.date, label: str, *, air: bool = False, name: str | None = None) -> str:
+        """Why DAY cannot be answered, in the words a user (or the LLM) reads; NAME is the named day it is
+        (春节), so the user learns which date that was."""
         ahead = self.air_days_ahead if air else self.days_ahead
         back = f"和过去{self.days_back}天" if self.days_back else ""
         what = "空气质量" if air else "天气"
-        return f"{label}只提供今天起{ahead + 1}天内{back}的{what}，{day.year}年{day.month}月{day.day}日不在范围内。"
+        date = f"{day.year}年{day.month}月{day.day}日"
+        subject = f"{name}是{date}，" if name else f"{date}"
+        return f"{label}只提供今天起{ahead + 1}天内{back}的{what}，{subject}不在范围内。"

@@ -29,6 +29,8 @@ class Decision:
     compare: Comparison | None = None
     #: For route "clarify": the question or notice to give the user.
     clarification: str | None = None
+    #: The part of the day asked about, as local hours [start, end) (今晚 → (18, 24)); None: the whole day.
+    hours: tuple[int, int] | None = None
     #: For a clarify about a word in the place position that the gazetteer lacks (纳尼亚, 周庄): the word.
     #: A geocoder may still find it; the question is then read again with that place known.
     unknown_place: str | None = None

@@ -13,7 +13,17 @@ import datetime as dt
 from collections.abc import Mapping
 
 from hybrid_weather.agent.weather import Horizon
-from hybrid_weather.rules import Aspect, Place, PlaceMatch, Reader, Reading, Tokens, find_dates, normalize
+from hybrid_weather.rules import (
+    Aspect,
+    DateSpan,
+    Place,
+    PlaceMatch,
+    Reader,
+    Reading,
+    Tokens,
+    find_dates,
+    normalize,
+)
 
 from .decision import Comparison, Decision, clarify, to_llm
 from .follow_up import borrow_context
@@ -33,6 +43,8 @@ _COMPARABLE: dict[Aspect, Comparison] = {
 # Longest unknown word tried as a place (by typo repair or as a place to ask about); longer is content.
 _MAX_PLACE_ATTEMPT_CHARS = 6
 _ASK_FOR_PLACE = "请问您想查询哪个城市的天气？"
+# Sound-alike readings tried per unknown word before giving up (each is one more parse).
+_MAX_REPAIRS = 24
 
 
 class QueryParser:
@@ -55,34 +67,96 @@ class QueryParser:
         asked about, newest last, for follow-ups (那上海呢？ 后天呢？ 这两个城市哪个更热？). FOUND_PLACES are
         words the gazetteer lacks that a geocoder has since found (周庄)."""
         clean = normalize(text)
-        if not clean:
-            return clarify("empty query", _ASK_FOR_PLACE)
-        marker = self.reader.lexicon.open_ended(clean)
-        if marker:
-            return to_llm(f"open-ended ({marker[0]}): {marker[1]}")
+        found = found_places or {}
+        decision, unknown = self._parse(clean, today, context, recent_places, found)
+        if decision.route == "rule" or len(unknown) != 1:
+            return decision  # one repair fixes one word: with two unknown words the question stays unknown
+        # A word the router does not know may be one it knows, misheard or mistyped (天七 → 天气): read the
+        # question again with each sound-alike, and keep a repair only if it makes a complete weather question.
+        for start, end in _locate(clean, unknown):
+            for attempts, (rewritten, window, word) in enumerate(self.reader.sound_alikes.rewrites(clean, start, end)):
+                if attempts >= _MAX_REPAIRS:
+                    break
+                repaired, _ = self._parse(rewritten, today, context, recent_places, found)
+                if repaired.route == "rule":
+                    return dataclasses.replace(repaired, reason=f"{repaired.reason}; sound-alike: {window}→{word}")
+        return decision
 
+    def _parse(
+        self,
+        clean: str,
+        today: dt.date,
+        context: Decision | None,
+        recent_places: list[Place] | None,
+        found_places: Mapping[str, PlaceMatch],
+    ) -> tuple[Decision, list[str]]:
+        """Decide normalised CLEAN; also return the words it did not understand."""
+        if not clean:
+            return clarify("empty query", _ASK_FOR_PLACE), []
         spans = find_dates(clean, today)
+        # Open-ended markers are looked for outside the dates, so 听日落雨 holds no 日落 (sunset).
+        marker = self.reader.lexicon.open_ended(_masked(clean, spans))
+        if marker:
+            return to_llm(f"open-ended ({marker[0]}): {marker[1]}"), []
         for span in spans:
-            if not span.dates:
-                return clarify(f"invalid date: {span.text}", f"“{span.text}”不是有效的日期，请换一种说法。")
-        dates = sorted({d for span in spans for d in span.dates})
+            if not span.dates and not span.is_part_of_day:
+                return clarify(f"invalid date: {span.text}", f"“{span.text}”不是有效的日期，请换一种说法。"), []
         tokens = self.reader.tokens(clean, spans)
         reading = self.reader.read(tokens)
-        if len(reading.unknown) > 1:
-            return to_llm("unrecognised: " + " ".join(text for _, _, text in reading.unknown))
+        unknown = [text for _, _, text in reading.unknown]
+        if len(unknown) > 1:
+            return to_llm("unrecognised: " + " ".join(unknown)), unknown
         if reading.unknown:
-            decided = self._place_attempt(reading, tokens, found_places or {})
+            decided = self._place_attempt(reading, tokens, found_places)
             if decided is not None:
-                return decided
+                return decided, unknown
+        spans, excluded = self._apply_corrections(reading, tokens, spans)
+        if excluded and not reading.places and context is None:
+            return to_llm("the question names a place only to exclude it"), []
+        dates = sorted({d for span in spans for d in span.dates})
         borrowed = ""
         if context is not None and context.route == "rule":
             dates, borrowed = borrow_context(
                 reading, dates, context, recent_places or list(context.places), follow_up="呢" in clean
             )
-        decision = self._decide(reading, dates, today)
+        decision = self._decide(reading, dates, today, spans)
         if borrowed and decision.route == "rule":
             decision = dataclasses.replace(decision, reason=f"{decision.reason}; from context: {borrowed}")
-        return decision
+        return decision, []
+
+    def _apply_corrections(
+        self, reading: Reading, tokens: Tokens, spans: list[DateSpan]
+    ) -> tuple[list[DateSpan], bool]:
+        """Drop what the question takes back: the place or date after 不是/不要, and whatever a correction
+        (不对, 我是说) replaces. Returns the date spans that stand and whether a place was excluded."""
+        if not (reading.negation_at or reading.correction_at):
+            return spans, False
+        span_at = dict(zip((i for i, t in enumerate(tokens) if t is None), spans, strict=True))
+        dropped_places: set[int] = set()
+        dropped_spans: set[int] = set()
+        for negation in reading.negation_at:
+            target = next((i for i in range(negation + 1, len(tokens)) if not self.reader.is_filler(tokens[i])), -1)
+            if target in span_at:
+                dropped_spans.add(target)
+            elif any(index == target for index, _, _ in reading.places):
+                dropped_places.add(target)
+        if reading.correction_at:
+            cut = reading.correction_at[-1]
+            if any(index > cut for index, _, _ in reading.places):
+                dropped_places |= {index for index, _, _ in reading.places if index < cut}
+            if any(i > cut and span_at[i].dates for i in span_at):
+                dropped_spans |= {i for i in span_at if i < cut}
+        excluded_places = {m.candidates[0] for i, _, m in reading.places if i in dropped_places}
+        excluded_days = {d for i in dropped_spans for d in span_at[i].dates}
+        reading.places = [
+            p for p in reading.places if p[0] not in dropped_places and p[2].candidates[0] not in excluded_places
+        ]
+        kept = [
+            span
+            for i, span in span_at.items()
+            if i not in dropped_spans and not (span.dates and set(span.dates) <= excluded_days)
+        ]
+        return kept, bool(excluded_places)
 
     def _place_attempt(self, reading: Reading, tokens: Tokens, found: Mapping[str, PlaceMatch]) -> Decision | None:
         """Handle the one unknown run: a typo of a place, a place found elsewhere, one we lack, or content.
@@ -105,12 +179,11 @@ class QueryParser:
             or first < first_aspect
         )
         # Only inside a weather question: outside one, a sound-alike is more likely another word.
-        if not (in_place_slot and reading.aspects and len(word) >= 2):
+        if not (in_place_slot and reading.aspects):
             return to_llm(f"unrecognised: {word}")
-        match = found.get(word)
-        if match is None and not word.isascii() and len(word) <= _MAX_PLACE_ATTEMPT_CHARS:
-            repaired = self.reader.gazetteer.repair(word)
-            match = PlaceMatch((repaired,), "pinyin") if repaired is not None else None
+        match = found.get(word) or self._repair_place(word, tokens, first, last)
+        if match is None and len(word) < 2:
+            return to_llm(f"unrecognised: {word}")
         if match is None:
             return clarify(
                 f"unknown place: {word}",
@@ -122,7 +195,27 @@ class QueryParser:
         reading.places.sort(key=lambda item: item[0])
         return None
 
-    def _decide(self, reading: Reading, dates: list[dt.date], today: dt.date) -> Decision:
+    def _repair_place(self, word: str, tokens: Tokens, first: int, last: int) -> PlaceMatch | None:
+        """The place WORD is a homophone typo of; a typo can also turn a character into a word the router
+        knows (重亲: 亲 is a filler), so the one-character token on either side is tried with it."""
+        if word.isascii():
+            repaired = self.reader.gazetteer.repair_latin(word)
+            return PlaceMatch((repaired,), "spelling") if repaired is not None else None
+        after = tokens[last + 1] if last + 1 < len(tokens) else None
+        before = tokens[first - 1] if first > 0 else None
+        candidates = [word]
+        if isinstance(after, str) and len(after) == 1 and not after.isascii():
+            candidates.append(word + after)
+        if isinstance(before, str) and len(before) == 1 and not before.isascii():
+            candidates.append(before + word)
+        for candidate in candidates:
+            if len(candidate) <= _MAX_PLACE_ATTEMPT_CHARS:
+                repaired = self.reader.gazetteer.repair(candidate)
+                if repaired is not None:
+                    return PlaceMatch((repaired,), "pinyin")
+        return None
+
+    def _decide(self, reading: Reading, dates: list[dt.date], today: dt.date, spans: list[DateSpan]) -> Decision:
         for _, word, match in reading.places:
             if match.ambiguous:
                 options = "、".join(p.display for p in match.candidates)
@@ -145,9 +238,10 @@ class QueryParser:
         dates = dates or [today]
         outside = self.horizon.first_outside(dates, today, air=aspect == "air")
         if outside is not None:
+            name = next((span.name for span in spans if span.name and outside in span.dates), None)
             return clarify(
                 f"beyond the forecast horizon: {outside.isoformat()}",
-                self.horizon.explain(outside, self.provider_label, air=aspect == "air"),
+                self.horizon.explain(outside, self.provider_label, air=aspect == "air", name=name),
             )
         compare: Comparison | None = None
         if reading.trend and not reading.compare and len(places) == 1 and len(dates) == 1 and dates[0] > today:
@@ -163,8 +257,35 @@ class QueryParser:
         how = f"; compare {compare}" if compare else ""
         vias = sorted({match.via for _, _, match in reading.places} - {"name"})
         via = f" via {','.join(vias)}" if vias else ""
-        reason = f"rule: {len(places)} place(s){via}, {len(dates)} day(s), {aspect}{how}"
-        return Decision("rule", [p.name for p in places], dates, aspect, reason, places=places, compare=compare)
+        hours = _hours(spans)
+        when = f" ({hours[0]:02d}-{hours[1]:02d}h)" if hours else ""
+        reason = f"rule: {len(places)} place(s){via}, {len(dates)} day(s){when}, {aspect}{how}"
+        return Decision(
+            "rule", [p.name for p in places], dates, aspect, reason, places=places, compare=compare, hours=hours
+        )
+
+
+def _locate(text: str, words: list[str]) -> list[tuple[int, int]]:
+    """Where each of WORDS stands in TEXT (unknown runs are contiguous text), as (start, end)."""
+    found = []
+    for word in words:
+        start = text.find(word)
+        if start >= 0:
+            found.append((start, start + len(word)))
+    return found
+
+
+def _masked(text: str, spans: list[DateSpan]) -> str:
+    """TEXT with every date expression blanked out."""
+    for span in spans:
+        text = text[: span.start] + " " * (span.end - span.start) + text[span.end :]
+    return text
+
+
+def _hours(spans: list[DateSpan]) -> tuple[int, int] | None:
+    """The part of the day asked about (今晚, 明天早上), when the question names exactly one."""
+    parts = {span.hours for span in spans if span.hours}
+    return parts.pop() if len(parts) == 1 else None
 
 
 def _comparison(aspect: Aspect, reading: Reading) -> Comparison | None:

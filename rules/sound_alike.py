@@ -1,0 +1,56 @@
+"""Repair homophone and speech-recognition errors in the router's own words (天七 → 天气, 下鱼 → 下雨).
+
+Voice assistants and pinyin keyboards replace a word with another of the same sound. The router knows a
+closed vocabulary (aspect, date, filler and comparison words), so a word it does not know can be read
+again as the vocabulary word that sounds the same (toneless pinyin). Whether a repair stands is for the
+caller to judge: only when the repaired question is a complete weather question.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+
+from ._data import load_table
+
+# Words the repair reads as at most this long: longer runs are phrases, not one mistyped word.
+_MAX_WORD_CHARS = 4
+# Readings tried per window: a few characters have many, and their product grows fast.
+_MAX_READINGS = 16
+
+
+class SoundAlikes:
+    """Toneless-pinyin index of a vocabulary; built once, read by every thread."""
+
+    def __init__(self, vocabulary: Iterable[str], *, content: Iterable[str] = ()) -> None:
+        """VOCABULARY is every word a repair may produce; CONTENT those that carry meaning (aspects,
+        dates), preferred over function words when one window sounds like both (下鱼 → 下雨, not 下与)."""
+        self._readings: dict[str, list[str]] = {
+            ch: sorted({r.rstrip("012345") for r in readings.split(",")})
+            for ch, readings in load_table("pinyin")["readings"].items()
+        }
+        self._content = frozenset(content)
+        self._words: dict[tuple[str, ...], set[str]] = defaultdict(set)
+        for word in [*vocabulary, *self._content]:
+            if 1 <= len(word) <= _MAX_WORD_CHARS and all(ch in self._readings for ch in word):
+                for key in self._keys(word):
+                    self._words[key].add(word)
+
+    def _keys(self, text: str) -> list[tuple[str, ...]]:
+        per_char = [self._readings.get(ch) for ch in text]
+        if not all(per_char):
+            return []
+        return list(itertools.islice(itertools.product(*per_char), _MAX_READINGS))  # type: ignore[arg-type]
+
+    def rewrites(self, text: str, start: int, end: int) -> Iterator[tuple[str, str, str]]:
+        """(rewritten text, window, word) for each vocabulary word that sounds like a window of TEXT
+        holding all of text[start:end] (a repair that leaves part of the unknown word helps nothing).
+        Longest windows first, content words before function words: a longer sound-alike is less likely
+        a coincidence, and a one-character function word can make a sentence complete yet wrong."""
+        for length in range(_MAX_WORD_CHARS, end - start - 1, -1):
+            for first in range(max(0, end - length), min(start, len(text) - length) + 1):
+                window = text[first : first + length]
+                words = {w for key in self._keys(window) for w in self._words.get(key, ())} - {window}
+                for word in sorted(words, key=lambda w: (w not in self._content, w)):
+                    yield text[:first] + word + text[first + length :], window, word
