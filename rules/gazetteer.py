@@ -16,14 +16,23 @@ from typing import Literal
 from ._data import load_table
 from .china_time import CHINA_TZ_NAME
 
-PlaceLevel = Literal["province", "prefecture", "county", "world", "geocoded"]
+PlaceLevel = Literal["province", "prefecture", "county", "world", "area", "town", "geocoded"]
 _LEVELS: dict[int, PlaceLevel] = {1: "province", 2: "prefecture", 3: "county"}
 # When one word names several units, the city a person most likely means wins: a prefecture-level city
 # (吉林 → 吉林市, 朝阳 → 朝阳市) over a province, a province over a county, any of these over abroad.
-_LEVEL_RANK: dict[str, int] = {"prefecture": 0, "province": 1, "county": 2, "world": 3, "geocoded": 4}
-_MUNICIPALITY_CODES = {"110000", "120000", "310000", "500000"}
+_LEVEL_RANK: dict[str, int] = {
+    "prefecture": 0,
+    "province": 1,
+    "county": 2,
+    "world": 3,
+    "area": 4,
+    "town": 5,
+    "geocoded": 6,
+}
 _TRAILING_SUFFIXES = ("市", "省", "区", "县")
 _MAX_READING_COMBINATIONS = 64
+#: Towns with at least this many people recorded are taken as meant before a homophone-typo repair.
+TOWN_MIN_POPULATION = 10_000
 # Latin names shorter than this are not repaired; from _LONG_LATIN_NAME letters, two edits are allowed.
 _MIN_LATIN_REPAIR_CHARS = 5
 _LONG_LATIN_NAME = 9
@@ -40,8 +49,9 @@ class Place:
     longitude: float
     timezone: str
     country: str  #: ISO 3166 alpha-2
-    adcode: str | None = None  #: Chinese administrative code (AMap uses it)
+    adcode: str | None = None  #: Chinese administrative code (AMap uses it; a town's or area's is its county's)
     parent: str | None = None  #: adcode of the enclosing unit
+    population: int = 0  #: recorded population, for towns of one name (0: not recorded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +99,8 @@ class Gazetteer:
             for reading in unit.get("pinyin", ()):
                 self._pinyin_keys.append((reading, place))
                 latin[reading.translate(_NO_TONES)].append(place)
+            for english in unit.get("en", ()):  # Harbin, Urumqi: GeoNames' English names
+                latin[english].append(place)
         for city in places["world"]:
             place = Place(city["name"], city["name"], "world", city["lat"], city["lon"], city["tz"], city["country"])
             self._by_name[place.name] = place
@@ -102,11 +114,14 @@ class Gazetteer:
             latin[_latin_key(word)] = [self._by_name[name]]
         self._latin = {key: tuple(dict.fromkeys(found)) for key, found in latin.items()}
         self._latin_keys = list(self._latin)
+        self._areas: dict[str, str] = aliases["areas"]
         self._repair_index: _PinyinIndex | None = None
+        self._local: dict[str, tuple[Place, ...]] | None = None
+        self._prominence = 0.0
 
     def words(self) -> Iterable[str]:
         """Every Han spelling of a place, for the tokenizer's dictionary."""
-        return itertools.chain(self._by_word, self._nicknames, self._ambiguous)
+        return itertools.chain(self._by_word, self._nicknames, self._ambiguous, self._areas)
 
     def parent_of(self, place: Place) -> Place | None:
         return self._by_code.get(place.parent) if place.parent else None
@@ -145,12 +160,95 @@ class Gazetteer:
         places = {p for choice, distance, _ in found if distance == best for p in _most_likely(self._latin[choice])}
         return _single(places)
 
+    def lookup_local(self, word: str, *, minor: bool = True) -> PlaceMatch | None:
+        """A well-known area or a town the names do not cover (张江, 鼓浪屿, 周庄, 九份), or None.
+
+        Asked only for a word no unit, nickname or city has (the tables load on first use). With
+        MINOR false, only areas and towns with a recorded population of at least TOWN_MIN_POPULATION:
+        the rest yield to a typo repair (深镇 is a village, and a typo of 深圳). Of same-named towns, one
+        with `prominence` times the recorded population of every other is the one meant; otherwise the
+        user is asked which.
+        """
+        found = self._local_places().get(word, ())
+        if not minor:
+            found = tuple(p for p in found if p.level == "area" or p.population >= TOWN_MIN_POPULATION)
+        if not found:
+            return None
+        return PlaceMatch(self._prominent(found), "local")
+
     def within(self, outer: PlaceMatch, word: str) -> Place | None:
-        """The unit named WORD that lies inside one of OUTER's candidates (北京 + 朝阳 → 北京市朝阳区)."""
-        found = self._by_word.get(word, ())
+        """The place named WORD that lies inside one of OUTER's candidates (北京 + 朝阳 → 北京市朝阳区,
+        上海 + 张江 → 张江, 香港 + 九龙 → 九龙): units first, then areas and towns. A name that is the outer
+        place again (北京北京, 成都，成都) is a repetition, not a place inside it."""
+        units = self._by_word.get(word, ())
+        if set(units) & set(outer.candidates):
+            return None
+        inside = self.inside(outer, units)
+        if inside is None:
+            inside = self.inside(outer, self._local_places().get(word, ()))
+        return inside
+
+    def inside(self, outer: PlaceMatch, candidates: Iterable[Place]) -> Place | None:
+        """The one of CANDIDATES that lies inside one of OUTER's candidates, or None (none, or several)."""
         outer_codes = {p.adcode for p in outer.candidates if p.adcode}
-        inside = [p for p in found if p.adcode and self._enclosing_codes(p) & outer_codes]
-        return inside[0] if len(inside) == 1 else None
+        found = [p for p in candidates if p.parent and self._enclosing_codes(p) & outer_codes]
+        return found[0] if len(found) == 1 else None
+
+    def _local_places(self) -> dict[str, tuple[Place, ...]]:
+        if self._local is None:  # a race only builds it twice; both copies are equal
+            self._local = self._load_local()
+        return self._local
+
+    def _load_local(self) -> dict[str, tuple[Place, ...]]:
+        table = load_table("towns")
+        self._prominence = float(table["prominence"])
+        local: dict[str, list[Place]] = defaultdict(list)
+        for word, unit_name in self._areas.items():
+            unit = self._by_name[unit_name]
+            local[word].append(
+                Place(
+                    word,
+                    word,
+                    "area",
+                    unit.latitude,
+                    unit.longitude,
+                    unit.timezone,
+                    "CN",
+                    unit.adcode,
+                    unit.adcode,
+                    population=0,
+                )
+            )
+        for town in table["towns"]:
+            county = self._by_code.get(town["parent"])
+            display = (
+                f"{town['name']}（{county.name}）" if county is not None and county.level == "county" else town["name"]
+            )
+            place = Place(
+                town["name"],
+                display,
+                "town",
+                town["lat"],
+                town["lon"],
+                town["tz"],
+                town["country"],
+                town["parent"],
+                town["parent"],
+                population=town["population"],
+            )
+            for word in town["names"]:
+                if word not in self._areas:  # a hand-kept area is the one meant
+                    local[word].append(place)
+        return {word: tuple(found) for word, found in local.items()}
+
+    def _prominent(self, found: tuple[Place, ...]) -> tuple[Place, ...]:
+        if len(found) == 1:
+            return found
+        ranked = sorted(found, key=lambda p: -p.population)
+        top, runner_up = ranked[0].population, ranked[1].population
+        if top > 0 and top >= self._prominence * max(runner_up, 1):
+            return (ranked[0],)
+        return tuple(ranked)
 
     def _enclosing_codes(self, place: Place) -> set[str]:
         codes: set[str] = set()
@@ -236,15 +334,11 @@ def _single(places: set[Place]) -> Place | None:
 
 
 def _most_likely(found: tuple[Place, ...] | list[Place]) -> tuple[Place, ...]:
+    """The places of the highest rank among FOUND (a prefecture-level city over a county). Two of one rank
+    are all returned, so the user is asked which: 朝阳区 is in Beijing and in Changchun, and no data here
+    says which one a person means."""
     best_rank = min(_LEVEL_RANK[p.level] for p in found)
-    best = [p for p in found if _LEVEL_RANK[p.level] == best_rank]
-    if len(best) > 1 and best_rank == _LEVEL_RANK["county"]:
-        # Two districts of one name: the one in a direct-controlled municipality is the famous one
-        # (朝阳区 → 北京市朝阳区); otherwise the user has to say which.
-        in_municipality = [p for p in best if p.parent in _MUNICIPALITY_CODES]
-        if len(in_municipality) == 1:
-            return (in_municipality[0],)
-    return tuple(dict.fromkeys(best))
+    return tuple(dict.fromkeys(p for p in found if _LEVEL_RANK[p.level] == best_rank))
 
 
 _NO_TONES = str.maketrans("", "", "0123456789 ")

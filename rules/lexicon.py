@@ -46,6 +46,8 @@ class Lexicon:
         self.counts: dict[str, int] = dict(data["counts"])
         #: Fillers after which an unknown word stands where a place would (查一下杭洲的天气, 去纳尼亚).
         self.place_leaders = frozenset(data["place_leaders"])
+        #: 古城, 景区, 古镇: after a place's name they mean the place itself (平遥古城, 黄山景区).
+        self.place_suffixes = frozenset(data["place_suffixes"])
         #: 降温 / 回暖: a change from today, so the asked day is compared with today.
         self.trend: dict[str, str] = {w: way for way, words in data["trend"].items() for w in words}
         self._open_category = {m: category for category, markers in data["open_ended"].items() for m in markers}
@@ -63,6 +65,7 @@ class Lexicon:
         yield from self.question_words()
         yield from self.corrections
         yield from self.negations
+        yield from self.place_suffixes
         yield from self._open_category
 
     def question_words(self) -> Iterable[str]:

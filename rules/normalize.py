@@ -33,6 +33,8 @@ _CODE_DEBRIS = re.compile(
 # space; the tokenizer treats spaces as boundaries, so "北京,上海" still reads as two places.
 _NOT_KEPT = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fffa-z0-9.\-/:%'、 ]+")
 _SPACES = re.compile(r"\s+")
+# Latin letters with accents (Ürümqi, Xī'ān): folded to plain letters, since names are typed either way.
+_ACCENTED = re.compile("[\u00c0-\u024f]")
 _DANGLING_DOTS = re.compile(r"(?<![0-9a-z])[.\-/:%']+|[.\-/:%']+(?![0-9a-z])")
 
 
@@ -46,11 +48,17 @@ def to_simplified(text: str) -> str:
     return text.translate(_t2s_table())
 
 
+def _fold_accent(match: re.Match[str]) -> str:
+    return "".join(ch for ch in unicodedata.normalize("NFKD", match.group(0)) if not unicodedata.combining(ch))
+
+
 def normalize(text: str) -> str:
     """Return TEXT in the form the router parses; never raises on any str."""
     text = text[:_MAX_RAW_CHARS]
     text = unicodedata.normalize("NFKC", text).lower()
     text = to_simplified(text)
+    if _ACCENTED.search(text):
+        text = _ACCENTED.sub(_fold_accent, text)
     text = _MENTION.sub(" ", text)
     text = _HTML_TAG.sub(" ", text)
     text = _CODE_DEBRIS.sub(" ", text)

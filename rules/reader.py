@@ -85,8 +85,12 @@ class Reader:
                 index = self._read_latin(tokens, index, reading)
                 continue
             match = self.gazetteer.lookup(token)
-            if match is not None:
+            if token in lexicon.place_suffixes and _after_place(reading, index):
+                self._add_place(reading, index, token, match)  # 平遥古城: the place itself, or a unit inside
+            elif match is not None:
                 self._add_place(reading, index, token, match)
+            elif token in lexicon.place_suffixes:
+                pass  # 西塘古镇: the town is the unknown word before it
             elif token in lexicon.aspect_of:
                 reading.aspects.append(lexicon.aspect_of[token])
                 reading.cold |= token in lexicon.cold
@@ -166,16 +170,38 @@ class Reader:
             _add_unknown(reading, index, word)
         return index + 1
 
-    def _add_place(self, reading: Reading, index: int, word: str, match: PlaceMatch) -> None:
-        if reading.places and reading.places[-1][0] == index - 1:
-            # Adjacent names: a unit inside the one before is the same place, spelled out
-            # (广东省广州市, 北京朝阳, 上海浦东新区).
+    def _add_place(self, reading: Reading, index: int, word: str, match: PlaceMatch | None) -> None:
+        """Add the place WORD at INDEX; a name right after another place may be inside it (广东省广州市,
+        北京朝阳, 上海张江, 香港九龙) or a suffix that names it again (平遥古城, 黄山景区)."""
+        if _after_place(reading, index):
             _, outer_word, outer = reading.places[-1]
+            if match is not None and set(match.candidates) == set(outer.candidates):
+                return  # 北京北京, 成都，成都: said twice
             inner = self.gazetteer.within(outer, word)
+            if inner is not None:
+                via = match.via if match is not None and inner in match.candidates else "local"
+                reading.places[-1] = (index, outer_word + word, PlaceMatch((inner,), via))
+                return
+            if word in self.lexicon.place_suffixes:
+                reading.places[-1] = (index, outer_word + word, outer)
+                return
+        if match is not None:
+            reading.places.append((index, word, match))
+
+    def add_place(self, reading: Reading, index: int, word: str, match: PlaceMatch) -> None:
+        """Add a place found for an unknown word (a town, a repaired typo), joining it as _add_place does."""
+        if _after_place(reading, index):
+            _, outer_word, outer = reading.places[-1]
+            inner = self.gazetteer.inside(outer, match.candidates)
             if inner is not None:
                 reading.places[-1] = (index, outer_word + word, PlaceMatch((inner,), match.via))
                 return
         reading.places.append((index, word, match))
+        reading.places.sort(key=lambda item: item[0])
+
+
+def _after_place(reading: Reading, index: int) -> bool:
+    return bool(reading.places) and reading.places[-1][0] == index - 1
 
 
 def _add_unknown(reading: Reading, index: int, token: str) -> None:

@@ -142,10 +142,11 @@ def test_json_output_and_attribution(router, weather_server):
 
 
 def test_geocoding_finds_a_place_the_gazetteer_lacks(router, weather_server):
-    weather_server.geocoding["周庄"] = [
+    # 落霞坪 is in neither the gazetteer nor the towns table, so only the provider's geocoder can find it.
+    weather_server.geocoding["落霞坪"] = [
         {
             "id": 1,
-            "name": "周庄",
+            "name": "落霞坪",
             "latitude": 30.95,
             "longitude": 118.0,
             "feature_code": "PPL",
@@ -155,7 +156,7 @@ def test_geocoding_finds_a_place_the_gazetteer_lacks(router, weather_server):
         },
         {
             "id": 2,
-            "name": "周庄",
+            "name": "落霞坪",
             "latitude": 31.1167,
             "longitude": 120.8486,
             "feature_code": "PPLA4",
@@ -164,8 +165,8 @@ def test_geocoding_finds_a_place_the_gazetteer_lacks(router, weather_server):
             "population": 20000,
         },
     ]
-    answer = ask(router, "周庄明天天气")
-    assert answer.route == "rule" and answer.decision.cities == ["周庄"]
+    answer = ask(router, "落霞坪明天天气")
+    assert answer.route == "rule" and answer.decision.cities == ["落霞坪"]
     assert float(weather_server.params["/v1/forecast"][0]["latitude"]) == pytest.approx(31.1167)  # re-ranked
     assert "geocoding (open-meteo)" in answer.decision.reason
     assert ask(router, "纳尼亚明天天气").route == "clarify"

@@ -166,7 +166,8 @@ class QueryParser:
         first, last, word = reading.unknown[0]
         before = tokens[first - 1] if first > 0 else None
         next_to_conjunction = (first - 1) in reading.conjunction_at or (last + 1) in reading.conjunction_at
-        if reading.places and not next_to_conjunction:
+        next_to_place = any(index in (first - 1, last + 1) for index, _, _ in reading.places)
+        if reading.places and not (next_to_conjunction or next_to_place):
             return to_llm(f"unrecognised: {word}")
         aspect_words = self.reader.lexicon.aspect_of
         first_aspect = next((i for i, t in enumerate(tokens) if t is not None and t in aspect_words), None)
@@ -181,8 +182,21 @@ class QueryParser:
         # Only inside a weather question: outside one, a sound-alike is more likely another word.
         if not (in_place_slot and reading.aspects):
             return to_llm(f"unrecognised: {word}")
-        match = found.get(word) or self._repair_place(word, tokens, first, last)
-        if match is None and len(word) < 2:
+        gazetteer = self.reader.gazetteer
+        match = (
+            found.get(word)
+            or gazetteer.lookup_local(word, minor=False)
+            or self._repair_place(word, tokens, first, last)
+            or gazetteer.lookup_local(word)
+        )
+        if match is not None and next_to_place and not next_to_conjunction:
+            # Right beside a known place a name must lie inside it (上海张江); anything else is content.
+            outer = next(m for index, _, m in reading.places if index in (first - 1, last + 1))
+            inner = gazetteer.inside(outer, match.candidates)
+            if inner is None:
+                return to_llm(f"unrecognised: {word}")
+            match = PlaceMatch((inner,), match.via)
+        if match is None and (len(word) < 2 or next_to_place):
             return to_llm(f"unrecognised: {word}")
         if match is None:
             return clarify(
@@ -191,8 +205,7 @@ class QueryParser:
                 unknown_place=word,
             )
         reading.unknown.clear()
-        reading.places.append((first, word, match))
-        reading.places.sort(key=lambda item: item[0])
+        self.reader.add_place(reading, first, word, match)
         return None
 
     def _repair_place(self, word: str, tokens: Tokens, first: int, last: int) -> PlaceMatch | None:
