@@ -11,7 +11,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ._data import load_table
 from .china_time import CHINA_TZ_NAME
@@ -116,7 +116,7 @@ class Gazetteer:
         self._latin_keys = list(self._latin)
         self._areas: dict[str, str] = aliases["areas"]
         self._repair_index: _PinyinIndex | None = None
-        self._local: dict[str, tuple[Place, ...]] | None = None
+        self._local: _LocalPlaces | None = None
         self._prominence = 0.0
 
     def words(self) -> Iterable[str]:
@@ -194,52 +194,11 @@ class Gazetteer:
         found = [p for p in candidates if p.parent and self._enclosing_codes(p) & outer_codes]
         return found[0] if len(found) == 1 else None
 
-    def _local_places(self) -> dict[str, tuple[Place, ...]]:
+    def _local_places(self) -> _LocalPlaces:
         if self._local is None:  # a race only builds it twice; both copies are equal
-            self._local = self._load_local()
+            self._local = _LocalPlaces(self._areas, self._by_name, self._by_code)
+            self._prominence = self._local.prominence
         return self._local
-
-    def _load_local(self) -> dict[str, tuple[Place, ...]]:
-        table = load_table("towns")
-        self._prominence = float(table["prominence"])
-        local: dict[str, list[Place]] = defaultdict(list)
-        for word, unit_name in self._areas.items():
-            unit = self._by_name[unit_name]
-            local[word].append(
-                Place(
-                    word,
-                    word,
-                    "area",
-                    unit.latitude,
-                    unit.longitude,
-                    unit.timezone,
-                    "CN",
-                    unit.adcode,
-                    unit.adcode,
-                    population=0,
-                )
-            )
-        for town in table["towns"]:
-            county = self._by_code.get(town["parent"])
-            display = (
-                f"{town['name']}（{county.name}）" if county is not None and county.level == "county" else town["name"]
-            )
-            place = Place(
-                town["name"],
-                display,
-                "town",
-                town["lat"],
-                town["lon"],
-                town["tz"],
-                town["country"],
-                town["parent"],
-                town["parent"],
-                population=town["population"],
-            )
-            for word in town["names"]:
-                if word not in self._areas:  # a hand-kept area is the one meant
-                    local[word].append(place)
-        return {word: tuple(found) for word, found in local.items()}
 
     def _prominent(self, found: tuple[Place, ...]) -> tuple[Place, ...]:
         if len(found) == 1:
@@ -273,6 +232,55 @@ class Gazetteer:
         if self._repair_index is None:
             self._repair_index = _PinyinIndex(self._pinyin_keys)
         return self._repair_index.find(word)
+
+
+class _LocalPlaces:
+    """Areas and towns by word. The table is read once, but a town's Place is only made when a question
+    names it: most of the 15,000 are never asked about."""
+
+    def __init__(self, areas: dict[str, str], by_name: dict[str, Place], by_code: dict[str, Place]) -> None:
+        table = load_table("towns")
+        self.prominence = float(table["prominence"])
+        self._by_code = by_code
+        self._column = {name: i for i, name in enumerate(table["columns"])}
+        self._rows: list[list[Any]] = table["rows"]
+        self._rows_of: dict[str, list[int]] = defaultdict(list)
+        names_at = self._column["names"]
+        for number, row in enumerate(self._rows):
+            for word in row[names_at]:
+                self._rows_of[word].append(number)
+        self._areas: dict[str, Place] = {}
+        for word, unit_name in areas.items():
+            unit = by_name[unit_name]
+            self._areas[word] = Place(
+                word, word, "area", unit.latitude, unit.longitude, unit.timezone, "CN", unit.adcode, unit.adcode
+            )
+        self._made: dict[str, tuple[Place, ...]] = {}
+
+    def get(self, word: str, default: tuple[Place, ...] = ()) -> tuple[Place, ...]:
+        if word in self._areas:  # a hand-kept area is the one meant
+            return (self._areas[word],)
+        if word not in self._made:
+            self._made[word] = tuple(self._town(self._rows[n]) for n in self._rows_of.get(word, ()))
+        return self._made[word] or default
+
+    def _town(self, row: list[Any]) -> Place:
+        column = self._column
+        name, parent = row[column["name"]], row[column["parent"]]
+        county = self._by_code.get(parent)
+        display = f"{name}（{county.name}）" if county is not None and county.level == "county" else name
+        return Place(
+            name,
+            display,
+            "town",
+            row[column["lat"]],
+            row[column["lon"]],
+            row[column["tz"]],
+            row[column["country"]],
+            parent,
+            parent,
+            row[column["population"]],
+        )
 
 
 class _PinyinIndex:
