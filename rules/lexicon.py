@@ -48,6 +48,8 @@ class Lexicon:
         self.place_leaders = frozenset(data["place_leaders"])
         #: 古城, 景区, 古镇: after a place's name they mean the place itself (平遥古城, 黄山景区).
         self.place_suffixes = frozenset(data["place_suffixes"])
+        #: 温差: the day's range of temperature, or the difference between places.
+        self.spread = frozenset(data["spread"])
         #: 降温 / 回暖: a change from today, so the asked day is compared with today.
         self.trend: dict[str, str] = {w: way for way, words in data["trend"].items() for w in words}
         self._open_category = {m: category for category, markers in data["open_ended"].items() for m in markers}

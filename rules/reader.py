@@ -33,6 +33,7 @@ class Reading:
     hot: bool = False
     compare: bool = False
     trend: str | None = None  #: "cold" for 降温, "hot" for 回暖
+    spread: bool = False  #: 温差: the range of temperature is asked
     count: int | None = None  #: places a follow-up refers to (这两个城市 → 2; 0 means all recent ones)
     conjunction_at: set[int] = field(default_factory=set)
     leader_at: set[int] = field(default_factory=set)
@@ -96,6 +97,7 @@ class Reader:
                 reading.cold |= token in lexicon.cold
                 reading.hot |= token in lexicon.hot
                 reading.trend = lexicon.trend.get(token, reading.trend)
+                reading.spread |= token in lexicon.spread
             elif token in lexicon.compare:
                 reading.compare = True
             elif token in lexicon.conjunctions:

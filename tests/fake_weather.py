@@ -29,6 +29,13 @@ DEFAULT_DAY = {
     "wind_speed_10m_max": 3.0,
     "relative_humidity_2m_mean": 60,
 }
+DEFAULT_HOUR = {
+    "temperature_2m": 10.0,
+    "precipitation_probability": 5,
+    "weather_code": 2,
+    "wind_speed_10m": 2.0,
+    "relative_humidity_2m": 60,
+}
 DEFAULT_CURRENT = {"temperature_2m": 12.3, "relative_humidity_2m": 55, "weather_code": 2}
 DEFAULT_AIR = {"us_aqi": 42, "pm2_5": 12.0, "pm10": 20.0}
 
@@ -40,6 +47,7 @@ class FakeWeather:
         self.today = today
         self.days: dict[tuple[str, str], dict] = {}  # (rounded "lat,lon", iso date) → values
         self.air: dict[tuple[str, str], dict] = {}
+        self.hours: dict[tuple[str, str], dict] = {}  # (rounded "lat,lon", iso date and hour) → values
         self.geocoding: dict[str, list[dict]] = {}
         self.amap_casts: list[dict] | None = None
         self.amap_error: str | None = None
@@ -75,6 +83,11 @@ class FakeWeather:
     def set_day(self, latitude: float, longitude: float, day: dt.date, **values) -> None:
         self.days[(_key(latitude, longitude), day.isoformat())] = {**DEFAULT_DAY, **values}
 
+    def set_hours(self, latitude: float, longitude: float, day: dt.date, hours: range, **values) -> None:
+        for hour in hours:
+            stamp = dt.datetime.combine(day, dt.time(hour)).isoformat(timespec="minutes")
+            self.hours[(_key(latitude, longitude), stamp)] = {**DEFAULT_HOUR, **values}
+
     def set_air(self, latitude: float, longitude: float, day: dt.date, **values) -> None:
         self.air[(_key(latitude, longitude), day.isoformat())] = {**DEFAULT_AIR, **values}
 
@@ -85,12 +98,8 @@ class FakeWeather:
         past, ahead = int(q.get("past_days", 0)), int(q.get("forecast_days", 7))
         if not 0 <= ahead <= 16 or not 0 <= past <= 92:
             return {"error": True, "reason": "Parameter forecast_days or past_days out of range"}
-        names = q["daily"].split(",")
         dates = [self.today + dt.timedelta(days=i) for i in range(-past, ahead)]
-        daily: dict[str, list] = {"time": [d.isoformat() for d in dates]}
-        for name in names:
-            daily[name] = [self.days.get((_key(lat, lon), d.isoformat()), DEFAULT_DAY).get(name) for d in dates]
-        body = {
+        body: dict = {
             "latitude": lat,
             "longitude": lon,
             "elevation": 4.0,
@@ -98,9 +107,22 @@ class FakeWeather:
             "utc_offset_seconds": 28800,
             "timezone": q.get("timezone", "GMT"),
             "timezone_abbreviation": "CST",
-            "daily_units": dict.fromkeys(names, ""),
-            "daily": daily,
         }
+        if "daily" in q:
+            names = q["daily"].split(",")
+            daily: dict[str, list] = {"time": [d.isoformat() for d in dates]}
+            for name in names:
+                daily[name] = [self.days.get((_key(lat, lon), d.isoformat()), DEFAULT_DAY).get(name) for d in dates]
+            body.update(daily_units=dict.fromkeys(names, ""), daily=daily)
+        if "hourly" in q:
+            names = q["hourly"].split(",")
+            stamps = [
+                dt.datetime.combine(d, dt.time(h)).isoformat(timespec="minutes") for d in dates for h in range(24)
+            ]
+            hourly: dict[str, list] = {"time": stamps}
+            for name in names:
+                hourly[name] = [self.hours.get((_key(lat, lon), t), DEFAULT_HOUR).get(name) for t in stamps]
+            body.update(hourly_units=dict.fromkeys(names, ""), hourly=hourly)
         if "current" in q:
             body["current"] = {
                 "time": f"{self.today.isoformat()}T10:00",

@@ -113,7 +113,11 @@ def test_comparison_says_which_first(router, weather_server):
     weather_server.set_day(*BEIJING, TOMORROW, temperature_2m_max=3.0, temperature_2m_min=-5.0)
     weather_server.set_day(*SHANGHAI, TOMORROW, temperature_2m_max=14.0, temperature_2m_min=8.0)
     answer = ask(router, "北京和上海明天哪个冷")
-    assert answer.text.splitlines() == ["明天北京比上海冷。", "北京明天气温-5°C~3°C。", "上海明天气温8°C~14°C。"]
+    assert answer.text.splitlines() == [
+        "明天北京比上海冷12.0°C（日均气温：北京-1.0°C，上海11.0°C）。",  # the difference, in numbers
+        "北京明天气温-5°C~3°C。",
+        "上海明天气温8°C~14°C。",
+    ]
     assert weather_server.requests["/v1/forecast"] == 2  # one request per place
 
 
@@ -364,4 +368,54 @@ def test_trend_questions_compare_with_today(router, weather_server):
     weather_server.set_day(*BEIJING, TODAY, temperature_2m_max=10.0, temperature_2m_min=2.0)
     weather_server.set_day(*BEIJING, TOMORROW, temperature_2m_max=3.0, temperature_2m_min=-6.0)
     answer = ask(router, "北京明天会降温吗")
-    assert answer.text.splitlines()[0] == "北京明天比今天冷。"
+    assert answer.text.splitlines()[0] == "北京明天比今天冷7.5°C（日均气温：今天6.0°C，明天-1.5°C）。"
+
+
+# -- parts of the day: answered from the provider's hours ----------------------------------------------
+
+
+def test_tonight_is_answered_from_the_evening_hours(router, weather_server):
+    # A dry day with a wet evening: the daily summary would say no rain; the evening hours say rain.
+    weather_server.set_day(*BEIJING, TODAY, weather_code=1, precipitation_probability_max=80)
+    weather_server.set_hours(*BEIJING, TODAY, range(18), weather_code=1, precipitation_probability=0)
+    weather_server.set_hours(
+        *BEIJING, TODAY, range(18, 24), weather_code=61, precipitation_probability=70, temperature_2m=3.0
+    )
+    answer = ask(router, "北京今晚会下雨吗")
+    assert answer.route == "rule" and answer.decision.hours == (18, 24)
+    assert answer.text == "北京今天18时至24时可能下雨（小雨，降水概率70%），记得带伞。"
+    (params,) = weather_server.params["/v1/forecast"]
+    assert "hourly" in params and "daily" not in params  # one request, the hours only
+    hours = answer.data["places"][0]["hours"]
+    assert [h["time"][11:13] for h in hours] == [f"{h:02d}" for h in range(18, 24)]
+
+
+def test_morning_temperature_comes_from_the_morning_hours(router, weather_server):
+    weather_server.set_hours(*SHANGHAI, TOMORROW, range(6, 9), temperature_2m=4.0)
+    weather_server.set_hours(*SHANGHAI, TOMORROW, range(9, 24), temperature_2m=15.0)
+    answer = ask(router, "上海明天早上多少度")
+    assert answer.text == "上海明天6时至9时气温4°C~4°C。"
+
+
+def test_a_provider_without_hours_answers_for_the_day_and_says_so(weather_server):
+    with make_router(weather_server.url, provider="amap", amap_key="good-key") as router:
+        answer = ask(router, "上海今晚会下雨吗")
+    assert answer.route == "rule"
+    assert answer.text.endswith("（高德天气 (AMap)没有逐小时预报，以上是全天的预报）")
+    assert "18时" not in answer.text
+
+
+def test_temperature_spread_of_one_place_and_difference_between_places(router, weather_server):
+    weather_server.set_day(*BEIJING, TOMORROW, temperature_2m_max=3.0, temperature_2m_min=-5.0)
+    weather_server.set_day(*SHANGHAI, TOMORROW, temperature_2m_max=14.0, temperature_2m_min=8.0)
+    assert ask(router, "北京明天温差多大").text.splitlines()[0] == "北京明天温差8°C（-5°C~3°C）。"
+    assert ask(router, "北京比上海明天冷多少").text.splitlines()[0] == (
+        "明天北京比上海冷12.0°C（日均气温：北京-1.0°C，上海11.0°C）。"
+    )
+
+
+def test_rain_comparison_says_by_how_much(router, weather_server):
+    weather_server.set_day(*BEIJING, TOMORROW, precipitation_probability_max=20)
+    weather_server.set_day(*SHANGHAI, TOMORROW, weather_code=61, precipitation_probability_max=80)
+    first = ask(router, "北京和上海明天哪里更可能下雨").text.splitlines()[0]
+    assert first == "明天上海更可能下雨，降水概率高60个百分点（降水概率：北京20%，上海80%）。"

@@ -11,7 +11,18 @@ from .providers import (
     WeatherProvider,
 )
 from .service import DEFAULT_CACHE_TTL, DEFAULT_MAX_STALE_AGE, Fetched, WeatherService, past_days_for
-from .shapes import AirQuality, CurrentWeather, DailyAir, DailyWeather, Forecast, condition_of, to_jsonable
+from .shapes import (
+    AirQuality,
+    CurrentWeather,
+    DailyAir,
+    DailyWeather,
+    Forecast,
+    HourlyForecast,
+    HourlyWeather,
+    beaufort,
+    condition_of,
+    to_jsonable,
+)
 
 __all__ = [
     "DEFAULT_CACHE_TTL",
@@ -28,9 +39,12 @@ __all__ = [
     "Fetched",
     "Forecast",
     "Horizon",
+    "HourlyForecast",
+    "HourlyWeather",
     "OpenMeteoProvider",
     "WeatherProvider",
     "WeatherService",
+    "beaufort",
     "condition_of",
     "past_days_for",
     "to_jsonable",

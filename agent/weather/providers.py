@@ -19,7 +19,17 @@ from hybrid_weather.rules import Place, today_in_china
 from ..errors import ConfigurationError, MalformedResponse, NotCovered, UpstreamRejected
 from .horizon import Horizon
 from .http import ResilientClient
-from .shapes import AirQuality, CurrentWeather, DailyAir, DailyWeather, Forecast, beaufort, condition_of
+from .shapes import (
+    AirQuality,
+    CurrentWeather,
+    DailyAir,
+    DailyWeather,
+    Forecast,
+    HourlyForecast,
+    HourlyWeather,
+    beaufort,
+    condition_of,
+)
 
 OPEN_METEO_FORECAST_URL = "https://api.open-meteo.com"
 OPEN_METEO_AIR_URL = "https://air-quality-api.open-meteo.com"
@@ -38,6 +48,9 @@ _DAILY = (
 )
 _CURRENT = ("temperature_2m", "relative_humidity_2m", "weather_code")
 _AIR = ("us_aqi", "pm2_5", "pm10")
+# Asked only when a question names a part of the day, in its own request: with the daily ones they would
+# pass Open-Meteo's ten variables per call.
+_HOURLY = ("temperature_2m", "precipitation_probability", "weather_code", "wind_speed_10m", "relative_humidity_2m")
 # Geocoding ranks villages first for some Chinese names; capitals and seats of government go first.
 _FEATURE_RANK = {"PPLC": 0, "PPLA": 1, "PPLA2": 2, "PPLA3": 3, "PPLA4": 4, "PPL": 5}
 
@@ -56,6 +69,10 @@ class WeatherProvider(ABC):
 
     def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
         raise NotCovered(f"{self.label} has no air-quality data; use --provider open-meteo", provider=self.name)
+
+    def hourly(self, place: Place, *, past_days: int, deadline: float) -> HourlyForecast:
+        """Hour-by-hour forecasts, for a part of the day (今晚); NotCovered where the provider has none."""
+        raise NotCovered(f"{self.label} has no hourly forecast", provider=self.name)
 
     def geocode(self, name: str, *, deadline: float) -> Place | None:
         """A place the gazetteer lacks, looked up by name; None where the provider cannot search."""
@@ -133,6 +150,37 @@ class OpenMeteoProvider(_HTTPProvider):
                 humidity=_int(now.get("relative_humidity_2m")),
             )
         return Forecast(place, tuple(days), current, self.name, time.time())
+
+    def hourly(self, place: Place, *, past_days: int, deadline: float) -> HourlyForecast:
+        body = self.http.get_json(
+            self.forecast_url,
+            {
+                "latitude": place.latitude,
+                "longitude": place.longitude,
+                "hourly": ",".join(_HOURLY),
+                "timezone": place.timezone,
+                "forecast_days": self.horizon.days_ahead + 1,
+                "past_days": past_days,
+                "wind_speed_unit": "ms",
+            },
+            deadline=deadline,
+        )
+        hourly = _columns(body, "hourly", _HOURLY, self.label)
+        hours = []
+        for i, stamp in enumerate(hourly["time"]):
+            code = _int(hourly["weather_code"][i])
+            hours.append(
+                HourlyWeather(
+                    time=_datetime(stamp, self.label),
+                    condition=condition_of(code)[0],
+                    weather_code=code,
+                    temperature=_float(hourly["temperature_2m"][i]),
+                    precip_probability=_int(hourly["precipitation_probability"][i]),
+                    wind_speed=_float(hourly["wind_speed_10m"][i]),
+                    humidity=_int(hourly["relative_humidity_2m"][i]),
+                )
+            )
+        return HourlyForecast(place, tuple(hours), self.name, time.time())
 
     def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
         body = self.http.get_json(
@@ -314,6 +362,29 @@ class DemoProvider(WeatherProvider):
             days.append(DailyAir(day, 20 + seed % 160, round(5 + seed % 90, 1), round(10 + seed % 130, 1)))
         return AirQuality(place, tuple(days), days[past_days], self.name, time.time())
 
+    def hourly(self, place: Place, *, past_days: int, deadline: float) -> HourlyForecast:
+        today = today_in_china()
+        hours = []
+        for offset in range(-past_days, self.horizon.days_ahead + 1):
+            day = self._day(place, today + dt.timedelta(days=offset))
+            low, high = day.temp_min or 0.0, day.temp_max or 0.0
+            for hour in range(24):
+                # Coldest at dawn, warmest mid-afternoon; the day's condition, rain likelier in the evening.
+                warmth = (1 - math.cos(2 * math.pi * (hour - 5) / 24)) / 2
+                chance = day.precip_probability or 0
+                hours.append(
+                    HourlyWeather(
+                        time=dt.datetime.combine(day.date, dt.time(hour)),
+                        condition=day.condition,
+                        weather_code=day.weather_code,
+                        temperature=round(low + (high - low) * warmth, 1),
+                        precip_probability=min(100, chance + 10) if hour >= 17 else max(0, chance - 10),
+                        wind_speed=day.wind_speed_max,
+                        humidity=day.humidity,
+                    )
+                )
+        return HourlyForecast(place, tuple(hours), self.name, time.time())
+
     @staticmethod
     def _day(place: Place, day: dt.date) -> DailyWeather:
         seed = zlib.crc32(f"{place.name}|{day}".encode())
@@ -358,6 +429,13 @@ def _date(text: Any, label: str) -> dt.date:
         return dt.date.fromisoformat(str(text)[:10])
     except ValueError:
         raise MalformedResponse(f"{label} sent a date that is not YYYY-MM-DD: {str(text)[:20]!r}") from None
+
+
+def _datetime(text: Any, label: str) -> dt.datetime:
+    try:
+        return dt.datetime.fromisoformat(str(text)[:16])
+    except ValueError:
+        raise MalformedResponse(f"{label} sent a time that is not YYYY-MM-DDTHH:MM: {str(text)[:20]!r}") from None
 
 
 def _float(value: Any) -> float | None:

@@ -21,7 +21,7 @@ from hybrid_weather.rules import Place
 
 from ..errors import NotCovered, UpstreamTimeout, WeatherUnavailable
 from .providers import WeatherProvider
-from .shapes import AirQuality, Forecast
+from .shapes import AirQuality, Forecast, HourlyForecast
 
 DEFAULT_CACHE_TTL = 600.0
 #: The oldest data served when the provider fails (stale-if-error). Six hours: older forecasts have
@@ -31,7 +31,7 @@ DEFAULT_CACHE_SIZE = 4096
 # Past days are fetched in a few fixed windows, so 昨天 and 前天 share a fetch with 今天.
 _PAST_WINDOWS = (1, 7, 31, 92)
 
-T = TypeVar("T", Forecast, AirQuality)
+T = TypeVar("T", Forecast, AirQuality, HourlyForecast)
 #: (kind, provider, place name, latitude, longitude, past-days window)
 CacheKey = tuple[str, str, str, float, float, int]
 #: A provider's forecast or air_quality method: (place, *, past_days, deadline) → data.
@@ -89,6 +89,12 @@ class WeatherService:
 
     def air_quality(self, place: Place, past_days: int, deadline: float) -> Fetched[AirQuality]:
         return self._get("air", place, past_days, deadline, self.provider.air_quality)
+
+    def hourly(self, place: Place, past_days: int, deadline: float) -> Fetched[HourlyForecast]:
+        return self._get("hourly", place, past_days, deadline, self.provider.hourly)
+
+    async def ahourly(self, place: Place, past_days: int, deadline: float) -> Fetched[HourlyForecast]:
+        return await self._aget("hourly", place, past_days, deadline, self.provider.hourly)
 
     def geocode(self, name: str, deadline: float) -> Place | None:
         """A place the gazetteer lacks, from the provider's geocoder; answers (found or not) are kept."""

@@ -134,6 +134,34 @@ class Forecast:
 
 
 @dataclass(frozen=True, slots=True)
+class HourlyWeather:
+    """One hour at one place, in the place's own time zone (for 今晚, 明天早上, 上班路上)."""
+
+    time: dt.datetime  #: local time, naive
+    condition: str
+    weather_code: int | None = None
+    temperature: float | None = None  #: °C
+    precip_probability: int | None = None  #: %, for the preceding hour
+    wind_speed: float | None = None  #: m/s
+    humidity: int | None = None  #: %
+
+
+@dataclass(frozen=True, slots=True)
+class HourlyForecast:
+    """A provider's hours for one place, as fetched at one moment."""
+
+    place: Place
+    hours: tuple[HourlyWeather, ...]
+    source: str
+    fetched_at: float
+
+    def between(self, date: dt.date, hours: tuple[int, int]) -> list[HourlyWeather]:
+        """The hours of DATE from hours[0] up to (not including) hours[1]."""
+        start, end = hours
+        return [h for h in self.hours if h.time.date() == date and start <= h.time.hour < end]
+
+
+@dataclass(frozen=True, slots=True)
 class DailyAir:
     date: dt.date
     aqi: int | None  #: US AQI, daily maximum of the hourly values
@@ -176,6 +204,8 @@ __all__ = [
     "DailyAir",
     "DailyWeather",
     "Forecast",
+    "HourlyForecast",
+    "HourlyWeather",
     "aqi_category",
     "beaufort",
     "condition_of",

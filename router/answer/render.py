@@ -30,12 +30,12 @@ class Facts:
     air: AirQuality | None = None
 
 
-def day_label(day: dt.date, today: dt.date, *, with_date: bool = False) -> str:
+def day_label(day: dt.date, today: dt.date, *, with_date: bool = False, hours: tuple[int, int] | None = None) -> str:
+    """今天, 明天, 12月3日（周四）; with HOURS the part of the day too (今天18时至24时)."""
     relative = _RELATIVE_DAYS.get((day - today).days)
     calendar = f"{day.month}月{day.day}日（周{weekday_char(day)}）"
-    if relative and with_date:
-        return f"{relative} {calendar}"
-    return relative or calendar
+    label = f"{relative} {calendar}" if relative and with_date else relative or calendar
+    return f"{label}{hours[0]}时至{hours[1]}时" if hours else label
 
 
 def render(decision: Decision, facts: Sequence[Facts], today: dt.date, *, emoji: bool = True) -> str:
@@ -54,14 +54,23 @@ def render(decision: Decision, facts: Sequence[Facts], today: dt.date, *, emoji:
                 day,
                 today,
                 emoji,
-                prefix=day_label(day, today, with_date=True) + "：" if several_days else None,
+                prefix=day_label(day, today, with_date=True, hours=decision.hours) + "：" if several_days else None,
+                hours=decision.hours,
             )
             lines.append("  " + line if several_days else line)
     return "\n".join(lines)
 
 
-def _fact_line(aspect: str, item: Facts, day: dt.date, today: dt.date, emoji: bool, prefix: str | None) -> str:
-    place, when = item.place.display, day_label(day, today)
+def _fact_line(
+    aspect: str,
+    item: Facts,
+    day: dt.date,
+    today: dt.date,
+    emoji: bool,
+    prefix: str | None,
+    hours: tuple[int, int] | None,
+) -> str:
+    place, when = item.place.display, day_label(day, today, hours=hours)
     head = prefix if prefix is not None else f"{place}{when}"
     if aspect == "air":
         air = item.air.day(day) if item.air else None
@@ -108,16 +117,27 @@ def _fact_line(aspect: str, item: Facts, day: dt.date, today: dt.date, emoji: bo
 
 
 def _comparison(decision: Decision, facts: Sequence[Facts], today: dt.date) -> list[str]:
-    """The sentence that answers 哪个更冷 / 明天比今天热吗 before the numbers."""
+    """The sentence that answers 哪个更冷 / 明天比今天热吗 / 温差多大 before the numbers, with the difference."""
     kind = decision.compare
     sentences = []
+    if kind == "spread" and len(facts) == 1:
+        item = facts[0]
+        for day in decision.dates:
+            weather = item.weather.day(day) if item.weather else None
+            when = day_label(day, today, hours=decision.hours)
+            if weather is None or weather.temp_max is None or weather.temp_min is None:
+                sentences.append(f"{item.place.display}{when}缺少比较所需的数据。")
+            else:
+                spread = weather.temp_max - weather.temp_min
+                sentences.append(f"{item.place.display}{when}温差{spread:.0f}°C（{_temperature_range(weather)}）。")
+        return sentences
     if len(facts) >= 2:
         for day in decision.dates:
             items = [(f.place.display, _metric(kind, f, day)) for f in facts]
-            sentences.append(_compare_sentence(kind, items, day_label(day, today)))
+            sentences.append(_compare_sentence(kind, items, day_label(day, today, hours=decision.hours)))
     else:
         item = facts[0]
-        items = [(day_label(day, today), _metric(kind, item, day)) for day in decision.dates]
+        items = [(day_label(day, today, hours=decision.hours), _metric(kind, item, day)) for day in decision.dates]
         sentences.append(_compare_sentence(kind, items, "", subject=item.place.display))
     return sentences
 
@@ -129,7 +149,7 @@ def _metric(kind: str | None, item: Facts, day: dt.date) -> float | None:
     weather = item.weather.day(day) if item.weather else None
     if weather is None:
         return None
-    if kind in ("hot", "cold"):
+    if kind in ("hot", "cold", "spread"):
         if weather.temp_max is None or weather.temp_min is None:
             return None
         return (weather.temp_max + weather.temp_min) / 2
@@ -147,14 +167,15 @@ def _metric(kind: str | None, item: Facts, day: dt.date) -> float | None:
 
 
 _COMPARATIVES = {
-    # kind: (which way is "more", word for the winner, word when all are equal)
-    "hot": (max, "更热", "气温差不多"),
-    "cold": (min, "更冷", "气温差不多"),
-    "rain": (max, "更可能下雨", "下雨的可能差不多"),
-    "snow": (max, "更可能下雪", "都不太会下雪"),
-    "wind": (max, "风更大", "风力差不多"),
-    "humidity": (max, "更潮湿", "湿度差不多"),
-    "air": (min, "空气更好", "空气质量差不多"),
+    # kind: (which way is "more", word for the winner, word when all are equal, the measure and its unit)
+    "hot": (max, "更热", "气温差不多", "日均气温", "°C"),
+    "cold": (min, "更冷", "气温差不多", "日均气温", "°C"),
+    "spread": (min, "更冷", "气温差不多", "日均气温", "°C"),
+    "rain": (max, "更可能下雨", "下雨的可能差不多", "降水概率", "%"),
+    "snow": (max, "更可能下雪", "都不太会下雪", "", ""),
+    "wind": (max, "风更大", "风力差不多", "最大风速", " m/s"),
+    "humidity": (max, "更潮湿", "湿度差不多", "湿度", "%"),
+    "air": (min, "空气更好", "空气质量差不多", "AQI", ""),
 }
 
 
@@ -162,18 +183,29 @@ def _compare_sentence(kind: str | None, items: list[tuple[str, float | None]], w
     known = [(name, value) for name, value in items if value is not None]
     if len(known) < 2 or kind not in _COMPARATIVES:
         return f"{subject}{when}缺少比较所需的数据。"
-    pick, better, same = _COMPARATIVES[kind]
+    pick, better, same, measure, unit = _COMPARATIVES[kind]
     values = [v for _, v in known]
-    tolerance = _SAME_TEMPERATURE if kind in ("hot", "cold") else 0.0
+    numbers = "，".join(f"{name}{_number(value, unit)}" for name, value in known)
+    shown = f"（{measure}：{numbers}）" if measure else ""
+    tolerance = _SAME_TEMPERATURE if kind in ("hot", "cold", "spread") else 0.0
     if max(values) - min(values) <= tolerance:
-        return f"{subject}{when}{'、'.join(n for n, _ in known)}{same}。"
-    winner = pick(known, key=lambda item: item[1])[0]
+        return f"{subject}{when}{'、'.join(n for n, _ in known)}{same}{shown}。"
+    winner, top = pick(known, key=lambda item: item[1])
     if kind == "snow" and max(values) == 0:
         return f"{subject}{when}{same}。"
-    if len(known) == 2 and kind in ("hot", "cold", "humidity"):
-        other = next(n for n, _ in known if n != winner)
-        return f"{subject}{when}{winner}比{other}{better.removeprefix('更')}。"
-    return f"{subject}{when}{winner}{better}。"
+    if len(known) == 2 and kind in ("hot", "cold", "spread", "humidity", "rain", "wind"):
+        other, value = next((n, v) for n, v in known if n != winner)
+        difference = abs(top - value)
+        if kind in ("hot", "cold", "spread"):
+            return f"{subject}{when}{winner}比{other}{better.removeprefix('更')}{difference:.1f}°C{shown}。"
+        amount = f"{difference:.0f}个百分点" if unit == "%" else _number(difference, unit)
+        return f"{subject}{when}{winner}{better}，{measure}{'大' if kind == 'wind' else '高'}{amount}{shown}。"
+    return f"{subject}{when}{winner}{better}{shown}。"
+
+
+def _number(value: float, unit: str) -> str:
+    # Temperatures and wind to a tenth, so two values that differ are never printed alike.
+    return f"{value:.1f}{unit}" if unit in (" m/s", "°C") else f"{value:.0f}{unit}"
 
 
 def _degrees(value: float | None) -> str:

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
-from hybrid_weather.agent.weather import Fetched, WeatherService, past_days_for, to_jsonable
+from hybrid_weather.agent.errors import NotCovered
+from hybrid_weather.agent.weather import (
+    DailyWeather,
+    Fetched,
+    Forecast,
+    HourlyForecast,
+    HourlyWeather,
+    WeatherService,
+    beaufort,
+    condition_of,
+    past_days_for,
+    to_jsonable,
+)
 from hybrid_weather.rules import Place
 
 from ..understand import Decision
@@ -14,6 +27,10 @@ from .render import Facts, render
 
 _STALE_NOTE = "\n（天气服务暂时无法访问，以上为缓存数据，数据更新于{age}前）"
 _DEMO_MARK = "【演示数据】"
+_NO_HOURLY_NOTE = "\n（{label}没有逐小时预报，以上是全天的预报）"
+# A condition code's severity, for the one that stands for several hours: storms over snow over rain over
+# fog over cloud over clear (the most severe is what a person needs to hear).
+_SEVERITY = ((95, 99), (71, 86), (51, 67), (80, 82), (45, 48), (1, 3), (0, 0))
 
 
 class RuleAnswerer:
@@ -21,6 +38,7 @@ class RuleAnswerer:
 
     def __init__(self, weather: WeatherService) -> None:
         self.weather = weather
+        self._has_hours = True  # until the provider says it has no hourly forecast (AMap)
 
     def answer(
         self, decision: Decision, today: dt.date, *, emoji: bool, started: float, deadline: float
@@ -46,12 +64,22 @@ class RuleAnswerer:
         past = past_days_for(decision.dates, today)
         if decision.aspect == "air":
             return self.weather.air_quality(place, past, deadline)
+        if decision.hours and self._has_hours:
+            try:
+                return self.weather.hourly(place, past, deadline)
+            except NotCovered:
+                self._has_hours = False
         return self.weather.forecast(place, past, deadline)
 
     async def _afetch(self, decision: Decision, place: Place, today: dt.date, deadline: float) -> Fetched[Any]:
         past = past_days_for(decision.dates, today)
         if decision.aspect == "air":
             return await self.weather.aair_quality(place, past, deadline)
+        if decision.hours and self._has_hours:
+            try:
+                return await self.weather.ahourly(place, past, deadline)
+            except NotCovered:
+                self._has_hours = False
         return await self.weather.aforecast(place, past, deadline)
 
     def compose(
@@ -60,8 +88,14 @@ class RuleAnswerer:
         """The rule answer from the fetched data: the text, and the data behind it for --json."""
         provider = self.weather.provider
         air = decision.aspect == "air"
-        facts = [Facts(f.value.place, air=f.value) if air else Facts(f.value.place, weather=f.value) for f in fetched]
-        text = render(decision, facts, today, emoji=emoji)
+        days = [f.value if air else _as_days(f.value, decision) for f in fetched]
+        by_hour = any(isinstance(f.value, HourlyForecast) for f in fetched)
+        # Without hourly data (AMap has none) the answer is about whole days, and says so.
+        shown = decision if by_hour or decision.hours is None else dataclasses.replace(decision, hours=None)
+        facts = [Facts(d.place, air=d) if air else Facts(d.place, weather=d) for d in days]
+        text = render(shown, facts, today, emoji=emoji)
+        if fetched and not air and shown.hours != decision.hours:
+            text += _NO_HOURLY_NOTE.format(label=provider.label)
         stale = any(f.stale for f in fetched)
         oldest = max((f.age_s for f in fetched), default=0.0)
         if stale:
@@ -71,14 +105,15 @@ class RuleAnswerer:
         data = {
             "places": [
                 {
-                    "name": f.value.place.name,
-                    "latitude": f.value.place.latitude,
-                    "longitude": f.value.place.longitude,
-                    "timezone": f.value.place.timezone,
-                    "days": [to_jsonable(d) for d in f.value.days if d.date in decision.dates],
-                    "current": to_jsonable(f.value.current) if today in decision.dates else None,
+                    "name": d.place.name,
+                    "latitude": d.place.latitude,
+                    "longitude": d.place.longitude,
+                    "timezone": d.place.timezone,
+                    "days": [to_jsonable(day) for day in d.days if day.date in decision.dates],
+                    "hours": _hours_json(f.value, decision),
+                    "current": to_jsonable(d.current) if today in decision.dates and not by_hour else None,
                 }
-                for f in fetched
+                for f, d in zip(fetched, days, strict=True)
             ],
         }
         return Answer(
@@ -95,6 +130,51 @@ class RuleAnswerer:
             provider_ms=sum(f.provider_ms for f in fetched),
             attribution=provider.attribution,
         )
+
+
+def _as_days(value: Any, decision: Decision) -> Any:
+    """Daily data as the renderer reads it: an hourly forecast becomes, per asked day, one summary of the
+    asked hours (今晚: 18 to 24 h), with no "now" (now is not tonight)."""
+    if not isinstance(value, HourlyForecast) or decision.hours is None:
+        return value
+    days = tuple(summary for day in decision.dates if (summary := summarize(day, value.between(day, decision.hours))))
+    return Forecast(value.place, days, None, value.source, value.fetched_at)
+
+
+def summarize(day: dt.date, hours: list[HourlyWeather]) -> DailyWeather | None:
+    """One DailyWeather that speaks for HOURS: the most severe condition, the range of temperatures, the
+    highest chance of rain and wind, the mean humidity."""
+    if not hours:
+        return None
+    codes = [h.weather_code for h in hours if h.weather_code is not None]
+    code = max(codes, key=_severity) if codes else None
+    temperatures = [h.temperature for h in hours if h.temperature is not None]
+    chances = [h.precip_probability for h in hours if h.precip_probability is not None]
+    winds = [h.wind_speed for h in hours if h.wind_speed is not None]
+    humidity = [h.humidity for h in hours if h.humidity is not None]
+    wind = max(winds) if winds else None
+    force = beaufort(wind)
+    return DailyWeather(
+        date=day,
+        condition=condition_of(code)[0] if code is not None else hours[0].condition,
+        weather_code=code,
+        temp_max=max(temperatures) if temperatures else None,
+        temp_min=min(temperatures) if temperatures else None,
+        precip_probability=max(chances) if chances else None,
+        wind_speed_max=wind,
+        wind_scale=None if force is None else f"{force}级",
+        humidity=round(sum(humidity) / len(humidity)) if humidity else None,
+    )
+
+
+def _severity(code: int) -> int:
+    return next((len(_SEVERITY) - i for i, (low, high) in enumerate(_SEVERITY) if low <= code <= high), 0)
+
+
+def _hours_json(value: Any, decision: Decision) -> list[Any] | None:
+    if not isinstance(value, HourlyForecast) or decision.hours is None:
+        return None
+    return [to_jsonable(h) for day in decision.dates for h in value.between(day, decision.hours)]
 
 
 def clarify_answer(decision: Decision, started: float) -> Answer:

@@ -10,8 +10,9 @@ from hybrid_weather.rules import Aspect, Place
 
 #: rule: answered from the weather tools; clarify: answered with a question or a "not found"; llm: the model.
 Route = Literal["rule", "clarify", "llm"]
-#: What a comparison asks for: which place or day is hotter, colder, wetter, windier, ...
-Comparison = Literal["hot", "cold", "rain", "snow", "wind", "humidity", "air"]
+#: What a comparison asks for: which place or day is hotter, colder, wetter, windier, ...; "spread" is
+#: 温差: the day's range for one place, the difference between places for several.
+Comparison = Literal["hot", "cold", "rain", "snow", "wind", "humidity", "air", "spread"]
 
 
 @dataclass(frozen=True, slots=True)

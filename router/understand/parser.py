@@ -257,7 +257,9 @@ class QueryParser:
                 self.horizon.explain(outside, self.provider_label, air=aspect == "air", name=name),
             )
         compare: Comparison | None = None
-        if reading.trend and not reading.compare and len(places) == 1 and len(dates) == 1 and dates[0] > today:
+        if reading.spread and aspect == "temperature":
+            compare = "spread"  # 温差: one place's range, or the difference between places
+        elif reading.trend and not reading.compare and len(places) == 1 and len(dates) == 1 and dates[0] > today:
             # 明天会降温吗: a change from today, answered by comparing the two days.
             dates = [today, dates[0]]
             compare = "cold" if reading.trend == "cold" else "hot"
