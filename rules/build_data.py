@@ -112,13 +112,22 @@ def build_china(
             units.pop(change["old_code"], None)
         if change["new"]:
             units[change["new"]["code"]] = dict(change["new"])
+    province_words = {
+        form
+        for unit in units.values()
+        if unit["level"] == LEVEL_PROVINCE
+        for form in [unit["name"], *short_forms(unit["name"], LEVEL_PROVINCE, nation_suffix)]
+    }
     for unit in units.values():
         parent = units.get(unit["parent"]) if unit["parent"] else None
         unit["canonical"] = (
             unit["name"] if unit["level"] != LEVEL_COUNTY or parent is None else parent["name"] + unit["name"]
         )
         shorts = short_forms(unit["name"], unit["level"], nation_suffix)
-        unit["short"] = [s for s in shorts if s not in lexicon_words]
+        # 海南藏族自治州 without its nation suffix is 海南, which is the province: the province keeps it.
+        stripped = nation_suffix.sub("", unit["name"])
+        taken = province_words if unit["level"] != LEVEL_PROVINCE else set()
+        unit["short"] = [s for s in shorts if s not in lexicon_words and not (s == stripped and s in taken)]
         if unit["level"] != LEVEL_COUNTY:
             # Phrase-aware readings (重庆 → chong2 qing4) for homophone-typo repair and pinyin input.
             unit["pinyin"] = [to_pinyin(form) for form in [unit["name"], *unit["short"]]]
@@ -371,7 +380,9 @@ def build_calendar() -> dict[str, Any]:
     words = {word: name for name, (_, spellings) in NAMED_DAYS.items() for word in spellings}
     words["清明节"] = "清明"  # the one solar term that is also a festival
     for term in SOLAR_TERMS:
-        words[term + "节气"] = term
+        # 大雪节气, 大雪那天: the words that make a weather word a day; the other terms need none.
+        for marker in ("节气", "那天", "当天", "这天", "那一天"):
+            words[term + marker] = term
         if term not in SOLAR_TERMS_NEEDING_A_MARKER:
             words[term] = term
     return {

@@ -230,6 +230,8 @@ _RANGES = {
 _RANGE_JOINS = frozenset({"到", "至", "~", "-", "—", "一直到", "直到", "to", "until", "through"})
 _RANGE_FROM = ("从", "由", "from")
 _HAS_LATIN = re.compile("[a-z]")
+# 下 as in "next" (下周三), but not the 下 of 一下 (查一下周庄, 看一下星期六: check on Saturday).
+_NEXT = "(?<!一)下"
 _YEAR_WORDS = {"今年": 0, "明年": 1, "去年": -1}
 _NAMED_DAY_MARKERS = r"(?:节气)?(?:那天|那日|当天|这天|那一天|当日)?"
 
@@ -264,15 +266,17 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
                 # 12.5, 12/8: month and day, unless they are a number with a unit or part of one (pm2.5).
                 r"(?P<numeric>(?<![\da-z.])(?P<nm>1[0-2]|0?[1-9])[./](?P<nd>3[01]|[12]\d|0?[1-9])"
                 r"(?![\d./]|\s*(?:度|℃|°|%|毫米|mm|米|公里|km|元|块|倍|级)))",
-                rf"(?P<month_rel>(?P<mrp>下下个?|下个?|上个?|这个?|本)月(?P<mrd>{_NUM})[日号])",
+                rf"(?P<month_rel>(?P<mrp>{_NEXT}下个?|{_NEXT}个?|上个?|这个?|本)月(?P<mrd>{_NUM})[日号])",
                 rf"(?P<named>(?P<nw>{_alternatives(named_words)}){_NAMED_DAY_MARKERS})",
                 rf"(?P<later>(?P<ln>{_NUM})天[以之]?后)",
                 r"(?P<week_ahead>(?:未来|接下来|往后|今后|最近)的?(?:一|1)?(?:周|个?星期|个?礼拜))",
                 rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|近)的?(?P<nn>{_NUM})[天日])",
-                r"(?P<weekend>(?P<wep>下个?|这个?|本)?周末(?:两天)?)",
-                r"(?P<weekday>(?P<wdp>下下个?|下个?|这个?|本|上个?)?(?:周|星期|礼拜)"
-                r"(?P<wd>[" + WEEKDAY_CHARS + r"1-7]|天(?!气)))",
-                r"(?P<week>(?P<wkp>下个?|这个?|本)(?:周|星期|礼拜))",
+                rf"(?P<weekend>(?P<wep>{_NEXT}个?|这个?|本)?周末(?:两天)?)",
+                # 周天气 is the week's weather, but 星期天气温 is Sunday's temperature.
+                rf"(?P<weekday>(?P<wdp>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?)?"
+                r"(?:周(?P<wd>[" + WEEKDAY_CHARS + r"1-7]|天(?!气))"
+                r"|(?:星期|礼拜)(?P<wd2>[" + WEEKDAY_CHARS + r"1-7]|天(?!气(?!温)))))",
+                rf"(?P<week>(?P<wkp>{_NEXT}个?|这个?|本)(?:周|星期|礼拜))",
                 rf"(?P<dom>(?P<dn>{_NUM})[号日])",
                 "(?P<word>" + _alternatives(han) + ")",
             ]
@@ -472,7 +476,7 @@ def _resolve_one(m: re.Match[str], kind: str, today: dt.date) -> dt.date | None:
         n = parse_number(m["ln"])
         return _shift(today, n) if n is not None else None
     if kind == "weekday":
-        weekday, prefix = _WEEKDAYS[m["wd"]], m["wdp"] or ""
+        weekday, prefix = _WEEKDAYS[m["wd"] or m["wd2"]], m["wdp"] or ""
         if prefix.startswith("下下"):
             return monday + dt.timedelta(days=14 + weekday)
         if prefix.startswith("下"):

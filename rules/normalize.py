@@ -33,6 +33,8 @@ _CODE_DEBRIS = re.compile(
 # space; the tokenizer treats spaces as boundaries, so "北京,上海" still reads as two places.
 _NOT_KEPT = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fffa-z0-9.\-/:%'、 ]+")
 _SPACES = re.compile(r"\s+")
+# Latin letters run into digits (tokyo12.8, 3号beijing) are two words; pm2.5 and pm10 stay one.
+_LETTERS_DIGITS = re.compile(r"(?<=[a-z])(?<!pm)(?=\d)|(?<=\d)(?=[a-z])|(?<=[a-z])(?=pm(?:2\.?5|10))")
 # Latin letters with accents (Ürümqi, Xī'ān): folded to plain letters, since names are typed either way.
 _ACCENTED = re.compile("[\u00c0-\u024f]")
 _DANGLING_DOTS = re.compile(r"(?<![0-9a-z])[.\-/:%']+|[.\-/:%']+(?![0-9a-z])")
@@ -64,6 +66,7 @@ def normalize(text: str) -> str:
     text = _CODE_DEBRIS.sub(" ", text)
     text = _NOT_KEPT.sub(" ", text)
     text = _DANGLING_DOTS.sub(" ", text)
+    text = _LETTERS_DIGITS.sub(" ", text)
     text = _SPACES.sub(" ", text).strip()
     text = _A_NOT_A.sub(r"\1", text)
     return text[:MAX_QUERY_CHARS].rstrip()

@@ -6,10 +6,12 @@ decides from a Reading, and the LLM's weather tools resolve the place names a mo
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import itertools
 from dataclasses import dataclass, field
 
-from .dates import DateSpan, date_words
+from .dates import DateSpan, date_words, find_dates
 from .gazetteer import Gazetteer, PlaceMatch
 from .lexicon import Aspect, Lexicon
 from .normalize import normalize
@@ -61,6 +63,22 @@ class Reader:
             self._sound_alikes = SoundAlikes(function_words, content=content)
         return self._sound_alikes
 
+    def dates(self, clean: str, today: dt.date) -> list[DateSpan]:
+        """The date spans of CLEAN, none starting inside a place's name: 昆明后天 is 昆明 and 后天, not
+        昆 and 明后天 (the spans are found before the tokenizer sees the places)."""
+        spans = find_dates(clean, today)
+        lookup = self.gazetteer.lookup
+        for index, span in enumerate(spans):
+            if any(lookup(clean[begin : span.start]) for begin in range(max(0, span.start - 4), span.start)):
+                continue  # a place ends where the date starts (浦东明天, 朝阳明天): nothing to take back
+            for cut in range(span.start + 1, min(span.end, span.start + 3)):
+                if any(lookup(clean[begin:cut]) for begin in range(max(0, cut - 4), span.start)):
+                    rest = find_dates(clean[cut : span.end], today)
+                    shifted = [dataclasses.replace(r, start=r.start + cut, end=r.end + cut) for r in rest]
+                    spans[index : index + 1] = shifted[:1]
+                    break
+        return spans
+
     def tokens(self, clean: str, spans: list[DateSpan]) -> Tokens:
         """The tokens of normalised CLEAN, with one None standing where each date span was cut out."""
         tokens: Tokens = []
@@ -108,9 +126,11 @@ class Reader:
                 reading.correction_at.append(index)
             elif token in lexicon.negations:
                 reading.negation_at.append(index)
-            elif token in lexicon.fillers or token in lexicon.cold or token in lexicon.hot:
+            elif token in lexicon.cold or token in lexicon.hot:
+                reading.aspects.append("temperature")  # 好冷, 更暖和: said of the temperature
                 reading.cold |= token in lexicon.cold
                 reading.hot |= token in lexicon.hot
+            elif token in lexicon.fillers:
                 if token in lexicon.place_leaders:
                     reading.leader_at.add(index)
             elif not lexicon.is_particles(token):

@@ -21,7 +21,6 @@ from hybrid_weather.rules import (
     Reader,
     Reading,
     Tokens,
-    find_dates,
     normalize,
 )
 
@@ -93,7 +92,7 @@ class QueryParser:
         """Decide normalised CLEAN; also return the words it did not understand."""
         if not clean:
             return clarify("empty query", _ASK_FOR_PLACE), []
-        spans = find_dates(clean, today)
+        spans = self.reader.dates(clean, today)
         # Open-ended markers are looked for outside the dates, so 听日落雨 holds no 日落 (sunset).
         marker = self.reader.lexicon.open_ended(_masked(clean, spans))
         if marker:
