@@ -7,8 +7,8 @@ import datetime as dt
 import json
 import os
 import sys
-from collections.abc import Iterator
-from typing import TextIO
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 from click_default_group import DefaultGroup
@@ -19,6 +19,9 @@ from hybrid_weather.agent.weather import PROVIDERS
 from .answer import Answer
 from .facade import HybridRouter
 from .session import Session
+
+if TYPE_CHECKING:
+    import sqlite3
 
 
 def _parse_today(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.date | None:
@@ -222,24 +225,50 @@ def savings(days: int, as_json: bool, by: str) -> None:
     from .ledger import render_report, savings_report
 
     with _errors_as_exit_codes(), HybridRouter() as router:
-        ledger = router.ledger
-        if ledger is None:
-            raise click.ClickException("the ledger is off (HYBRID_WEATHER_LEDGER=off); nothing was recorded")
-        db = ledger.connect()
-        try:
-            report = savings_report(db, days, by=by)
-        finally:
-            db.close()
-        if report["requests"] == 0:
-            if as_json:
-                click.echo(json.dumps(report, ensure_ascii=False))
-            else:
-                click.echo(
-                    f"No requests in the last {days} days in the ledger at {ledger.location}. "
-                    'Ask something first, e.g. hybrid-weather "上海今天天气".'
-                )
+        location, report = _read_ledger(router, lambda db: savings_report(db, days, by=by))
+        if report["requests"] == 0 and not as_json:
+            click.echo(
+                f"No requests in the last {days} days in the ledger at {location}. "
+                'Ask something first, e.g. hybrid-weather "上海今天天气".'
+            )
             return
         click.echo(json.dumps(report, ensure_ascii=False) if as_json else render_report(report))
+
+
+@cli.command()
+@click.option("--days", type=click.IntRange(1, 3650), default=30, show_default=True, help="How many days back to look.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+def misses(days: int, as_json: bool) -> None:
+    """Show what to teach the router next, from the request ledger.
+
+    Lists the questions that went to the LLM but turned out to be plain lookups (the model only called
+    the weather tools, about one place and one set of days, and answered), grouped by the words the
+    router did not understand, with how many there were and what they cost; and the rule answers that
+    shadow runs judged as disagreeing with the LLM.
+
+    \b
+        hybrid-weather misses --days 30
+        hybrid-weather misses --json
+    """
+    from .ledger import misses_report, render_misses
+
+    with _errors_as_exit_codes(), HybridRouter() as router:
+        _, report = _read_ledger(router, lambda db: misses_report(db, days))
+        click.echo(json.dumps(report, ensure_ascii=False) if as_json else render_misses(report))
+
+
+def _read_ledger(
+    router: HybridRouter, read: Callable[[sqlite3.Connection], dict[str, Any]]
+) -> tuple[str, dict[str, Any]]:
+    """READ's report from the router's ledger, and where that ledger is; a clear error when it is off."""
+    ledger = router.ledger
+    if ledger is None:
+        raise click.ClickException("the ledger is off (HYBRID_WEATHER_LEDGER=off); nothing was recorded")
+    db = ledger.connect()
+    try:
+        return ledger.location, read(db)
+    finally:
+        db.close()
 
 
 @cli.command()

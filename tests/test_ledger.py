@@ -202,7 +202,7 @@ def test_a_ledger_from_an_older_schema_migrates(tmp_path):
         assert (
             [r[0] for r in db.execute("SELECT name FROM _hybrid_weather_migrations ORDER BY name")]
             == [m.__name__ for m in MIGRATIONS]
-            == ["m001_requests", "m002_agent_health", "m003_shadow"]
+            == ["m001_requests", "m002_agent_health", "m003_shadow", "m004_misses"]
         )
         assert db.execute("SELECT query, llm_loops FROM requests ORDER BY id").fetchall() == [
             ("上海今天天气", None),

@@ -399,3 +399,34 @@ def test_enough_shadow_runs_set_the_baseline(tmp_path):
     assert report["baseline_method"].startswith("shadow: rule answers at the mean cost of 12 shadow LLM runs")
     assert report["baseline_cost_usd"] == pytest.approx(12 * 0.0002)
     assert report["actual_cost_usd"] == pytest.approx(12 * 0.0002) and report["saved_usd"] == pytest.approx(0.0)
+
+
+def test_misses_groups_plain_lookups_by_the_words_the_router_did_not_know(weather_server, llm_server, tmp_path):
+    env = {
+        "HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url,
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "OPENAI_API_KEY": KEY,
+        "HYBRID_WEATHER_MODEL": "gpt-4o-mini",
+        "HYBRID_WEATHER_LEDGER": str(tmp_path / "misses.db"),
+    }
+    lookup = ("get_weather", {"place": "北京", "date": "明天"})
+    llm_server.then(
+        # 遛狗 is a word the router does not know; the model only looked the weather up: a miss, twice.
+        tool_calls(lookup, prompt=400, completion=20),
+        answer("北京明天多云。", prompt=500, completion=20),
+        tool_calls(lookup, prompt=400, completion=20),
+        answer("北京明天多云。", prompt=500, completion=20),
+        # An open-ended question answered with two places is no plain lookup.
+        tool_calls(lookup, ("get_weather", {"place": "上海", "date": "明天"}), prompt=400, completion=20),
+        answer("都可以。", prompt=500, completion=20),
+    )
+    for query in ("北京明天遛狗天气", "北京明天遛狗天气", "北京和上海明天哪个适合出游"):
+        result = CliRunner().invoke(cli, [query, "--today", "2026-11-29"], env=env, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    report = json.loads(CliRunner().invoke(cli, ["misses", "--json"], env=env, catch_exceptions=False).output)
+    cost = 2 * ModelTable().cost("gpt-4o-mini", Usage(900, 0, 40))
+    assert report["plain_lookups"] == 2 and report["cost_usd"] == pytest.approx(cost)
+    assert [(w["word"], w["count"]) for w in report["words"]] == [("遛狗", 2)]
+    assert report["words"][0]["examples"] == ["北京明天遛狗天气"]
+    text = CliRunner().invoke(cli, ["misses"], env=env, catch_exceptions=False).output
+    assert "2 requests went to the LLM but were plain lookups" in text and "遛狗" in text

@@ -6,6 +6,7 @@ Imported only when a request is first recorded or a report is asked for: `route(
 from .baseline import Baseline, default_baseline_cost, default_baseline_usage
 from .entry import LedgerEntry
 from .migrations import MIGRATIONS, migrate
+from .misses import misses_report, render_misses
 from .privacy import mask_personal_data
 from .recorder import Recorder
 from .savings import render_report, savings_report, simulate
@@ -21,6 +22,8 @@ __all__ = [
     "default_baseline_usage",
     "mask_personal_data",
     "migrate",
+    "misses_report",
+    "render_misses",
     "render_report",
     "savings_report",
     "simulate",

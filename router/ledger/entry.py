@@ -32,3 +32,5 @@ class LedgerEntry:
     outcome: str = "ok"
     session_id: str | None = None
     agreement: bool | None = None  #: shadow rows: did the LLM agree with the rule answer
+    unknown_words: tuple[str, ...] = ()  #: llm rows: the words that sent the question there
+    plain_lookup: bool | None = None  #: llm rows: answered with weather lookups only, one place, one day set

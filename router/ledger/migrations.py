@@ -56,7 +56,16 @@ def m003_shadow(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE requests ADD COLUMN agreement INTEGER")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_requests, m002_agent_health, m003_shadow]
+def m004_misses(db: sqlite3.Connection) -> None:
+    # What `hybrid-weather misses` reads. unknown_words: JSON list of the words that sent a question to the
+    # LLM (unknown words or the open-ended marker), masked like the query. plain_lookup: 1 when the LLM
+    # answered with weather-tool calls only, about one place and one set of days: a question the rules
+    # could have answered, had they known those words.
+    db.execute("ALTER TABLE requests ADD COLUMN unknown_words TEXT")
+    db.execute("ALTER TABLE requests ADD COLUMN plain_lookup INTEGER")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_requests, m002_agent_health, m003_shadow, m004_misses]
 
 
 def migrate(db: sqlite3.Connection, migrations: list[Callable[[sqlite3.Connection], None]] = MIGRATIONS) -> list[str]:

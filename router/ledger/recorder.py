@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from .entry import LedgerEntry
@@ -39,6 +40,7 @@ class Recorder:
                     latency_ms=answer.latency_ms,
                     model=answer.model,
                     session_id=session_id,
+                    unknown_words=decision.unknown_words,
                 ),
                 result,
             )
@@ -114,4 +116,29 @@ def _with_llm(entry: LedgerEntry, result: AgentResult | None) -> LedgerEntry:
     if result is not None:
         entry.usage, entry.llm_attempts, entry.llm_loops = result.usage, result.attempts, len(result.loops)
         entry.tool_calls, entry.tool_failures = result.tool_calls, result.tool_failures
+        entry.plain_lookup = is_plain_lookup(result)
     return entry
+
+
+def is_plain_lookup(result: AgentResult) -> bool:
+    """Whether the LLM answered with weather-tool calls only, about one place and one set of days: what a
+    rule answer could have done had the router understood the question."""
+    from hybrid_weather.agent.llm import TOOL_NAMES
+
+    calls = [call for loop in result.loops for call in loop.tools]
+    dates = {_date_argument(call.arguments) for call in calls}
+    return (
+        result.stopped == "answer"
+        and bool(calls)
+        and all(call.name in TOOL_NAMES and call.ok for call in calls)
+        and len(set(result.places)) == 1
+        and len(dates) == 1
+    )
+
+
+def _date_argument(arguments: str) -> str:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return "?"
+    return str(value.get("date") or "今天") if isinstance(value, dict) else "?"

@@ -63,6 +63,8 @@ _COLUMNS = (
     "tool_calls",
     "tool_failures",
     "agreement",
+    "unknown_words",
+    "plain_lookup",
 )
 _INSERT = f"INSERT INTO requests ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 _memory_ids = itertools.count()
@@ -239,6 +241,10 @@ class Ledger:
             e.tool_calls,
             e.tool_failures,
             _flag(e.agreement),
+            json.dumps([mask_personal_data(w) for w in e.unknown_words], ensure_ascii=False)
+            if e.unknown_words
+            else None,
+            _flag(e.plain_lookup),
         )
 
 

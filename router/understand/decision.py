@@ -32,6 +32,9 @@ class Decision:
     clarification: str | None = None
     #: The part of the day asked about, as local hours [start, end) (今晚 → (18, 24)); None: the whole day.
     hours: tuple[int, int] | None = None
+    #: For route "llm": the words that sent it there (unknown words, or the open-ended marker), which
+    #: `hybrid-weather misses` groups LLM answers by.
+    unknown_words: tuple[str, ...] = ()
     #: For a clarify about a word in the place position that the gazetteer lacks (纳尼亚, 周庄): the word.
     #: A geocoder may still find it; the question is then read again with that place known.
     unknown_place: str | None = None
@@ -53,6 +56,6 @@ def clarify(reason: str, message: str, *, unknown_place: str | None = None) -> D
     return Decision("clarify", [], [], None, f"clarify: {reason}", clarification=message, unknown_place=unknown_place)
 
 
-def to_llm(reason: str) -> Decision:
-    """The question needs the LLM; REASON says which rule sent it there."""
-    return Decision("llm", [], [], None, reason)
+def to_llm(reason: str, words: tuple[str, ...] | list[str] = ()) -> Decision:
+    """The question needs the LLM; REASON says which rule sent it there, WORDS which words did."""
+    return Decision("llm", [], [], None, reason, unknown_words=tuple(words))

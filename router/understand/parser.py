@@ -96,7 +96,7 @@ class QueryParser:
         # Open-ended markers are looked for outside the dates, so 听日落雨 holds no 日落 (sunset).
         marker = self.reader.lexicon.open_ended(_masked(clean, spans))
         if marker:
-            return to_llm(f"open-ended ({marker[0]}): {marker[1]}"), []
+            return to_llm(f"open-ended ({marker[0]}): {marker[1]}", [marker[1]]), []
         for span in spans:
             if not span.dates and not span.is_part_of_day:
                 return clarify(f"invalid date: {span.text}", f"“{span.text}”不是有效的日期，请换一种说法。"), []
@@ -104,7 +104,7 @@ class QueryParser:
         reading = self.reader.read(tokens)
         unknown = [text for _, _, text in reading.unknown]
         if len(unknown) > 1:
-            return to_llm("unrecognised: " + " ".join(unknown)), unknown
+            return to_llm("unrecognised: " + " ".join(unknown), unknown), unknown
         if reading.unknown:
             decided = self._place_attempt(reading, tokens, found_places)
             if decided is not None:
@@ -167,7 +167,7 @@ class QueryParser:
         next_to_conjunction = (first - 1) in reading.conjunction_at or (last + 1) in reading.conjunction_at
         next_to_place = any(index in (first - 1, last + 1) for index, _, _ in reading.places)
         if reading.places and not (next_to_conjunction or next_to_place):
-            return to_llm(f"unrecognised: {word}")
+            return to_llm(f"unrecognised: {word}", [word])
         aspect_words = self.reader.lexicon.aspect_of
         first_aspect = next((i for i, t in enumerate(tokens) if t is not None and t in aspect_words), None)
         in_place_slot = (
@@ -180,7 +180,7 @@ class QueryParser:
         )
         # Only inside a weather question: outside one, a sound-alike is more likely another word.
         if not (in_place_slot and reading.aspects):
-            return to_llm(f"unrecognised: {word}")
+            return to_llm(f"unrecognised: {word}", [word])
         gazetteer = self.reader.gazetteer
         match = (
             found.get(word)
@@ -193,10 +193,10 @@ class QueryParser:
             outer = next(m for index, _, m in reading.places if index in (first - 1, last + 1))
             inner = gazetteer.inside(outer, match.candidates)
             if inner is None:
-                return to_llm(f"unrecognised: {word}")
+                return to_llm(f"unrecognised: {word}", [word])
             match = PlaceMatch((inner,), match.via)
         if match is None and (len(word) < 2 or next_to_place):
-            return to_llm(f"unrecognised: {word}")
+            return to_llm(f"unrecognised: {word}", [word])
         if match is None:
             return clarify(
                 f"unknown place: {word}",

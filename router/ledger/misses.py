@@ -1,0 +1,85 @@
+"""What the router missed: LLM answers that were plain lookups, grouped by the words it did not know,
+and rule answers that shadow runs judged as disagreeing with the LLM. What to teach the router next."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from typing import Any
+
+# Example questions shown per word.
+_EXAMPLES = 3
+# Shadow disagreements listed at the most.
+_DISAGREEMENTS = 20
+
+
+def misses_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None = None) -> dict[str, Any]:
+    """The `misses --json` object, aggregated in SQL."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    since = (now - dt.timedelta(days=days)).isoformat(timespec="microseconds")
+    lookups, cost = db.execute(
+        "SELECT COUNT(*), COALESCE(SUM(cost_usd), 0) FROM requests"
+        " WHERE route = 'llm' AND plain_lookup = 1 AND datetime_utc >= ?",
+        (since,),
+    ).fetchone()
+    words = []
+    for word, count, word_cost in db.execute(
+        "SELECT w.value, COUNT(*), COALESCE(SUM(r.cost_usd), 0) FROM requests AS r, json_each(r.unknown_words) AS w"
+        " WHERE r.route = 'llm' AND r.plain_lookup = 1 AND r.datetime_utc >= ?"
+        " GROUP BY w.value ORDER BY COUNT(*) DESC, SUM(r.cost_usd) DESC, w.value",
+        (since,),
+    ).fetchall():
+        examples = [
+            row[0]
+            for row in db.execute(
+                "SELECT DISTINCT r.query FROM requests AS r, json_each(r.unknown_words) AS w"
+                " WHERE r.route = 'llm' AND r.plain_lookup = 1 AND r.datetime_utc >= ? AND w.value = ?"
+                " AND r.query IS NOT NULL ORDER BY r.id DESC LIMIT ?",
+                (since, word, _EXAMPLES),
+            )
+        ]
+        words.append({"word": word, "count": count, "cost_usd": round(word_cost, 8), "examples": examples})
+    disagreements = [
+        {"datetime_utc": when, "query": query, "reason": reason}
+        for when, query, reason in db.execute(
+            "SELECT datetime_utc, query, reason FROM requests"
+            " WHERE route = 'shadow' AND agreement = 0 AND datetime_utc >= ? ORDER BY id DESC LIMIT ?",
+            (since, _DISAGREEMENTS),
+        )
+    ]
+    return {
+        "days": days,
+        "plain_lookups": lookups,
+        "cost_usd": round(cost, 8),
+        "words": words,
+        "shadow_disagreements": disagreements,
+    }
+
+
+def render_misses(report: dict[str, Any]) -> str:
+    """The terminal view: what the LLM answered that the rules could have, by word, and shadow verdicts."""
+    lines = [
+        f"Last {report['days']} days: {_requests(report['plain_lookups'])} went to the LLM but were plain lookups "
+        f"(${report['cost_usd']:.6f})."
+    ]
+    if report["words"]:
+        width = max(len(w["word"]) for w in report["words"]) * 2
+        lines.append("")
+        lines.append(f"{'word':<{width}}  requests        cost  examples")
+        for item in report["words"]:
+            examples = " | ".join(item["examples"])
+            lines.append(
+                f"{item['word']:<{width - len(item['word'])}}  {item['count']:>8}  ${item['cost_usd']:.6f}  {examples}"
+            )
+    disagreements = report["shadow_disagreements"]
+    lines.append("")
+    if disagreements:
+        lines.append(f"Rule answers the LLM disagreed with in shadow runs ({len(disagreements)}):")
+        lines.extend(f"  {d['datetime_utc'][:19]}  {d['query'] or '(query not kept)'}" for d in disagreements)
+    else:
+        lines.append("No rule answer was judged wrong by a shadow run.")
+    return "\n".join(lines)
+
+
+def _requests(count: int) -> str:
+    return f"{count} request" if count == 1 else f"{count} requests"
