@@ -115,6 +115,12 @@ class Gazetteer:
         self._latin = {key: tuple(dict.fromkeys(found)) for key, found in latin.items()}
         self._latin_keys = list(self._latin)
         self._areas: dict[str, str] = aliases["areas"]
+        # Every Han word's match, made once: lookup() is on every question's path.
+        self._matches: dict[str, PlaceMatch] = {
+            word: PlaceMatch(_most_likely(found), "name") for word, found in self._by_word.items()
+        }
+        self._matches.update({word: PlaceMatch(found, "nickname") for word, found in self._ambiguous.items()})
+        self._matches.update({word: PlaceMatch((place,), "nickname") for word, place in self._nicknames.items()})
         self._repair_index: _PinyinIndex | None = None
         self._local: _LocalPlaces | None = None
         self._prominence = 0.0
@@ -128,12 +134,11 @@ class Gazetteer:
 
     def lookup(self, word: str) -> PlaceMatch | None:
         """Resolve a Han word: nickname first, then names and short forms; None if it names no place."""
-        if word in self._nicknames:
-            return PlaceMatch((self._nicknames[word],), "nickname")
-        if word in self._ambiguous:
-            return PlaceMatch(self._ambiguous[word], "nickname")
-        found = self._by_word.get(word)
-        return PlaceMatch(_most_likely(found), "name") if found else None
+        return self._matches.get(word)
+
+    def is_place_word(self, word: str) -> bool:
+        """Whether WORD names a place (cheaper than lookup() when the place itself is not needed)."""
+        return word in self._matches
 
     def lookup_latin(self, word: str) -> PlaceMatch | None:
         """Resolve English or toneless pinyin (shanghai, new york, xi'an)."""

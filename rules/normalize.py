@@ -33,6 +33,7 @@ _CODE_DEBRIS = re.compile(
 # space; the tokenizer treats spaces as boundaries, so "北京,上海" still reads as two places.
 _NOT_KEPT = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fffa-z0-9.\-/:%'、 ]+")
 _SPACES = re.compile(r"\s+")
+_HAN_ONLY = re.compile("[\u4e00-\u9fff]+")
 # Latin letters run into digits (tokyo12.8, 3号beijing) are two words; pm2.5 and pm10 stay one.
 _LETTERS_DIGITS = re.compile(r"(?<=[a-z])(?<!pm)(?=\d)|(?<=\d)(?=[a-z])|(?<=[a-z])(?=pm(?:2\.?5|10))")
 # Latin letters with accents (Ürümqi, Xī'ān): folded to plain letters, since names are typed either way.
@@ -56,6 +57,9 @@ def _fold_accent(match: re.Match[str]) -> str:
 
 def normalize(text: str) -> str:
     """Return TEXT in the form the router parses; never raises on any str."""
+    if _HAN_ONLY.fullmatch(text):
+        # Most questions are Han characters only: nothing to fold, strip or split but the A-not-A.
+        return _A_NOT_A.sub(r"\1", to_simplified(text[:MAX_QUERY_CHARS]))
     text = text[:_MAX_RAW_CHARS]
     text = unicodedata.normalize("NFKC", text).lower()
     text = to_simplified(text)

@@ -67,7 +67,7 @@ class Reader:
         """The date spans of CLEAN, none starting inside a place's name: 昆明后天 is 昆明 and 后天, not
         昆 and 明后天 (the spans are found before the tokenizer sees the places)."""
         spans = find_dates(clean, today)
-        lookup = self.gazetteer.lookup
+        lookup = self.gazetteer.is_place_word
         for index, span in enumerate(spans):
             if any(lookup(clean[begin : span.start]) for begin in range(max(0, span.start - 4), span.start)):
                 continue  # a place ends where the date starts (浦东明天, 朝阳明天): nothing to take back

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from types import ModuleType
 
 _WORD_FREQUENCY = 1000
+# Han runs whose segmentation is kept; runs are short, so this is a few hundred kilobytes at most.
+_MEMO_SIZE = 4096
 # Han runs go through jieba; everything else is split on spaces here, because jieba's own handling of
 # Latin text breaks words at dictionary entries ("york" → y/or/k, since "or" is a conjunction).
 _RUNS = re.compile(r"[\u3400-\u9fff]+|[^\s\u3400-\u9fff]+")
@@ -35,6 +37,7 @@ class Tokenizer:
         self._jieba.FREQ = frequency
         self._jieba.total = _WORD_FREQUENCY * sum(1 for f in frequency.values() if f)
         self._jieba.initialized = True  # the prefix dictionary is complete; skip jieba's loader
+        self._memo: dict[str, tuple[str, ...]] = {}
 
     def split(self, text: str) -> list[str]:
         """Tokens of TEXT, spaces dropped. Thread-safe: segmentation only reads the dictionary."""
@@ -47,6 +50,17 @@ class Tokenizer:
         return tokens
 
     def _segment(self, han: str) -> list[str]:
+        # Questions repeat their pieces (天气, 会下雨吗, 明天): a run seen before is not segmented again.
+        # A plain dict, emptied when full: reads and writes of one key are atomic under the GIL, and a
+        # race only segments a run twice.
+        words = self._memo.get(han)
+        if words is None:
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.clear()
+            words = self._memo[han] = self._segment_once(han)
+        return list(words)
+
+    def _segment_once(self, han: str) -> tuple[str, ...]:
         # jieba's own maximum-probability path over its word graph (what cut(HMM=False) does), called
         # directly: cut()'s regex pass and generator cost more than the segmentation on short queries.
         route: dict[int, tuple[float, int]] = {}
@@ -57,7 +71,7 @@ class Tokenizer:
             end = route[start][1] + 1
             words.append(han[start:end])
             start = end
-        return words
+        return tuple(words)
 
 
 def _import_jieba() -> ModuleType:

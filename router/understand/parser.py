@@ -92,9 +92,11 @@ class QueryParser:
         """Decide normalised CLEAN; also return the words it did not understand."""
         if not clean:
             return clarify("empty query", _ASK_FOR_PLACE), []
+        marker = self.reader.lexicon.open_ended(clean)
         spans = self.reader.dates(clean, today)
-        # Open-ended markers are looked for outside the dates, so 听日落雨 holds no 日落 (sunset).
-        marker = self.reader.lexicon.open_ended(_masked(clean, spans))
+        if marker:
+            # Open-ended markers count outside the dates only, so 听日落雨 holds no 日落 (sunset).
+            marker = self.reader.lexicon.open_ended(_masked(clean, spans))
         if marker:
             return to_llm(f"open-ended ({marker[0]}): {marker[1]}", [marker[1]]), []
         for span in spans:
