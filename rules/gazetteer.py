@@ -115,12 +115,9 @@ class Gazetteer:
         self._latin = {key: tuple(dict.fromkeys(found)) for key, found in latin.items()}
         self._latin_keys = list(self._latin)
         self._areas: dict[str, str] = aliases["areas"]
-        # Every Han word's match, made once: lookup() is on every question's path.
-        self._matches: dict[str, PlaceMatch] = {
-            word: PlaceMatch(_most_likely(found), "name") for word, found in self._by_word.items()
-        }
-        self._matches.update({word: PlaceMatch(found, "nickname") for word, found in self._ambiguous.items()})
-        self._matches.update({word: PlaceMatch((place,), "nickname") for word, place in self._nicknames.items()})
+        # Each word's match, made on its first lookup and kept: lookup() is on every question's path, and
+        # making all of them up front would cost the cold start ~20 ms.
+        self._matches: dict[str, PlaceMatch] = {}
         self._repair_index: _PinyinIndex | None = None
         self._local: _LocalPlaces | None = None
         self._prominence = 0.0
@@ -134,11 +131,20 @@ class Gazetteer:
 
     def lookup(self, word: str) -> PlaceMatch | None:
         """Resolve a Han word: nickname first, then names and short forms; None if it names no place."""
-        return self._matches.get(word)
+        match = self._matches.get(word)
+        if match is None and self.is_place_word(word):
+            if word in self._nicknames:
+                match = PlaceMatch((self._nicknames[word],), "nickname")
+            elif word in self._ambiguous:
+                match = PlaceMatch(self._ambiguous[word], "nickname")
+            else:
+                match = PlaceMatch(_most_likely(self._by_word[word]), "name")
+            self._matches[word] = match  # one word, one value: a race stores the same match twice
+        return match
 
     def is_place_word(self, word: str) -> bool:
         """Whether WORD names a place (cheaper than lookup() when the place itself is not needed)."""
-        return word in self._matches
+        return word in self._nicknames or word in self._ambiguous or word in self._by_word
 
     def lookup_latin(self, word: str) -> PlaceMatch | None:
         """Resolve English or toneless pinyin (shanghai, new york, xi'an)."""

@@ -72,11 +72,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20, help="passes over the dev set (default 20)")
     parser.add_argument("--cold-runs", type=int, default=7, help="fresh CLI processes to time (default 7)")
+    parser.add_argument(
+        "--first", type=int, default=None, help="only the dev set's first N questions (316: the original set)"
+    )
     args = parser.parse_args()
 
     from hybrid_weather.router import HybridRouter
 
     queries = [json.loads(line)["query"] for line in DEV_SET.read_text("utf-8").splitlines() if line.strip()]
+    queries = queries[: args.first]
     today = dt.date(2026, 11, 29)
     router = HybridRouter()
     for query in queries:  # warm: tokenizer built, pinyin table loaded by the typo cases
