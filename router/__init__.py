@@ -1,22 +1,49 @@
 """The front door: understand a question (a Decision), answer it, record it; the CLI.
 
-from hybrid_weather.router import HybridRouter
-with HybridRouter() as router:
-    router.ask("上海今天天气").text
+    from hybrid_weather.router import HybridRouter
+    with HybridRouter() as router:
+        router.ask("上海今天天气").text
+
+The names below load on first use (PEP 562), so the console script can start before any of them.
 """
 
-from hybrid_weather.agent.errors import (
-    ConfigurationError,
-    HybridWeatherError,
-    LLMUnavailable,
-    WeatherUnavailable,
-)
+from __future__ import annotations
 
-from .answer import Answer
-from .facade import HybridRouter
-from .session import Session
-from .settings import Settings
-from .understand import Decision
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hybrid_weather.agent.errors import (
+        ConfigurationError,
+        HybridWeatherError,
+        LLMUnavailable,
+        WeatherUnavailable,
+    )
+
+    from .answer import Answer
+    from .facade import HybridRouter
+    from .session import Session
+    from .settings import Settings
+    from .understand import Decision
+
+_WHERE = {
+    "Answer": ".answer",
+    "HybridRouter": ".facade",
+    "Session": ".session",
+    "Settings": ".settings",
+    "Decision": ".understand",
+    **dict.fromkeys(
+        ("ConfigurationError", "HybridWeatherError", "LLMUnavailable", "WeatherUnavailable"),
+        "hybrid_weather.agent.errors",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Answer",

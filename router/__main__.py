@@ -1,5 +1,5 @@
 """`python -m hybrid_weather.router` runs the CLI (handy where the console script is not on PATH)."""
 
-from .cli import cli
+from .entry import main
 
-cli()
+main()

@@ -179,6 +179,9 @@ def chat(provider: str | None, no_emoji: bool, explain: bool) -> None:
     question, new place), 后天呢？ (same place), 这两个城市哪个更热？ (the last places).
     Type quit, exit or 退出 to leave.
     """
+    import gc
+
+    gc.enable()  # a conversation lives long enough to make garbage; the one-shot commands do not
     emoji = not no_emoji and not os.environ.get("NO_COLOR")
     session = Session()
     with _errors_as_exit_codes(), HybridRouter(provider=provider) as router:
