@@ -10,7 +10,9 @@
     │   ├── MalformedResponse       a body that is not the documented shape
     │   ├── CircuitOpen             too many recent failures; not asking again for a while
     │   └── NotCovered              the provider cannot answer this (AMap abroad, air quality)
-    └── LLMUnavailable              an LLM is needed but none is configured or reachable (exit 4)
+    ├── LLMUnavailable              an LLM is needed but none is configured or reachable (exit 4)
+    └── LedgerUnavailable           the ledger's location cannot hold one (never stops an answer; exit 2
+                                    only for the reports that read it)
 
 Messages are one line and say how to fix the problem.
 """
@@ -76,7 +78,20 @@ class LLMUnavailable(HybridWeatherError):
     """The question needs an LLM, but none is configured or reachable.
 
     It carries no answer: a caller that wants the plain weather part of the question asks
-    `HybridRouter.weather_part()` for it.
+    `HybridRouter.weather_part()` for it. `attempts` counts the HTTP attempts made before giving up.
     """
 
     exit_code = 4
+
+    def __init__(self, message: str, *, attempts: int = 0) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
+class LedgerUnavailable(HybridWeatherError):
+    """The ledger's location cannot hold a ledger (a folder, a read-only or corrupt file, no room).
+
+    Asking still answers: the rows go to a spool file instead, and the CLI says so in one line.
+    """
+
+    exit_code = 2

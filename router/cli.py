@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -51,6 +52,11 @@ def cli() -> None:
         hybrid-weather route "北京明天适合出游吗"
         hybrid-weather savings --days 30
     """
+    # The library logs; the CLI speaks for itself in one line per problem, so Python's last-resort
+    # handler must not print the same warning a second time.
+    logger = logging.getLogger("hybrid_weather")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
 
 
 @cli.command()
@@ -75,7 +81,7 @@ def ask(query: str, as_json: bool, explain: bool, provider: str | None, today: d
         hybrid-weather "广州后天天气" --provider demo    # offline, synthetic data
     """
     emoji = not no_emoji and not os.environ.get("NO_COLOR")
-    with _errors_as_exit_codes(), HybridRouter(provider=provider) as router:
+    with _errors_as_exit_codes(), _open_router(provider=provider) as router:
         answer = _ask_or_degrade(router, query, today=today, emoji=emoji)
         if as_json:
             click.echo(json.dumps(answer.to_json(query), ensure_ascii=False))
@@ -83,6 +89,19 @@ def ask(query: str, as_json: bool, explain: bool, provider: str | None, today: d
             click.echo(answer.text)
         if explain:
             click.echo(_explanation(answer))
+
+
+@contextlib.contextmanager
+def _open_router(**options: Any) -> Iterator[HybridRouter]:
+    """A router closed on the way out (its ledger flushed, bounded), then one line on what went wrong with
+    the ledger, if anything did: the answer stands either way, and so does its exit code."""
+    router = HybridRouter(**options)
+    try:
+        yield router
+    finally:
+        router.close()
+        if router.ledger_problem:
+            click.echo(f"Warning: {router.ledger_problem}", err=True)
 
 
 def _ask_or_degrade(
@@ -184,7 +203,7 @@ def chat(provider: str | None, no_emoji: bool, explain: bool) -> None:
     gc.enable()  # a conversation lives long enough to make garbage; the one-shot commands do not
     emoji = not no_emoji and not os.environ.get("NO_COLOR")
     session = Session()
-    with _errors_as_exit_codes(), HybridRouter(provider=provider) as router:
+    with _errors_as_exit_codes(), _open_router(provider=provider) as router:
         while True:
             try:
                 line = click.prompt("你", prompt_suffix="> ", default="", show_default=False)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from hybrid_weather.agent.errors import HybridWeatherError, WeatherUnavailable
 from hybrid_weather.agent.llm.models import ModelTable
 from hybrid_weather.agent.weather import WeatherService
-from hybrid_weather.rules import PlaceMatch, normalize, today_in_china
+from hybrid_weather.rules import PlaceMatch, contains_personal_data, mask_personal_data, normalize, today_in_china
 
 from ._lazy import built
 from .answer import DEGRADED_NOTE, Answer, elapsed_ms, llm_answer
@@ -31,7 +31,7 @@ from .understand import Decision
 if TYPE_CHECKING:  # the LLM loop and the ledger (sqlite3) load when first used
     from hybrid_weather.agent.llm import LLMAgent
 
-    from .ledger import Ledger
+    from .ledger import Ledger, SpoolLedger
 
 
 class HybridRouter:
@@ -84,9 +84,15 @@ class HybridRouter:
         return self.parts.models
 
     @property
-    def ledger(self) -> Ledger | None:
+    def ledger(self) -> Ledger | SpoolLedger | None:
         """The request ledger, or None when it is off."""
         return self.parts.ledger
+
+    @property
+    def ledger_problem(self) -> str | None:
+        """What went wrong with the ledger in this router's life (None: nothing, or no ledger)."""
+        ledger = built(self.parts, "ledger")
+        return ledger.problem if ledger is not None else None
 
     @property
     def agent(self) -> LLMAgent:
@@ -179,8 +185,8 @@ class HybridRouter:
     def _locate(self, request: _Request) -> Decision:
         """For a place the gazetteer lacks, ask the provider's geocoder and, if it finds one, read again."""
         decision, word = request.decision, request.decision.unknown_place
-        if word is None:
-            return decision
+        if word is None or contains_personal_data(word):
+            return decision  # a phone number in the place's position is not sent to a geocoder
         try:
             found = self.weather.geocode(word, request.deadline)
         except WeatherUnavailable:
@@ -193,7 +199,10 @@ class HybridRouter:
 
     def _ask_llm(self, request: _Request) -> Answer:
         agent, session = self.agent, request.session
-        result = agent.run(request.text, history=session.llm_history() if session else None, today=request.today)
+        masked = self.settings.llm_sees == "masked"  # personal data stays on this machine unless told otherwise
+        text = mask_personal_data(request.text) if masked else request.text
+        history = session.llm_history(masked=masked) if session else None
+        result = agent.run(text, history=history, today=request.today)
         cost = self.models.cost(agent.model, result.usage)
         provider = self.weather.provider
         return llm_answer(
@@ -219,7 +228,8 @@ class HybridRouter:
         """Record a request that fails with a typed error (the error still reaches the caller)."""
         try:
             yield
-        except HybridWeatherError as error:
+        except (HybridWeatherError, KeyboardInterrupt, SystemExit) as error:
+            # A typed failure, or an ask cut short (Ctrl-C, SIGTERM): either way a row says what happened.
             recorder, decision, agent = self.parts.recorder, request.decision, built(self.parts, "agent")
             if recorder is not None:
                 recorder.failed(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from hybrid_weather.agent.errors import LedgerUnavailable
 from hybrid_weather.agent.llm.models import ModelTable
 from hybrid_weather.agent.weather import (
     PROVIDER_CLASSES,
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # the LLM loop, the ledger (sqlite3) and shadow runs load whe
     from hybrid_weather.agent.llm import LLMAgent
 
     from .answer.shadow import ShadowRunner
-    from .ledger import Ledger, Recorder
+    from .ledger import Ledger, Recorder, SpoolLedger
 
 logger = logging.getLogger("hybrid_weather")
 #: Seconds one ask may take for its weather, retries included (the LLM loop has its own, longer one).
@@ -80,16 +81,24 @@ class Parts:
         return ModelTable(self.settings.home_dir() / "models.json")
 
     @lazy_part
-    def ledger(self) -> Ledger | None:
-        """The request ledger, or None when it is off (ledger="off" or HYBRID_WEATHER_LEDGER=off)."""
-        location = self._ledger or self.settings.ledger_location()
-        if not location or location == "off":
-            return None
-        from .ledger import Ledger
+    def ledger(self) -> Ledger | SpoolLedger | None:
+        """The request ledger, or None when it is off (ledger="off" or HYBRID_WEATHER_LEDGER=off, any case).
 
-        return Ledger(
-            location, models=self.models, model=self.settings.model, store_queries=self.settings.ledger_queries
-        )
+        A location that cannot hold a ledger never stops an answer: the rows go to a spool file instead,
+        and `problem` says so (logged, and printed once by the CLI).
+        """
+        location = self._ledger or self.settings.ledger_location()
+        if not location or location.lower() == "off":
+            return None
+        from .ledger import Ledger, SpoolLedger
+
+        models, model, queries = self.models, self.settings.model, self.settings.ledger_queries
+        setting = "the ledger= argument" if self._ledger else self.settings.ledger_setting()
+        try:
+            return Ledger(location, setting=setting, models=models, model=model, store_queries=queries)
+        except LedgerUnavailable as error:
+            logger.warning("%s", error)
+            return SpoolLedger(location, str(error), models=models, model=model, store_queries=queries)
 
     @lazy_part
     def recorder(self) -> Recorder | None:
@@ -126,7 +135,13 @@ class Parts:
             return None
         from .answer.shadow import ShadowRunner
 
-        return ShadowRunner(self.shadow_rate, agent=lambda: self.agent, models=self.models, recorder=self.recorder)
+        return ShadowRunner(
+            self.shadow_rate,
+            agent=lambda: self.agent,
+            models=self.models,
+            recorder=self.recorder,
+            mask=self.settings.llm_sees == "masked",
+        )
 
     def _make_provider(self) -> WeatherProvider:
         settings, name = self.settings, self.provider_name

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from hybrid_weather.rules import Place
+from hybrid_weather.rules import Place, mask_personal_data
 
 from .understand import Decision
 
@@ -43,10 +43,11 @@ class Session:
             while len(self.turns) > 1 and sum(len(q) + len(a) for q, a in self.turns) > self.history_tokens:
                 self.turns.pop(0)
 
-    def llm_history(self) -> list[dict[str, Any]]:
+    def llm_history(self, *, masked: bool = True) -> list[dict[str, Any]]:
+        """The recent turns as chat messages; MASKED: personal data in the questions masked."""
         with self._lock:
             messages: list[dict[str, Any]] = []
             for question, answer in self.turns:
-                messages.append({"role": "user", "content": question})
+                messages.append({"role": "user", "content": mask_personal_data(question) if masked else question})
                 messages.append({"role": "assistant", "content": answer})
             return messages

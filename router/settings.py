@@ -23,6 +23,7 @@ class Settings:
     home: Path | None = None
     ledger: str | None = None
     ledger_queries: str = "masked"
+    llm_sees: str = "masked"  #: what the LLM receives of a question holding personal data: masked or raw
     model: str | None = None
     openai_api_key: str | None = None
     openai_base_url: str | None = None
@@ -49,7 +50,11 @@ class Settings:
             raise ConfigurationError(
                 f"HYBRID_WEATHER_LEDGER_QUERIES={ledger_queries!r}: use 'masked' (default) or 'hash'"
             )
+        llm_sees = (env.get("HYBRID_WEATHER_LLM_SEES") or "masked").strip().lower()
+        if llm_sees not in ("masked", "raw"):
+            raise ConfigurationError(f"HYBRID_WEATHER_LLM_SEES={llm_sees!r}: use 'masked' (default) or 'raw'")
         return cls(
+            llm_sees=llm_sees,
             provider=provider,
             open_meteo_url=env.get("HYBRID_WEATHER_OPEN_METEO_URL") or None,
             amap_key=env.get("AMAP_KEY") or None,
@@ -64,12 +69,16 @@ class Settings:
         )
 
     def ledger_location(self) -> str | None:
-        """Where the ledger lives: a path, ":memory:", or None for "off"."""
-        if self.ledger == "off":
+        """Where the ledger lives: a path, ":memory:", or None for "off" (any case)."""
+        if self.ledger is not None and self.ledger.strip().lower() == "off":
             return None
         if self.ledger:
             return self.ledger
         return str(self.home_dir() / "ledger.db")
+
+    def ledger_setting(self) -> str:
+        """The variable that moves the ledger, for messages: HYBRID_WEATHER_LEDGER, or the home folder."""
+        return "HYBRID_WEATHER_LEDGER" if self.ledger else "HYBRID_WEATHER_LEDGER (or HYBRID_WEATHER_HOME)"
 
     def home_dir(self) -> Path:
         """The data directory: HYBRID_WEATHER_HOME, else the platform's app directory."""

@@ -9,6 +9,7 @@ from .dates import DateSpan, find_dates, parse_number
 from .gazetteer import Gazetteer, Place, PlaceLevel, PlaceMatch
 from .lexicon import ASPECTS, Aspect, Lexicon
 from .normalize import MAX_QUERY_CHARS, normalize
+from .privacy import contains_personal_data, mask_personal_data
 from .reader import Reader, Reading, Tokens
 
 __all__ = [
@@ -27,7 +28,9 @@ __all__ = [
     "Reader",
     "Reading",
     "Tokens",
+    "contains_personal_data",
     "find_dates",
+    "mask_personal_data",
     "normalize",
     "parse_number",
     "today_in_china",

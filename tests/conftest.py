@@ -14,8 +14,12 @@ LIVE_LLM_WANTED = os.environ.get("HYBRID_WEATHER_LIVE_LLM") == "1"
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch):
-    """Point every test's data directory at a fresh temporary folder; clear configuration."""
+    """Point every test's data directory, and every home a default could be read from (HOME, XDG_*: where
+    click.get_app_dir looks), at a fresh temporary folder; clear configuration. A test that starts a
+    process gets this environment through subprocess_env(), so no test can write to a user's ledger."""
     monkeypatch.setenv("HYBRID_WEATHER_HOME", str(tmp_path / "home"))
+    for name in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / "user" / name.lower()))
     for name in (
         "HYBRID_WEATHER_PROVIDER",
         "HYBRID_WEATHER_OPEN_METEO_URL",
@@ -26,6 +30,8 @@ def isolated_home(tmp_path, monkeypatch):
         "HYBRID_WEATHER_MODEL",
         "HYBRID_WEATHER_LEDGER",
         "HYBRID_WEATHER_CACHE_TTL",
+        "HYBRID_WEATHER_LEDGER_QUERIES",
+        "HYBRID_WEATHER_LLM_SEES",
         "NO_COLOR",
     ):
         monkeypatch.delenv(name, raising=False)
@@ -61,3 +67,8 @@ def llm_server():
 
 # Fast LLM retries for tests.
 FAST_LLM = {"backoff_base": 0.01, "backoff_cap": 0.05, "call_timeout": 2.0, "deadline": 10.0}
+
+
+def subprocess_env(**values: str) -> dict[str, str]:
+    """The isolated environment of this test, with VALUES set: for every process a test starts."""
+    return {**os.environ, **values}

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from hybrid_weather.router.cli import cli
 
+from conftest import subprocess_env
 from fake_weather import refused_url
 
 
@@ -33,7 +34,7 @@ def test_answers_from_the_server_named_in_the_environment(weather_server):
 
 def test_the_real_console_script_over_the_wire(weather_server):
     # The installed entry point, in a fresh process, exactly as a user runs it.
-    env = {"HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url, "PATH": "", "NO_COLOR": "1"}
+    env = subprocess_env(HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url, PATH="", NO_COLOR="1")
     result = subprocess.run(
         [sys.executable, "-m", "hybrid_weather.router", "上海今天天气", "--today", "2026-11-29"],
         capture_output=True,

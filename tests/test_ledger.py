@@ -87,7 +87,7 @@ def test_hash_only_setting(tmp_path, monkeypatch):
     with HybridRouter(provider="demo", ledger=str(path)) as router:
         router.ask("上海今天天气")
     with sqlite3.connect(path) as db:
-        query, digest = db.execute("SELECT query, query_sha256 FROM requests").fetchone()
+        query, digest = db.execute("SELECT query, query_hmac FROM requests").fetchone()
     assert query is None and len(digest) == 64
 
 
@@ -202,7 +202,7 @@ def test_a_ledger_from_an_older_schema_migrates(tmp_path):
         assert (
             [r[0] for r in db.execute("SELECT name FROM _hybrid_weather_migrations ORDER BY name")]
             == [m.__name__ for m in MIGRATIONS]
-            == ["m001_requests", "m002_agent_health", "m003_shadow", "m004_misses"]
+            == ["m001_requests", "m002_agent_health", "m003_shadow", "m004_misses", "m005_privacy"]
         )
         assert db.execute("SELECT query, llm_loops FROM requests ORDER BY id").fetchall() == [
             ("上海今天天气", None),

@@ -153,7 +153,11 @@ class LLMAgent:
         seen: dict[tuple[str, str], ToolOutcome] = {}
         places: list[str] = []
         for number in range(1, self.max_loops + 1):
-            response, attempts, latency = self._call(messages, deadline)
+            try:
+                response, attempts, latency = self._call(messages, deadline)
+            except LLMUnavailable as error:
+                error.attempts += sum(loop.attempts for loop in loops)
+                raise
             step = _usage_of(response)
             usage = usage + step
             trace = LoopTrace(number, step, latency, attempts)
@@ -218,51 +222,55 @@ class LLMAgent:
         openai = self._openai
         attempt = 0
         started = time.perf_counter()
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise LLMUnavailable(f"the LLM did not answer within {self.deadline:.0f} s ({self._where()})")
-            attempt += 1
-            try:
-                response = client.chat.completions.create(
-                    model=self.model,
-                    messages=messages,
-                    tools=TOOL_SCHEMAS,
-                    timeout=min(self.call_timeout, remaining),
-                    **self.request_options,
-                )
-                return response, attempt, (time.perf_counter() - started) * 1000
-            except openai.APIStatusError as error:
-                status = error.status_code
-                if status in (401, 403):
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise LLMUnavailable(f"the LLM did not answer within {self.deadline:.0f} s ({self._where()})")
+                attempt += 1
+                try:
+                    response = client.chat.completions.create(
+                        model=self.model,
+                        messages=messages,
+                        tools=TOOL_SCHEMAS,
+                        timeout=min(self.call_timeout, remaining),
+                        **self.request_options,
+                    )
+                    return response, attempt, (time.perf_counter() - started) * 1000
+                except openai.APIStatusError as error:
+                    status = error.status_code
+                    if status in (401, 403):
+                        raise LLMUnavailable(
+                            f"the LLM service rejected the API key (HTTP {status}): check OPENAI_API_KEY"
+                        ) from None
+                    if status == 404:
+                        raise LLMUnavailable(
+                            f"model {self.model!r} not found at {self._where()} (HTTP 404): "
+                            "set HYBRID_WEATHER_MODEL or OPENAI_BASE_URL"
+                        ) from None
+                    if status not in _RETRY_STATUSES:
+                        raise LLMUnavailable(
+                            f"the LLM service refused the request (HTTP {status}): {_short(error)}"
+                        ) from None
+                    failure = f"HTTP {status}"
+                    wait = _retry_after(error.response)
+                except (openai.APITimeoutError, openai.APIConnectionError) as error:
+                    failure = type(error).__name__
+                    wait = None
+                logger.info("LLM attempt %d failed: %s", attempt, failure)
+                if attempt >= self.retry.max_attempts:
                     raise LLMUnavailable(
-                        f"the LLM service rejected the API key (HTTP {status}): check OPENAI_API_KEY"
-                    ) from None
-                if status == 404:
-                    raise LLMUnavailable(
-                        f"model {self.model!r} not found at {self._where()} (HTTP 404): "
-                        "set HYBRID_WEATHER_MODEL or OPENAI_BASE_URL"
-                    ) from None
-                if status not in _RETRY_STATUSES:
-                    raise LLMUnavailable(
-                        f"the LLM service refused the request (HTTP {status}): {_short(error)}"
-                    ) from None
-                failure = f"HTTP {status}"
-                wait = _retry_after(error.response)
-            except (openai.APITimeoutError, openai.APIConnectionError) as error:
-                failure = type(error).__name__
-                wait = None
-            logger.info("LLM attempt %d failed: %s", attempt, failure)
-            if attempt >= self.retry.max_attempts:
-                raise LLMUnavailable(
-                    f"the LLM at {self._where()} failed {attempt} times ({failure}); "
-                    "check OPENAI_BASE_URL and the service's status"
-                )
-            if wait is None:
-                wait = self.retry.pause(attempt)
-            if time.monotonic() + wait >= deadline:
-                raise LLMUnavailable(f"the LLM asked to wait {wait:.1f} s ({failure}), past the deadline")
-            time.sleep(wait)
+                        f"the LLM at {self._where()} failed {attempt} times ({failure}); "
+                        "check OPENAI_BASE_URL and the service's status"
+                    )
+                if wait is None:
+                    wait = self.retry.pause(attempt)
+                if time.monotonic() + wait >= deadline:
+                    raise LLMUnavailable(f"the LLM asked to wait {wait:.1f} s ({failure}), past the deadline")
+                time.sleep(wait)
+        except LLMUnavailable as error:
+            error.attempts = attempt  # counted, so the ledger says how hard it tried
+            raise
 
     def _where(self) -> str:
         return self.base_url or "api.openai.com"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from hybrid_weather.agent.errors import HybridWeatherError
 from hybrid_weather.agent.weather import Fetched
+from hybrid_weather.rules import mask_personal_data
 
 from ..understand import Decision
 from .answer import elapsed_ms
@@ -61,8 +62,11 @@ class ShadowRunner:
     The user's answer never waits: run() only submits. Each run becomes a `shadow` ledger row.
     """
 
-    def __init__(self, rate: float, *, agent: Callable[[], LLMAgent], models: ModelTable, recorder: Recorder) -> None:
+    def __init__(
+        self, rate: float, *, agent: Callable[[], LLMAgent], models: ModelTable, recorder: Recorder, mask: bool = True
+    ) -> None:
         self.rate = rate
+        self._mask = mask  # HYBRID_WEATHER_LLM_SEES: personal data masked before it reaches the model
         self._agent = agent  # called in the background: building the agent may fail (no key), and that is a row
         self._models = models
         self._recorder = recorder
@@ -95,7 +99,7 @@ class ShadowRunner:
         arrived, started = time.time(), time.perf_counter()
         try:
             agent = self._agent()
-            result = agent.run(query, today=today)
+            result = agent.run(mask_personal_data(query) if self._mask else query, today=today)
         except HybridWeatherError as error:
             self._recorder.shadow(
                 query,

@@ -65,7 +65,22 @@ def m004_misses(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE requests ADD COLUMN plain_lookup INTEGER")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_requests, m002_agent_health, m003_shadow, m004_misses]
+def m005_privacy(db: sqlite3.Connection) -> None:
+    # query_hmac replaces query_sha256 (left NULL from now on): an HMAC-SHA256 of the masked query under a
+    # per-installation secret, because an unsalted hash of the raw query gave a phone number back to
+    # anyone who hashed the ten billion candidates. invalid: JSON list of the fields that could not be
+    # stored as sent (a negative cost, absurd token counts, text that is not Unicode): they are NULL, not facts.
+    db.execute("ALTER TABLE requests ADD COLUMN query_hmac TEXT")
+    db.execute("ALTER TABLE requests ADD COLUMN invalid TEXT")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    m001_requests,
+    m002_agent_health,
+    m003_shadow,
+    m004_misses,
+    m005_privacy,
+]
 
 
 def migrate(db: sqlite3.Connection, migrations: list[Callable[[sqlite3.Connection], None]] = MIGRATIONS) -> list[str]:

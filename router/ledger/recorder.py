@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .entry import LedgerEntry
-from .store import Ledger
 
 if TYPE_CHECKING:
     from hybrid_weather.agent.llm import AgentResult
@@ -15,10 +14,20 @@ if TYPE_CHECKING:
     from ..understand import Decision
 
 
+class RowSink(Protocol):
+    """What takes rows: a Ledger, or a SpoolLedger standing in for one."""
+
+    def record(self, entry: LedgerEntry) -> None: ...
+
+
+#: The outcome of a request that asked nothing ("", whitespace, only emoji): no money spent or saved.
+EMPTY = "empty"
+
+
 class Recorder:
     """Queues one row per request on a Ledger; every method returns at once (the writer does the rest)."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: RowSink) -> None:
         self.ledger = ledger
 
     def answered(self, query: str, answer: Answer, *, arrived: float, session_id: str | None) -> None:
@@ -41,6 +50,7 @@ class Recorder:
                     model=answer.model,
                     session_id=session_id,
                     unknown_words=decision.unknown_words,
+                    outcome=EMPTY if decision.is_empty else "ok",
                 ),
                 result,
             )
@@ -50,7 +60,7 @@ class Recorder:
         self,
         query: str,
         decision: Decision,
-        error: Exception,
+        error: BaseException,
         *,
         arrived: float,
         latency_ms: float,
@@ -71,8 +81,11 @@ class Recorder:
                 model=model,
                 cost_usd=0.0,
                 latency_ms=latency_ms,
-                outcome=type(error).__name__,
+                outcome=_outcome(error),
                 session_id=session_id,
+                # The LLM's attempts before it gave up (3 for a server that failed three times).
+                llm_attempts=getattr(error, "attempts", None) or None,
+                unknown_words=decision.unknown_words,
             )
         )
 
@@ -142,3 +155,8 @@ def _date_argument(arguments: str) -> str:
     except ValueError:
         return "?"
     return str(value.get("date") or "今天") if isinstance(value, dict) else "?"
+
+
+def _outcome(error: BaseException) -> str:
+    """The outcome column of a failed request: the error's class, or Interrupted (Ctrl-C, SIGTERM)."""
+    return "Interrupted" if isinstance(error, (KeyboardInterrupt, SystemExit)) else type(error).__name__

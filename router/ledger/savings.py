@@ -11,6 +11,7 @@ from typing import Any, get_args
 
 from ..understand import Route
 from .baseline import Baseline, place_bucket
+from .recorder import EMPTY
 
 ROUTES = get_args(Route)
 
@@ -42,7 +43,7 @@ def savings_report(
         _with_bucket(r)
         for r in cursor.execute(
             "SELECT route, aspect, places, model, cost_usd, baseline_cost_usd, baseline_method, latency_ms, outcome,"
-            " llm_loops, tool_calls, tool_failures, datetime_utc, agreement"
+            " llm_loops, tool_calls, tool_failures, datetime_utc, agreement, invalid"
             " FROM requests WHERE datetime_utc >= ? ORDER BY id",
             (since,),
         )
@@ -60,8 +61,14 @@ def savings_report(
     groups: dict[str, dict[str, float]] = defaultdict(
         lambda: {"requests": 0, "actual_cost_usd": 0.0, "baseline_cost_usd": 0.0}
     )
+    outcomes: Counter[str] = Counter()
     for r in rows:
         by_route[r["route"]] = by_route.get(r["route"], 0) + 1
+        outcomes[r["outcome"]] += 1
+        if r["outcome"] != "ok":
+            # Failed or empty: no money was spent and none saved; counted and shown apart.
+            groups[_group_key(r, by or "day")]["requests"] += 1
+            continue
         latency[r["route"]].append(r["latency_ms"] or 0.0)
         if r["cost_usd"] is None:
             unknown_cost += 1
@@ -78,14 +85,24 @@ def savings_report(
         group["requests"] += 1
         group["actual_cost_usd"] += cost
         group["baseline_cost_usd"] += base
-    shadow_spend = sum(r["cost_usd"] or 0.0 for r in shadows)
-    actual += shadow_spend  # spent, even though no user saw it
+    shadow_spend = 0.0
+    for r in shadows:  # spent, even though no user saw it: in the total and in its group alike
+        shadow_spend += r["cost_usd"] or 0.0
+        groups[_group_key(r, by or "day")]["actual_cost_usd"] += r["cost_usd"] or 0.0
+    actual += shadow_spend
     verdicts = [r["agreement"] for r in shadows if r["agreement"] is not None]
     saved = baseline - actual
     return {
         "days": days,
         "requests": len(rows),
         "by_route": by_route,
+        "by_outcome": {
+            "ok": outcomes["ok"],
+            "failed": sum(n for outcome, n in outcomes.items() if outcome not in ("ok", EMPTY)),
+            "empty": outcomes[EMPTY],
+        },
+        "failures": {outcome: n for outcome, n in sorted(outcomes.items()) if outcome not in ("ok", EMPTY)},
+        "invalid_rows": sum(1 for r in everything if r["invalid"]),
         "actual_cost_usd": round(actual, 8),
         "baseline_cost_usd": round(baseline, 8),
         "saved_usd": round(saved, 8),
@@ -137,6 +154,15 @@ def render_report(report: dict[str, Any]) -> str:
         + (f"  ({report['saved_pct']:.1f}%)" if report["saved_pct"] is not None else ""),
         f"Baseline:  {report['baseline_method']}",
     ]
+    outcomes = report["by_outcome"]
+    if outcomes["failed"] or outcomes["empty"]:
+        failures = ", ".join(f"{name} {n}" for name, n in report["failures"].items())
+        lines.append(
+            f"Not counted: {outcomes['failed']} failed ({failures or '-'}) and {outcomes['empty']} empty "
+            "request(s): no spend and no saving"
+        )
+    if report["invalid_rows"]:
+        lines.append(f"Invalid:   {report['invalid_rows']} row(s) held values that could not be facts (left out)")
     if report["unknown_cost_requests"]:
         lines.append(
             f"Unknown:   {report['unknown_cost_requests']} request(s) used a model with no price; counted as $0 above"
@@ -162,7 +188,7 @@ def render_report(report: dict[str, Any]) -> str:
     rows = report["groups"]["rows"]
     if rows:
         width = max(len(k) for k in rows)
-        peak = max(v["baseline_cost_usd"] for v in rows.values()) or 1.0
+        peak = max(max(v["baseline_cost_usd"], v["actual_cost_usd"]) for v in rows.values()) or 1.0
         lines.append("")
         lines.append(f"{'by ' + report['groups']['by']:<{width}}  requests  spent / all-LLM")
         for key, v in rows.items():

@@ -1,72 +1,57 @@
 """The cost ledger: one SQLite row per request, written by a background thread in batches.
 
-Writes never block the request path: ask() puts an entry on a queue and returns. Nothing is dropped:
-when the queue is full (the disk cannot keep up), the caller waits for room rather than losing the row.
-close() — and, failing that, interpreter exit — flushes everything queued.
+The request path only queues an entry. The writer commits at least every COMMIT_INTERVAL seconds or
+BATCH_SIZE rows, whichever comes first. Rows held only in memory — what a SIGKILL can lose — are never
+more than QUEUE_SIZE + BATCH_SIZE (past QUEUE_SIZE, callers wait for room): 1,500 rows, about a third of
+a second of the fastest traffic one process makes; at a lighter load, the last COMMIT_INTERVAL of it.
+
+Nothing is dropped: a row that cannot be stored as given is stored in a safe form; a batch the database
+refuses after a few tries goes to the spool file; a writer that died is started again; close() gives up
+on the database after CLOSE_TIMEOUT and spools what is left. `problem` says what went wrong, once, for
+the CLI to print.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import datetime as dt
-import hashlib
 import itertools
-import json
 import logging
 import os
 import queue
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from hybrid_weather.agent.errors import LedgerUnavailable
 from hybrid_weather.agent.llm.models import ModelTable
 
-from .baseline import default_baseline_cost
 from .entry import LedgerEntry
 from .migrations import migrate
-from .privacy import mask_personal_data
+from .rows import COLUMNS, RowFormat, load_secret
+from .spool import Spool, spool_path
 
 logger = logging.getLogger("hybrid_weather")
 
-DEFAULT_QUEUE_SIZE = 10_000
+#: Rows waiting for the writer at the most; past this, record() waits for room (it never drops a row).
+DEFAULT_QUEUE_SIZE = 1_000
+#: Rows per transaction at the most.
 DEFAULT_BATCH_SIZE = 500
-QUERY_STORAGE = ("masked", "hash")
-
-_COLUMNS = (
-    "id",
-    "datetime_utc",
-    "route",
-    "reason",
-    "aspect",
-    "places",
-    "provider",
-    "cache_hit",
-    "stale",
-    "model",
-    "prompt_tokens",
-    "cached_tokens",
-    "completion_tokens",
-    "llm_attempts",
-    "cost_usd",
-    "baseline_cost_usd",
-    "baseline_method",
-    "latency_ms",
-    "outcome",
-    "session_id",
-    "query",
-    "query_sha256",
-    "days",
-    "llm_loops",
-    "tool_calls",
-    "tool_failures",
-    "agreement",
-    "unknown_words",
-    "plain_lookup",
-)
-_INSERT = f"INSERT INTO requests ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+#: Seconds a row waits for its transaction at the most: the window a SIGKILL can lose.
+COMMIT_INTERVAL = 0.1
+#: Tries of one batch before it goes to the spool, and the pause between them (seconds).
+COMMIT_ATTEMPTS = 3
+COMMIT_PAUSE = 0.2
+#: Seconds close() waits for the writer before it spools what is left.
+CLOSE_TIMEOUT = 5.0
+#: Seconds record() waits for room in a full queue before it spools the row itself (a stuck writer).
+RECORD_TIMEOUT = 5.0
+# How long one SQLite call may wait for a lock: COMMIT_ATTEMPTS of them and the pauses stay well inside
+# CLOSE_TIMEOUT, so a stuck database cannot hang close() and the writer spools its batch before it.
+_BUSY_TIMEOUT_MS = 1_000
+_INSERT = f"INSERT INTO requests ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _memory_ids = itertools.count()
 
 
@@ -79,7 +64,11 @@ _STOP = object()
 
 
 class Ledger:
-    """Append-only request log in SQLite (WAL). Thread-safe; one per process and location."""
+    """Append-only request log in SQLite (WAL). Thread-safe; one per process and location.
+
+    Raises LedgerUnavailable when LOCATION cannot hold a ledger (a folder, a read-only or corrupt file,
+    a foreign `requests` table, no room); writing problems later are handled, never raised.
+    """
 
     def __init__(
         self,
@@ -90,37 +79,61 @@ class Ledger:
         store_queries: str = "masked",
         queue_size: int = DEFAULT_QUEUE_SIZE,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        commit_interval: float = COMMIT_INTERVAL,
+        setting: str = "HYBRID_WEATHER_LEDGER",
     ) -> None:
-        if store_queries not in QUERY_STORAGE:
-            raise ValueError(f"store_queries must be one of {QUERY_STORAGE}")
         self.location = str(location)
-        self.models = models or ModelTable()
-        self.model = model or self.models.default_model
-        self.store_queries = store_queries
+        self.setting = setting  #: what the user sets to move the ledger, for messages
         self.batch_size = batch_size
+        self.commit_interval = commit_interval
+        self.problem: str | None = None  #: the first problem writing rows, for the CLI to say once
+        self.spool = Spool(spool_path(self.location))
         self._keeper: sqlite3.Connection | None = None
+        models = models or ModelTable()
+        try:
+            secret_file = self._open()
+            self._format = RowFormat(
+                models=models,
+                model=model or models.default_model,
+                store_queries=store_queries,
+                secret=load_secret(secret_file),
+            )
+        except (OSError, sqlite3.Error) as error:
+            raise LedgerUnavailable(
+                f"the ledger at {self.location} cannot be used ({type(error).__name__}: {error}); "
+                f"set {setting} to another path, or to off"
+            ) from None
+        self._queue: queue.Queue[LedgerEntry | _Flush | object] = queue.Queue(maxsize=queue_size)
+        self._closed = False
+        self._writer_lock = threading.Lock()
+        self._writer = self._start_writer()
+        atexit.register(self.close)
+
+    def _open(self) -> Path | None:
+        """Create or check the database; return where the hashing secret lives (None: in memory)."""
         if self.location == ":memory:":
             # A named shared-cache database: the writer and readers see the same rows.
             self._uri = f"file:hybrid-weather-ledger-{os.getpid()}-{next(_memory_ids)}?mode=memory&cache=shared"
             self._keeper = self._connect()
-        else:
-            Path(self.location).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            self._uri = Path(self.location).expanduser().resolve().as_uri()
-        setup = self._keeper or self._connect()
-        if self._keeper is None:
+            migrate(self._keeper)
+            return None
+        path = Path(self.location).expanduser()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a folder")
+        self._uri = path.resolve().as_uri()
+        setup = self._connect()
+        try:
             setup.execute("PRAGMA journal_mode=WAL")
-        migrate(setup)
-        if setup is not self._keeper:
+            migrate(setup)
+            setup.execute(f"SELECT {', '.join(COLUMNS)} FROM requests LIMIT 0")  # a foreign `requests` table
+        finally:
             setup.close()
-        self._queue: queue.Queue[LedgerEntry | _Flush | object] = queue.Queue(maxsize=queue_size)
-        self._closed = False
-        self._writer = threading.Thread(target=self._write_loop, name="hybrid-weather-ledger", daemon=True)
-        self._writer.start()
-        atexit.register(self.close)
+        return path.with_name(path.name + ".key")
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=30)
-        db.execute("PRAGMA busy_timeout=30000")
+        db = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=1)
+        db.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         # In WAL mode NORMAL keeps every committed transaction through a crash of the process (SIGKILL);
         # only a power loss may take the last ones.
         db.execute("PRAGMA synchronous=NORMAL")
@@ -133,26 +146,38 @@ class Ledger:
         return db
 
     def record(self, entry: LedgerEntry) -> None:
-        """Queue ENTRY for writing. Returns at once unless the queue is full; then waits for room."""
+        """Queue ENTRY for writing. Returns at once unless the queue is full; then waits for room, and
+        spools the row itself if the writer makes none within RECORD_TIMEOUT."""
         if self._closed:
-            raise RuntimeError("ledger is closed")
-        self._queue.put(entry)
+            self._spool([entry], "a row came after close()")
+            return
+        if not self._writer.is_alive():
+            self._restart_writer()
+        try:
+            self._queue.put(entry, timeout=RECORD_TIMEOUT)
+        except queue.Full:
+            self._spool([entry], f"the ledger writer made no room in {RECORD_TIMEOUT:.0f} s")
 
     def flush(self) -> None:
-        """Wait until everything recorded so far is committed."""
+        """Wait until everything recorded so far is committed (or spooled)."""
         if self._closed:
             return
         marker = _Flush()
         self._queue.put(marker)
-        marker.done.wait()
+        marker.done.wait(CLOSE_TIMEOUT + COMMIT_ATTEMPTS * COMMIT_PAUSE)
 
-    def close(self) -> None:
-        """Commit everything queued and stop the writer. Safe to call twice."""
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Commit everything queued and stop the writer, within TIMEOUT seconds; what the writer has not
+        taken by then goes to the spool file. Safe to call twice."""
         if self._closed:
             return
         self._closed = True
-        self._queue.put(_STOP)
-        self._writer.join()
+        with contextlib.suppress(queue.Full):
+            self._queue.put(_STOP, timeout=timeout)
+        self._writer.join(timeout)
+        if self._writer.is_alive():
+            left = self._drain()
+            self._spool(left, f"the ledger writer did not finish within {timeout:.0f} s")
         if self._keeper is not None:
             self._keeper.close()
         with contextlib.suppress(Exception):  # the interpreter may be shutting down
@@ -160,93 +185,144 @@ class Ledger:
 
     # -- the writer thread ---------------------------------------------------------------------------
 
+    def _start_writer(self) -> threading.Thread:
+        writer = threading.Thread(target=self._write_loop, name="hybrid-weather-ledger", daemon=True)
+        writer.start()
+        return writer
+
+    def _restart_writer(self) -> None:
+        with self._writer_lock:
+            if not self._writer.is_alive():
+                logger.error("the ledger writer had stopped; starting it again")
+                self._note("the ledger writer had stopped and was started again")
+                self._writer = self._start_writer()
+
     def _write_loop(self) -> None:
-        db = self._connect()
+        db: sqlite3.Connection | None = None
         stopping = False
         while not stopping:
-            batch: list[LedgerEntry] = []
-            markers: list[_Flush] = []
-            item = self._queue.get()
-            while True:
-                if item is _STOP:
-                    stopping = True
-                elif isinstance(item, _Flush):
-                    markers.append(item)
-                elif isinstance(item, LedgerEntry):
-                    batch.append(item)
-                if stopping or len(batch) >= self.batch_size:
-                    break
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-            if batch:
-                self._commit(db, batch)
+            batch, markers, stopping = self._next_batch()
+            try:
+                if batch:
+                    db = db or self._connect()
+                    self._commit(db, batch)
+            except Exception as error:  # the writer must outlive any row and any fault
+                logger.exception("ledger writer: %s", error)
+                self._spool(batch, f"rows could not be written ({type(error).__name__}: {error})")
+                db = None
             for marker in markers:
                 marker.done.set()
-        db.close()
+        if db is not None:
+            db.close()
+
+    def _next_batch(self) -> tuple[list[LedgerEntry], list[_Flush], bool]:
+        """Entries until BATCH_SIZE rows, COMMIT_INTERVAL seconds after the first, a flush or the stop."""
+        batch: list[LedgerEntry] = []
+        markers: list[_Flush] = []
+        item = self._queue.get()
+        deadline = time.monotonic() + self.commit_interval
+        while True:
+            if item is _STOP:
+                return batch, markers, True
+            if isinstance(item, _Flush):
+                markers.append(item)
+                return batch, markers, False
+            if isinstance(item, LedgerEntry):
+                batch.append(item)
+            if len(batch) >= self.batch_size:
+                return batch, markers, False
+            try:
+                item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return batch, markers, False
 
     def _commit(self, db: sqlite3.Connection, batch: list[LedgerEntry]) -> None:
-        rows = [self._row(entry) for entry in batch]
-        while True:
+        rows = [self._format.row(entry) for entry in batch]
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
                 db.execute("BEGIN IMMEDIATE")
                 db.executemany(_INSERT, rows)
                 db.execute("COMMIT")
                 return
             except sqlite3.Error as error:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                # Keep the rows: a locked or full disk is waited out, not a reason to lose requests.
-                logger.error("ledger write failed (%s); retrying %d rows in 1 s", error, len(rows))
-                threading.Event().wait(1.0)
+                with contextlib.suppress(sqlite3.Error):
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                if attempt == COMMIT_ATTEMPTS:
+                    self._spool_rows(rows, f"the ledger at {self.location} refused {len(rows)} rows ({error})")
+                    return
+                time.sleep(COMMIT_PAUSE * attempt)
 
-    def _row(self, e: LedgerEntry) -> tuple[Any, ...]:
-        when = dt.datetime.fromtimestamp(e.started_at, dt.timezone.utc)
-        row_id = f"{int(e.started_at * 1000):012x}{os.urandom(5).hex()}"
-        if e.route == "llm":
-            baseline, method = e.cost_usd, "actual"  # an all-LLM design pays the same for these
-        elif e.route == "shadow":
-            baseline, method = None, None  # extra spend to measure the baseline, not a request
-        else:
-            baseline = default_baseline_cost(self.models, self.model, len(e.places))
-            method = f"default:{self.model}"
-        masked = mask_personal_data(e.query)
-        usage = e.usage
-        return (
-            row_id,
-            when.isoformat(timespec="microseconds"),
-            e.route,
-            e.reason,
-            e.aspect,
-            json.dumps(list(e.places), ensure_ascii=False),
-            e.provider,
-            _flag(e.cache_hit),
-            _flag(e.stale),
-            e.model,
-            usage.prompt_tokens if usage else None,
-            usage.cached_tokens if usage else None,
-            usage.completion_tokens if usage else None,
-            e.llm_attempts,
-            e.cost_usd,
-            baseline,
-            method,
-            round(e.latency_ms, 3),
-            e.outcome,
-            e.session_id,
-            masked if self.store_queries == "masked" else None,
-            hashlib.sha256(e.query.encode()).hexdigest(),
-            e.days,
-            e.llm_loops,
-            e.tool_calls,
-            e.tool_failures,
-            _flag(e.agreement),
-            json.dumps([mask_personal_data(w) for w in e.unknown_words], ensure_ascii=False)
-            if e.unknown_words
-            else None,
-            _flag(e.plain_lookup),
-        )
+    def _drain(self) -> list[LedgerEntry]:
+        left: list[LedgerEntry] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return left
+            if isinstance(item, LedgerEntry):
+                left.append(item)
+            elif isinstance(item, _Flush):
+                item.done.set()
+
+    def _spool(self, entries: list[LedgerEntry], why: str) -> None:
+        if entries:
+            self._spool_rows([self._format.row(entry) for entry in entries], why)
+
+    def _spool_rows(self, rows: list[tuple[object, ...]], why: str) -> None:
+        try:
+            self.spool.append(COLUMNS, rows)
+        except OSError as error:
+            logger.error("ledger: %s, and the spool %s cannot be written (%s): %d rows lost", why, self.spool.path,
+                         error, len(rows))  # fmt: skip
+            self._note(f"{why}; the spool {self.spool.path} cannot be written either: {len(rows)} rows lost")
+            return
+        logger.warning("ledger: %s; %d rows kept in %s", why, len(rows), self.spool.path)
+        self._note(f"{why}; rows kept in {self.spool.path}")
+
+    def _note(self, problem: str) -> None:
+        if self.problem is None:
+            self.problem = problem
 
 
-def _flag(value: bool | None) -> int | None:
-    return None if value is None else int(value)
+class SpoolLedger:
+    """Stands in for a Ledger whose location cannot hold one: every row goes to the spool file, so asking
+    still answers and no row is lost. `problem` says why, for the CLI to print once."""
+
+    def __init__(self, location: str, problem: str, *, models: ModelTable | None = None, model: str | None = None,
+                 store_queries: str = "masked") -> None:  # fmt: skip
+        self.location = location
+        self.problem: str | None = problem
+        self.spool = Spool(spool_path(location))
+        models = models or ModelTable()
+        try:
+            secret = load_secret(self.spool.path.with_name(self.spool.path.name + ".key"))
+        except OSError:
+            secret = load_secret(None)  # no room anywhere: rows stay unlinkable even to each other
+        self._format = RowFormat(models=models, model=model or models.default_model, store_queries=store_queries,
+                                 secret=secret)  # fmt: skip
+        self._lock = threading.Lock()
+        self._noted = False
+
+    def record(self, entry: LedgerEntry) -> None:
+        row = self._format.row(entry)
+        with self._lock:
+            try:
+                self.spool.append(COLUMNS, [row])
+            except OSError as error:
+                if not self._noted:
+                    self.problem = f"{self.problem}; the spool {self.spool.path} cannot be written either ({error})"
+                    self._noted = True
+                return
+            if not self._noted:
+                self.problem = f"{self.problem}; rows kept in {self.spool.path}"
+                self._noted = True
+
+    def flush(self) -> None:
+        pass
+
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        pass
+
+    def connect(self) -> sqlite3.Connection:
+        raise LedgerUnavailable(self.problem or f"the ledger at {self.location} cannot be used")

@@ -39,6 +39,11 @@ class Decision:
     #: A geocoder may still find it; the question is then read again with that place known.
     unknown_place: str | None = None
 
+    @property
+    def is_empty(self) -> bool:
+        """Whether the question asked nothing at all ("", whitespace, only emoji)."""
+        return self.reason == EMPTY_REASON
+
     def to_json(self, query: str) -> dict[str, Any]:
         """The `route --json` object (docs/contracts.md): exactly these keys."""
         return {
@@ -49,6 +54,10 @@ class Decision:
             "aspect": self.aspect,
             "reason": self.reason,
         }
+
+
+#: The reason of the decision for a question with nothing in it.
+EMPTY_REASON = "clarify: empty query"
 
 
 def clarify(reason: str, message: str, *, unknown_place: str | None = None) -> Decision:

@@ -91,7 +91,7 @@ class QueryParser:
     ) -> tuple[Decision, list[str]]:
         """Decide normalised CLEAN; also return the words it did not understand."""
         if not clean:
-            return clarify("empty query", _ASK_FOR_PLACE), []
+            return clarify("empty query", _ASK_FOR_PLACE), []  # its reason is EMPTY_REASON
         marker = self.reader.lexicon.open_ended(clean)
         spans = self.reader.dates(clean, today)
         if marker:

@@ -1,0 +1,172 @@
+"""Turn a LedgerEntry into the row that is stored: masked, keyed-hashed, validated, never failing.
+
+Privacy model (README "What routing saved"): the query is stored with personal data masked (or not at
+all with HYBRID_WEATHER_LEDGER_QUERIES=hash); every other text field is masked too, and in hash mode
+keeps nothing of the question's words. The hash is an HMAC-SHA256 of the masked query under a
+per-installation secret kept beside the ledger (mode 0600), so repeats can be counted but a phone number
+cannot be recovered by hashing guesses.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import json
+import math
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from hybrid_weather.agent.llm.models import ModelTable
+from hybrid_weather.rules.privacy import mask_personal_data
+
+from .baseline import default_baseline_cost
+from .entry import LedgerEntry
+
+QUERY_STORAGE = ("masked", "hash")
+#: The stored columns, in order; the table has more (query_sha256 of old rows) that are no longer written.
+COLUMNS = (
+    "id", "datetime_utc", "route", "reason", "aspect", "places", "provider", "cache_hit", "stale", "model",
+    "prompt_tokens", "cached_tokens", "completion_tokens", "llm_attempts", "cost_usd", "baseline_cost_usd",
+    "baseline_method", "latency_ms", "outcome", "session_id", "query", "query_hmac", "days", "llm_loops",
+    "tool_calls", "tool_failures", "agreement", "unknown_words", "plain_lookup", "invalid",
+)  # fmt: skip
+# Beyond these a value from an endpoint is not a fact but a fault: no single request costs more than
+# ten dollars or uses more than ten million tokens.
+MAX_COST_USD = 10.0
+MAX_TOKENS = 10_000_000
+_SECRET_BYTES = 32
+_MEMO_SIZE = 4096
+
+
+class RowFormat:
+    """Formats rows for one ledger. Only the writer thread calls row(); it never raises."""
+
+    def __init__(self, *, models: ModelTable, model: str, store_queries: str, secret: bytes) -> None:
+        if store_queries not in QUERY_STORAGE:
+            raise ValueError(f"store_queries must be one of {QUERY_STORAGE}")
+        self.models, self.model, self.store_queries = models, model, store_queries
+        self._secret = secret
+        self._baselines: dict[int, float | None] = {}  # by number of places: the same few values all day
+        self._places: dict[tuple[str, ...], str] = {}  # their JSON: the same few hundred places all day
+
+    def row(self, e: LedgerEntry) -> tuple[Any, ...]:
+        """The stored values of E, in COLUMNS order."""
+        invalid: list[str] = []
+        query = _safe_text(e.query, invalid, "query")
+        masked = mask_personal_data(query)
+        hashed = self.store_queries == "hash"
+        reason = _without_words(e.reason) if hashed else mask_personal_data(_safe_text(e.reason, invalid, "reason"))
+        usage = e.usage
+        cost = _money(e.cost_usd, invalid, "cost_usd")
+        ok = e.outcome == "ok"
+        if not ok:
+            baseline, method = None, None  # a failed or empty request saved nothing and cost nothing
+        elif e.route == "llm":
+            baseline, method = cost, "actual"  # an all-LLM design pays the same for these
+        elif e.route == "shadow":
+            baseline, method = None, None  # extra spend to measure the baseline, not a request
+        else:
+            baseline, method = self._baseline(len(e.places)), f"default:{self.model}"
+        words = None
+        if e.unknown_words and not hashed:
+            words = json.dumps([mask_personal_data(_safe_text(w, invalid, "unknown_words")) for w in e.unknown_words],
+                               ensure_ascii=False)  # fmt: skip
+        started = e.started_at if math.isfinite(e.started_at) else 0.0
+        return (
+            f"{int(started * 1000):012x}{os.urandom(5).hex()}",  # time-sortable, unique across processes
+            dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(timespec="microseconds"),
+            e.route, reason, e.aspect, self._places_json(e.places), e.provider,
+            _flag(e.cache_hit), _flag(e.stale), e.model,
+            _tokens(usage.prompt_tokens if usage else None, invalid, "prompt_tokens"),
+            _tokens(usage.cached_tokens if usage else None, invalid, "cached_tokens"),
+            _tokens(usage.completion_tokens if usage else None, invalid, "completion_tokens"),
+            _tokens(e.llm_attempts, invalid, "llm_attempts"),
+            cost,
+            baseline, method,
+            round(e.latency_ms, 3) if math.isfinite(e.latency_ms) and e.latency_ms >= 0 else None,
+            e.outcome, e.session_id,
+            None if hashed else masked,
+            hmac.new(self._secret, masked.encode("utf-8"), hashlib.sha256).hexdigest(),
+            e.days, e.llm_loops, e.tool_calls, e.tool_failures, _flag(e.agreement), words, _flag(e.plain_lookup),
+            json.dumps(invalid) if invalid else None,
+        )  # fmt: skip
+
+    def _places_json(self, places: tuple[str, ...]) -> str:
+        text = self._places.get(places)
+        if text is None:
+            if len(self._places) > _MEMO_SIZE:
+                self._places.clear()
+            text = self._places[places] = json.dumps(list(places), ensure_ascii=False)
+        return text
+
+    def _baseline(self, places: int) -> float | None:
+        if places not in self._baselines:
+            self._baselines[places] = default_baseline_cost(self.models, self.model, places)
+        return self._baselines[places]
+
+
+def load_secret(path: Path | None) -> bytes:
+    """The installation's hashing secret in PATH (created on first use, mode 0600); a fresh one for None."""
+    if path is None:
+        return secrets.token_bytes(_SECRET_BYTES)
+    try:
+        return bytes.fromhex(path.read_text("ascii").strip())
+    except FileNotFoundError:
+        pass
+    secret = secrets.token_bytes(_SECRET_BYTES)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process made it first: use theirs
+        return bytes.fromhex(path.read_text("ascii").strip())
+    with os.fdopen(fd, "w", encoding="ascii") as file:
+        file.write(secret.hex())
+    return secret
+
+
+def _safe_text(value: object, invalid: list[str], field: str) -> str:
+    """VALUE as storable UTF-8 text: a lone surrogate (from undecodable CLI bytes) becomes U+FFFD."""
+    text = value if isinstance(value, str) else f"{value}"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        invalid.append(f"{field}:repaired")
+        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in text)
+    return text
+
+
+def _money(value: float | None, invalid: list[str], field: str) -> float | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not (0 <= value <= MAX_COST_USD)
+    ):
+        invalid.append(field)
+        return None
+    return float(value)
+
+
+def _tokens(value: int | None, invalid: list[str], field: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        invalid.append(field)
+        return None
+    return value
+
+
+def _without_words(reason: str) -> str:
+    """REASON with nothing of the question's own words (hash mode): 'unrecognised: 遛狗' → 'unrecognised'."""
+    if reason.startswith("rule:"):
+        return reason.split("; sound-alike:")[0]
+    head, separator, _ = reason.rpartition(": ")
+    return head if separator else reason
+
+
+def _flag(value: bool | None) -> int | None:
+    return None if value is None else int(value)

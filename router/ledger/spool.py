@@ -1,0 +1,45 @@
+"""Where rows go when the ledger cannot take them: a JSON Lines file, one stored row per line.
+
+Rows are appended already formatted (masked, hashed), so a spool holds nothing the ledger would not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+class Spool:
+    """An append-only JSON Lines file of rows. Thread-safe."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rows = 0  #: rows this process has spooled
+        self._lock = threading.Lock()
+
+    def append(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Append ROWS; raises OSError when even the spool cannot be written."""
+        lines = "".join(json.dumps(dict(zip(columns, row, strict=True)), ensure_ascii=False) + "\n" for row in rows)
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as file:
+                file.write(lines)
+                file.flush()
+                os.fsync(file.fileno())
+            self.rows += len(rows)
+
+
+def spool_path(ledger: str) -> Path:
+    """Beside the ledger file when its folder can be written, else in the temporary folder."""
+    if ledger != ":memory:":
+        beside = Path(ledger).expanduser()
+        folder = beside.parent
+        if folder.is_dir() and os.access(folder, os.W_OK) and not beside.is_dir():
+            return beside.with_name(beside.name + ".spool.jsonl")
+    return Path(tempfile.gettempdir()) / f"hybrid-weather-{os.getuid()}-ledger.spool.jsonl"
