@@ -16,6 +16,7 @@ from click_default_group import DefaultGroup
 
 from hybrid_weather.agent.errors import HybridWeatherError, LLMUnavailable, WeatherUnavailable
 from hybrid_weather.agent.weather import PROVIDERS
+from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range
 
 from .answer import Answer
 from .facade import HybridRouter
@@ -29,9 +30,12 @@ def _parse_today(ctx: click.Context, param: click.Parameter, value: str | None) 
     if value is None:
         return None
     try:
-        return dt.date.fromisoformat(value)
+        day = dt.date.fromisoformat(value)
     except ValueError:
         raise click.BadParameter(f"'{value}' is not a date; use YYYY-MM-DD, e.g. 2026-11-29") from None
+    if not in_supported_range(day):
+        raise click.BadParameter(f"'{value}' is outside {FIRST_DAY} to {LAST_DAY}, the days questions can be asked on")
+    return day
 
 
 _today_option = click.option(

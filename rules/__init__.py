@@ -4,7 +4,16 @@ Everything here is deterministic, does no I/O beyond reading its own data files 
 raises nothing on any input.
 """
 
-from .china_time import CHINA_TZ, CHINA_TZ_NAME, WEEKDAY_CHARS, today_in_china, weekday_char
+from .china_time import (
+    CHINA_TZ,
+    CHINA_TZ_NAME,
+    FIRST_DAY,
+    LAST_DAY,
+    WEEKDAY_CHARS,
+    in_supported_range,
+    today_in_china,
+    weekday_char,
+)
 from .dates import DateSpan, find_dates, parse_number
 from .gazetteer import Gazetteer, Place, PlaceLevel, PlaceMatch
 from .lexicon import ASPECTS, Aspect, Lexicon
@@ -16,6 +25,8 @@ __all__ = [
     "ASPECTS",
     "CHINA_TZ",
     "CHINA_TZ_NAME",
+    "FIRST_DAY",
+    "LAST_DAY",
     "MAX_QUERY_CHARS",
     "WEEKDAY_CHARS",
     "Aspect",
@@ -30,6 +41,7 @@ __all__ = [
     "Tokens",
     "contains_personal_data",
     "find_dates",
+    "in_supported_range",
     "mask_personal_data",
     "normalize",
     "parse_number",

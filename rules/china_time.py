@@ -20,3 +20,14 @@ def today_in_china() -> dt.date:
 def weekday_char(day: dt.date) -> str:
     """一 … 日 for DAY (so 周{…} or 星期{…} reads as a Chinese calendar does)."""
     return WEEKDAY_CHARS[day.weekday()]
+
+
+#: The days a question may be asked on (`today`): dates are resolved up to a year or so around today, and
+#: Python's dates end at year 9999, so far-off days are refused rather than overflowed.
+FIRST_DAY = dt.date(1970, 1, 1)
+LAST_DAY = dt.date(2099, 12, 31)
+
+
+def in_supported_range(day: dt.date) -> bool:
+    """Whether DAY can be a question's `today` (FIRST_DAY to LAST_DAY)."""
+    return FIRST_DAY <= day <= LAST_DAY

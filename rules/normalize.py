@@ -26,7 +26,10 @@ _A_NOT_A = re.compile(r"([\u4e00-\u9fff]{1,2})[不没唔]\1")
 _HTML_TAG = re.compile(r"<[^<>]{0,200}>|&[a-z]{2,8};|&#\d{1,6};")
 # Runs of non-Han text that look like injected SQL or script, e.g. "'; DROP TABLE users; --".
 _CODE_DEBRIS = re.compile(
-    r"""['"`;]*\s*\b(?:drop|select|insert|delete|update|union|alter|truncate|script|exec)\b[^\u3400-\u9fff]*""",
+    # A match starts at the start of a run of quotes, or at the keyword itself: a pattern that could start
+    # anywhere in a long run of quotes or spaces scanned it again from every position (1,600 took 80 ms).
+    r"""(?:(?<!['"`;])['"`;]+\s*|\b)(?:drop|select|insert|delete|update|union|alter|truncate|script|exec)\b"""
+    r"""[^\u3400-\u9fff]*""",
     re.IGNORECASE,
 )
 # Everything outside Han, ASCII letters and digits, and the punctuation dates and PM2.5 need, becomes a

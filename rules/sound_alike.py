@@ -26,19 +26,23 @@ class SoundAlikes:
     def __init__(self, vocabulary: Iterable[str], *, content: Iterable[str] = ()) -> None:
         """VOCABULARY is every word a repair may produce; CONTENT those that carry meaning (aspects,
         dates), preferred over function words when one window sounds like both (下鱼 → 下雨, not 下与)."""
-        self._readings: dict[str, list[str]] = {
-            ch: sorted({r.rstrip("012345") for r in readings.split(",")})
-            for ch, readings in load_table("pinyin")["readings"].items()
-        }
+        self._table: dict[str, str] = load_table("pinyin")["readings"]  # toned, comma-separated
+        self._readings: dict[str, list[str]] = {}  # toneless, made for the characters that are asked about
         self._content = frozenset(content)
         self._words: dict[tuple[str, ...], set[str]] = defaultdict(set)
         for word in [*vocabulary, *self._content]:
-            if 1 <= len(word) <= _MAX_WORD_CHARS and all(ch in self._readings for ch in word):
+            if 1 <= len(word) <= _MAX_WORD_CHARS and all(ch in self._table for ch in word):
                 for key in self._keys(word):
                     self._words[key].add(word)
 
+    def _toneless(self, char: str) -> list[str] | None:
+        readings = self._readings.get(char)
+        if readings is None and char in self._table:
+            readings = self._readings[char] = sorted({r.rstrip("012345") for r in self._table[char].split(",")})
+        return readings
+
     def _keys(self, text: str) -> list[tuple[str, ...]]:
-        per_char = [self._readings.get(ch) for ch in text]
+        per_char = [self._toneless(ch) for ch in text]
         if not all(per_char):
             return []
         return list(itertools.islice(itertools.product(*per_char), _MAX_READINGS))  # type: ignore[arg-type]

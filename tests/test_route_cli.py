@@ -68,3 +68,9 @@ def test_route_does_not_import_openai_or_touch_the_network():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 2
+
+
+def test_a_today_outside_the_supported_range_is_a_usage_error():
+    for day in ("9999-12-31", "0001-01-01"):
+        result = CliRunner().invoke(cli, ["route", "--today", day, "上海今天天气"])
+        assert result.exit_code == 2 and "outside 1970-01-01 to 2099-12-31" in result.output

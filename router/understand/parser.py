@@ -14,6 +14,8 @@ from collections.abc import Mapping
 
 from hybrid_weather.agent.weather import Horizon
 from hybrid_weather.rules import (
+    FIRST_DAY,
+    LAST_DAY,
     Aspect,
     DateSpan,
     Place,
@@ -21,6 +23,7 @@ from hybrid_weather.rules import (
     Reader,
     Reading,
     Tokens,
+    in_supported_range,
     normalize,
 )
 
@@ -65,11 +68,18 @@ class QueryParser:
         """Decide TEXT. CONTEXT is the last rule decision of a conversation and RECENT_PLACES the places it
         asked about, newest last, for follow-ups (那上海呢？ 后天呢？ 这两个城市哪个更热？). FOUND_PLACES are
         words the gazetteer lacks that a geocoder has since found (周庄)."""
+        if not in_supported_range(today):
+            return clarify(
+                f"today out of range: {today.isoformat()}",
+                f"只能按{FIRST_DAY.year}年到{LAST_DAY.year}年之间的日期理解问题，{today.isoformat()}不在其中。",
+            )
         clean = normalize(text)
         found = found_places or {}
         decision, unknown = self._parse(clean, today, context, recent_places, found)
-        if decision.route == "rule" or len(unknown) != 1:
-            return decision  # one repair fixes one word: with two unknown words the question stays unknown
+        if decision.route == "rule" or len(unknown) != 1 or unknown[0].isascii():
+            # One repair fixes one word: with two unknown words the question stays unknown; and only Han
+            # words have a sound to repair by.
+            return decision
         # A word the router does not know may be one it knows, misheard or mistyped (天七 → 天气): read the
         # question again with each sound-alike, and keep a repair only if it makes a complete weather question.
         for start, end in _locate(clean, unknown):
