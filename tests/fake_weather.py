@@ -10,11 +10,14 @@ fault from the queue ("503", "429", "500", "400", "slow:SECONDS", "malformed", "
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
 import json
 import socket
 import threading
 import time
+import zlib
 from collections import Counter, defaultdict, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
@@ -254,6 +257,30 @@ class FakeWeather:
                     )
                 if fault == "malformed":
                     return self._send(200, b"<html>502 Bad Gateway</html>")
+                if fault and fault.startswith("drip:"):  # the body one byte at a time, each within a read timeout
+                    body = json.dumps(routes[url.path](query)).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    with contextlib.suppress(OSError):
+                        for byte in body:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(float(fault[5:]))
+                    return None
+                if fault == "gzip-bomb":  # 1 GiB of zeros, about 1 MB on the wire
+                    return self._send(200, _gzip_bomb(), encoding="gzip")
+                if fault == "deep":  # JSON nested 100,000 deep
+                    return self._send(200, b"[" * 100_000 + b"]" * 100_000)
+                if fault == "redirect":
+                    self.send_response(302)
+                    self.send_header("Location", "https://elsewhere.invalid/v1/forecast")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return None
+                if fault and fault.startswith("json:"):  # a body a test wrote (wrong types, absurd values)
+                    return self._send(200, fault[5:].encode())
                 body = (
                     json.dumps(routes[url.path](query)).encode()
                     if url.path in routes
@@ -273,14 +300,23 @@ class FakeWeather:
                 status = 400 if b'"error": true' in body[:20] else 200
                 self._send(status, body)
 
-            def _send(self, status: int, body: bytes) -> None:
+            def _send(self, status: int, body: bytes, encoding: str | None = None) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                if encoding:
+                    self.send_header("Content-Encoding", encoding)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 
         return Handler
+
+
+@functools.cache
+def _gzip_bomb() -> bytes:
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = bytes(1024 * 1024)
+    return b"".join(compressor.compress(block) for _ in range(1024)) + compressor.flush()
 
 
 def _key(latitude: float, longitude: float) -> str:

@@ -19,6 +19,7 @@ from ..errors import (
     MalformedResponse,
     UpstreamConnectError,
     UpstreamHTTPError,
+    UpstreamRejected,
     UpstreamTimeout,
     WeatherUnavailable,
 )
@@ -111,8 +112,13 @@ class ResilientClient:
         self.read_timeout = read_timeout
         self.retry = RetryPolicy(max_attempts, backoff_base, backoff_cap)
         self.breaker = breaker or CircuitBreaker(provider)
-        self._httpx = httpx2
-        self._client = httpx2.Client(headers={"User-Agent": "hybrid-weather"}, follow_redirects=True)
+        from .. import guard  # with httpx2: only when the first request is made
+
+        self._httpx, self._guard = httpx2, guard
+        self._client = httpx2.Client(
+            headers={"User-Agent": "hybrid-weather", "Accept-Encoding": "gzip, deflate"},
+            transport=guard.GuardedTransport(max_bytes=guard.WEATHER_MAX_BYTES, label=provider),
+        )
 
     def close(self) -> None:
         self._client.close()
@@ -133,7 +139,7 @@ class ResilientClient:
         return body
 
     def _with_retries(self, url: str, params: dict[str, Any], deadline: float) -> Any:
-        httpx = self._httpx
+        httpx, guard = self._httpx, self._guard
         attempt = 0
         while True:
             remaining = deadline - time.monotonic()
@@ -143,7 +149,12 @@ class ResilientClient:
             attempt += 1
             error: WeatherUnavailable
             try:
-                response = self._client.get(url, params=params, timeout=timeout)
+                with guard.deadline(deadline):  # the whole exchange, body included, ends by the deadline
+                    response = self._client.get(url, params=params, timeout=timeout)
+            except (guard.BodyTooLarge, httpx.DecodingError) as exc:
+                raise MalformedResponse(str(exc), provider=self.provider) from None
+            except guard.RedirectRefused as exc:
+                raise UpstreamRejected(str(exc), provider=self.provider) from None
             except httpx.TimeoutException:
                 error = UpstreamTimeout(f"{self.provider} timed out", provider=self.provider)
             except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
@@ -174,6 +185,8 @@ class ResilientClient:
 def _json_body(content: bytes, provider: str) -> Any:
     try:
         return json.loads(content)
+    except RecursionError:  # [[[[…]]]] 100,000 deep
+        raise MalformedResponse(f"{provider} sent JSON nested too deep to read", provider=provider) from None
     except ValueError:
         raise MalformedResponse(
             f"{provider} sent a body that is not JSON ({len(content)} bytes)", provider=provider

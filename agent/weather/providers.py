@@ -6,13 +6,14 @@ have the documented shape is a MalformedResponse, never a crash.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import time
 import zlib
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from hybrid_weather.rules import Place, today_in_china
 
@@ -149,7 +150,7 @@ class OpenMeteoProvider(_HTTPProvider):
                 temperature=_float(now.get("temperature_2m")),
                 humidity=_int(now.get("relative_humidity_2m")),
             )
-        return Forecast(place, tuple(days), current, self.name, time.time())
+        return _plausible(Forecast(place, tuple(days), current, self.name, time.time()), self.label)
 
     def hourly(self, place: Place, *, past_days: int, deadline: float) -> HourlyForecast:
         body = self.http.get_json(
@@ -180,7 +181,7 @@ class OpenMeteoProvider(_HTTPProvider):
                     humidity=_int(hourly["relative_humidity_2m"][i]),
                 )
             )
-        return HourlyForecast(place, tuple(hours), self.name, time.time())
+        return _plausible(HourlyForecast(place, tuple(hours), self.name, time.time()), self.label)
 
     def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
         body = self.http.get_json(
@@ -223,7 +224,7 @@ class OpenMeteoProvider(_HTTPProvider):
                 _float(now.get("pm2_5")),
                 _float(now.get("pm10")),
             )
-        return AirQuality(place, tuple(days), current, self.name, time.time())
+        return _plausible(AirQuality(place, tuple(days), current, self.name, time.time()), self.label)
 
     def geocode(self, name: str, *, deadline: float) -> Place | None:
         body = self.http.get_json(
@@ -233,10 +234,15 @@ class OpenMeteoProvider(_HTTPProvider):
             raise MalformedResponse(
                 f"{self.label} geocoding sent {type(body).__name__}, not an object", provider=self.name
             )
+        found = body.get("results") or []
+        if not isinstance(found, list):
+            raise MalformedResponse(
+                f"{self.label} geocoding sent results as {type(found).__name__}, not a list", provider=self.name
+            )
         results = [
             r
-            for r in body.get("results") or []
-            if isinstance(r, dict) and _float(r.get("latitude")) is not None and _float(r.get("longitude")) is not None
+            for r in found
+            if isinstance(r, dict) and _within(r.get("latitude"), 90) and _within(r.get("longitude"), 180)
         ]
         if not results:
             return None
@@ -327,7 +333,7 @@ class AMapProvider(_HTTPProvider):
             )
         except (KeyError, IndexError, TypeError) as exc:
             raise MalformedResponse(f"AMap live weather is missing {exc}", provider=self.name) from None
-        return Forecast(place, tuple(days), current, self.name, time.time())
+        return _plausible(Forecast(place, tuple(days), current, self.name, time.time()), self.label)
 
 
 class DemoProvider(WeatherProvider):
@@ -436,6 +442,41 @@ def _datetime(text: Any, label: str) -> dt.datetime:
         return dt.datetime.fromisoformat(str(text)[:16])
     except ValueError:
         raise MalformedResponse(f"{label} sent a time that is not YYYY-MM-DDTHH:MM: {str(text)[:20]!r}") from None
+
+
+# What the atmosphere allows, with room: a value outside is an upstream fault, not a fact to print.
+_PLAUSIBLE = {
+    "temperature": (-90.0, 60.0), "percent": (0.0, 100.0), "wind": (0.0, 120.0), "precipitation": (0.0, 2000.0),
+    "aqi": (0.0, 1000.0), "particles": (0.0, 5000.0),
+}  # fmt: skip
+
+
+_KIND_OF = {
+    "temp_max": "temperature", "temp_min": "temperature", "temperature": "temperature",
+    "precip_probability": "percent", "humidity": "percent", "wind_speed_max": "wind", "wind_speed": "wind",
+    "precip_sum": "precipitation", "aqi": "aqi", "pm2_5": "particles", "pm10": "particles",
+}  # fmt: skip
+Checked = TypeVar("Checked", Forecast, HourlyForecast, AirQuality)
+
+
+def _plausible(data: Checked, label: str) -> Checked:
+    """DATA if every number in it is physically plausible; raises MalformedResponse otherwise (an AQI of
+    -1e300 is not 优, it is a broken upstream)."""
+    items: list[Any] = [*getattr(data, "days", ()), *getattr(data, "hours", ()), getattr(data, "current", None)]
+    for item in items:
+        if item is None:
+            continue
+        for field in dataclasses.fields(item):
+            kind = _KIND_OF.get(field.name)
+            value = getattr(item, field.name)
+            if kind is not None and value is not None and not _PLAUSIBLE[kind][0] <= value <= _PLAUSIBLE[kind][1]:
+                raise MalformedResponse(f"{label} sent an implausible {field.name}: {value:.6g}")
+    return data
+
+
+def _within(value: Any, limit: float) -> bool:
+    number = _float(value)
+    return number is not None and -limit <= number <= limit
 
 
 def _float(value: Any) -> float | None:
