@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import threading
 import time
 import zlib
@@ -36,6 +37,20 @@ class BodyTooLarge(httpx2.TransportError):
 
 class RedirectRefused(httpx2.TransportError):
     """The server redirected the request; hybrid-weather follows none (another host could be anyone)."""
+
+
+class NotJSON(ValueError):
+    """A body that is not JSON hybrid-weather can read; the message says how, never what it held."""
+
+
+def read_json(content: bytes) -> Any:
+    """CONTENT parsed as JSON, or NotJSON: not JSON at all, or nested too deep for the parser."""
+    try:
+        return json.loads(content)
+    except RecursionError:  # [[[[…]]]] 100,000 deep
+        raise NotJSON("JSON nested too deep to read") from None
+    except ValueError:
+        raise NotJSON(f"a body that is not JSON ({len(content)} bytes)") from None
 
 
 @contextlib.contextmanager

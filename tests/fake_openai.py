@@ -1,8 +1,11 @@
 """A local server on 127.0.0.1 that speaks the OpenAI Chat Completions API, scripted per test.
 
 Each POST /v1/chat/completions takes the next step of the script: a reply (built with `tool_calls` or
-`answer`) or a fault ({"status": 429, "headers": {...}}, {"status": 500}, {"sleep": seconds}). Every
-request body is kept, so tests can check what the model was sent (tool messages, tool_call_ids).
+`answer`) or a fault ({"status": 429, "headers": {...}}, {"status": 500}, {"sleep": seconds}). Hostile
+steps (issue 11): {"raw": text, "content_type": ...} sends any body with a 200 (or "status"),
+{"reply": {...}} a whole reply object of any shape, {"echo_headers": True} a 400 whose body repeats the
+request's headers (the key included), and any step may add "drip": seconds (one byte per interval) or
+"gzip_bomb": True. Every request body is kept, so tests can check what the model was sent.
 """
 
 from __future__ import annotations
@@ -120,31 +123,44 @@ class FakeOpenAI:
                 if "sleep" in step:
                     time.sleep(step["sleep"])
                     step = step.get("then", answer("late"))
-                if "status" in step:
+                status, payload = step.get("status", 200), None
+                if step.get("echo_headers"):
+                    status = step.get("status", 400)
+                    payload = json.dumps({"error": {"message": f"bad request from {dict(self.headers)}"}}).encode()
+                elif "raw" in step:
+                    payload = step["raw"].encode()
+                elif "status" in step:
                     payload = json.dumps(
                         step.get("body", {"error": {"message": f"HTTP {step['status']}", "type": "test"}})
                     ).encode()
-                    self.send_response(step["status"])
-                    for name, value in step.get("headers", {}).items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                    return
-                reply = {
-                    "id": f"chatcmpl-{next(_ids)}",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": body.get("model"),
-                    "choices": [{"index": 0, "message": step["message"], "finish_reason": step["finish_reason"]}],
-                    "usage": step["usage"],
-                }
-                payload = json.dumps(reply, ensure_ascii=False).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                else:
+                    reply = step.get("reply") or {
+                        "id": f"chatcmpl-{next(_ids)}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model"),
+                        "choices": [{"index": 0, "message": step["message"], "finish_reason": step["finish_reason"]}],
+                        "usage": step["usage"],
+                    }
+                    payload = json.dumps(reply, ensure_ascii=False).encode()
+                if step.get("gzip_bomb"):
+                    from fake_weather import _gzip_bomb
+
+                    payload = _gzip_bomb()
+                self.send_response(status)
+                for name, value in step.get("headers", {}).items():
+                    self.send_header(name, value)
+                self.send_header("Content-Type", step.get("content_type", "application/json"))
+                if step.get("gzip_bomb"):
+                    self.send_header("Content-Encoding", "gzip")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
+                if "drip" in step:  # every byte within any read timeout, the whole body never
+                    for byte in payload:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(step["drip"])
+                    return
                 self.wfile.write(payload)
 
         return Handler

@@ -60,6 +60,7 @@ def test_a_lone_surrogate_from_the_command_line_is_stored_safely_and_the_writer_
     assert stored[0]["query"].startswith("\ufffd上海") and json.loads(stored[0]["invalid"]) == ["query:repaired"]
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the death is the point
 def test_a_writer_that_died_is_started_again_and_loses_nothing(tmp_path):
     ledger = Ledger(tmp_path / "l.db")
     next_batch = ledger._next_batch

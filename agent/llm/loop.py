@@ -7,9 +7,13 @@ backoff and full jitter, honouring retry-after, within a deadline.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import itertools
 import json
 import logging
+import math
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,6 +25,7 @@ from hybrid_weather.rules import CHINA_TZ_NAME, weekday_char
 from ..errors import LLMUnavailable
 from ..retry import LLM_RETRY, RetryPolicy
 from .models import ModelFacts, Usage
+from .reply import MalformedReply, Reply, ToolCall, read_reply
 from .tools import TOOL_SCHEMAS, ToolBox, ToolOutcome
 
 logger = logging.getLogger("hybrid_weather")
@@ -28,7 +33,11 @@ logger = logging.getLogger("hybrid_weather")
 DEFAULT_MAX_LOOPS = 5
 DEFAULT_TOKEN_BUDGET = 8_000  # prompt + completion tokens per request, all loops together
 DEFAULT_DEADLINE = 45.0  # seconds for the whole request
-DEFAULT_CALL_TIMEOUT = 20.0  # seconds for one HTTP attempt
+DEFAULT_CALL_TIMEOUT = 20.0  # seconds for one HTTP attempt, body included
+#: Tool calls one reply may ask for, and one request may run in all; past either, the loop stops and
+#: answers with what the tools found (a model that asks for 200 calls is not going to converge).
+MAX_TOOL_CALLS_PER_TURN = 8
+MAX_TOOL_CALLS = 24
 _RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 
 SYSTEM_PROMPT = (
@@ -64,7 +73,7 @@ class AgentResult:
     text: str
     usage: Usage
     loops: list[LoopTrace]
-    stopped: str  #: answer, max_loops or token_budget
+    stopped: str  #: answer, or why the loop stopped early: max_loops, token_budget, tool_calls, deadline
     places: list[str]
 
     @property
@@ -116,6 +125,8 @@ class LLMAgent:
         self.retry = RetryPolicy(max_attempts, backoff_base, backoff_cap)
         self._client: Any = None
         self._openai: Any = None
+        self._guard: Any = None
+        self._serials = itertools.count(1)  # names tool calls a server sent without an id
 
     def __repr__(self) -> str:  # never show the key
         return f"LLMAgent(model={self.model!r}, base_url={self.base_url!r})"
@@ -124,9 +135,19 @@ class LLMAgent:
         if self._client is None:
             import openai  # deferred: ~0.5 s and ~50 MB, paid only when a question needs the LLM
 
-            self._openai = openai
+            from .. import guard
+
+            self._openai, self._guard = openai, guard
+            # The guarded transport holds each attempt, body included, to its deadline and 4 MB.
+            http_client = openai.DefaultHttpx2Client(
+                transport=guard.GuardedTransport(max_bytes=guard.LLM_MAX_BYTES, label="the LLM")
+            )
             self._client = openai.OpenAI(
-                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.call_timeout
+                api_key=self._api_key,
+                base_url=self.base_url,
+                max_retries=0,
+                timeout=self.call_timeout,
+                http_client=http_client,
             )
         return self._client
 
@@ -154,48 +175,53 @@ class LLMAgent:
         places: list[str] = []
         for number in range(1, self.max_loops + 1):
             try:
-                response, attempts, latency = self._call(messages, deadline)
+                reply, attempts, latency = self._call(messages, deadline)
             except LLMUnavailable as error:
                 error.attempts += sum(loop.attempts for loop in loops)
                 raise
-            step = _usage_of(response)
-            usage = usage + step
-            trace = LoopTrace(number, step, latency, attempts)
+            usage = usage + reply.usage
+            trace = LoopTrace(number, reply.usage, latency, attempts)
             loops.append(trace)
-            message = response.choices[0].message
-            calls = list(message.tool_calls or [])
-            if not calls:
-                return AgentResult(message.content or "", usage, loops, "answer", places)
-            messages.append(_assistant_message(message, calls))
-            for call, outcome, reused in self._run_tools(calls, seen, today):
-                trace.tools.append(
-                    ToolTrace(call.function.name, call.function.arguments, outcome.ok, outcome.duration_ms, reused)
-                )
+            if not reply.calls:
+                return AgentResult(reply.content or "", usage, loops, "answer", places)
+            calls = reply.calls[: min(MAX_TOOL_CALLS_PER_TURN, MAX_TOOL_CALLS - _tool_calls(loops))]
+            messages.append(_assistant_message(reply, calls))
+            for call, outcome, reused in self._run_tools(calls, seen, today, deadline):
+                trace.tools.append(ToolTrace(call.name, call.arguments, outcome.ok, outcome.duration_ms, reused))
                 if outcome.place and outcome.place not in places:
                     places.append(outcome.place)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
-            if usage.prompt_tokens + usage.completion_tokens >= self.token_budget:
-                return AgentResult(self._graceful(loops, seen, "token_budget"), usage, loops, "token_budget", places)
-        return AgentResult(self._graceful(loops, seen, "max_loops"), usage, loops, "max_loops", places)
+            stop = (
+                "tool_calls"
+                if len(calls) < len(reply.calls) or _tool_calls(loops) >= MAX_TOOL_CALLS
+                else "deadline"
+                if time.monotonic() >= deadline
+                else "token_budget"
+                if usage.prompt_tokens + usage.completion_tokens >= self.token_budget
+                else None
+            )
+            if stop:
+                return AgentResult(self._graceful(seen, stop), usage, loops, stop, places)
+        return AgentResult(self._graceful(seen, "max_loops"), usage, loops, "max_loops", places)
 
     def _run_tools(
-        self, calls: list[Any], seen: dict[tuple[str, str], ToolOutcome], today: dt.date
-    ) -> list[tuple[Any, ToolOutcome, bool]]:
-        """Run this turn's tool calls side by side; an identical call made earlier is answered from its result."""
-        keys = [(c.function.name, _canonical(c.function.arguments)) for c in calls]
+        self, calls: list[ToolCall], seen: dict[tuple[str, str], ToolOutcome], today: dt.date, deadline: float
+    ) -> list[tuple[ToolCall, ToolOutcome, bool]]:
+        """Run this turn's tool calls side by side, by DEADLINE; an identical earlier call reuses its result."""
+        keys = [(c.name, _canonical(c.arguments)) for c in calls]
         fresh = [i for i, key in enumerate(keys) if key not in seen and key not in keys[:i]]
         if fresh:
-            with ThreadPoolExecutor(max_workers=min(8, len(fresh))) as pool:
+            with ThreadPoolExecutor(max_workers=len(fresh)) as pool:  # at most MAX_TOOL_CALLS_PER_TURN
                 outcomes = list(
                     pool.map(
-                        lambda i: self.tools.run(calls[i].function.name, calls[i].function.arguments, today), fresh
+                        lambda i: self.tools.run(calls[i].name, calls[i].arguments, today, deadline=deadline), fresh
                     )
                 )
             for i, outcome in zip(fresh, outcomes, strict=True):
                 seen[keys[i]] = outcome
         return [(call, seen[key], i not in fresh) for i, (call, key) in enumerate(zip(calls, keys, strict=True))]
 
-    def _graceful(self, loops: list[LoopTrace], seen: dict[tuple[str, str], ToolOutcome], why: str) -> str:
+    def _graceful(self, seen: dict[tuple[str, str], ToolOutcome], why: str) -> str:
         """An answer when the loop must stop: what the tools found, said plainly."""
         found = []
         for outcome in seen.values():
@@ -211,125 +237,142 @@ class LLMAgent:
                         else ""
                     )
                 )
-        reason = "步骤太多" if why == "max_loops" else "用量超出了单次请求的上限"
-        head = f"抱歉，这个问题{reason}，没能完整回答。"
+        head = f"抱歉，这个问题{_STOP_REASONS[why]}，没能完整回答。"
         return head + ("我查到的天气：\n" + "\n".join(found) if found else "请把问题拆小一些再问。")
 
     # -- one model call, with counted retries ----------------------------------------------------------
 
-    def _call(self, messages: list[dict[str, Any]], deadline: float) -> tuple[Any, int, float]:
+    def _call(self, messages: list[dict[str, Any]], deadline: float) -> tuple[Reply, int, float]:
         client = self._client_once()
-        openai = self._openai
+        openai, guard = self._openai, self._guard
         attempt = 0
         started = time.perf_counter()
         try:
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise LLMUnavailable(f"the LLM did not answer within {self.deadline:.0f} s ({self._where()})")
+                    raise self._unavailable(f"the LLM did not answer within {self.deadline:g} s ({self._where()})")
                 attempt += 1
+                wait: float | None = None
                 try:
-                    response = client.chat.completions.create(
-                        model=self.model,
-                        messages=messages,
-                        tools=TOOL_SCHEMAS,
-                        timeout=min(self.call_timeout, remaining),
-                        **self.request_options,
-                    )
-                    return response, attempt, (time.perf_counter() - started) * 1000
+                    timeout = min(self.call_timeout, remaining)
+                    with guard.deadline(time.monotonic() + timeout):  # the whole attempt, body included
+                        raw = client.chat.completions.with_raw_response.create(
+                            model=self.model,
+                            messages=messages,
+                            tools=TOOL_SCHEMAS,
+                            timeout=timeout,
+                            **self.request_options,
+                        )
+                    reply = read_reply(raw.http_response.content, serial=next(self._serials))
+                    return reply, attempt, (time.perf_counter() - started) * 1000
+                except MalformedReply as error:  # a server having a bad moment may answer well next time
+                    failure = f"it {error}"
                 except openai.APIStatusError as error:
                     status = error.status_code
                     if status in (401, 403):
-                        raise LLMUnavailable(
+                        raise self._unavailable(
                             f"the LLM service rejected the API key (HTTP {status}): check OPENAI_API_KEY"
                         ) from None
                     if status == 404:
-                        raise LLMUnavailable(
-                            f"model {self.model!r} not found at {self._where()} (HTTP 404): "
+                        raise self._unavailable(
+                            f"model {self.model!r} not found at {self._where()} (HTTP {status}): "
                             "set HYBRID_WEATHER_MODEL or OPENAI_BASE_URL"
                         ) from None
                     if status not in _RETRY_STATUSES:
-                        raise LLMUnavailable(
+                        raise self._unavailable(
                             f"the LLM service refused the request (HTTP {status}): {_short(error)}"
                         ) from None
                     failure = f"HTTP {status}"
                     wait = _retry_after(error.response)
-                except (openai.APITimeoutError, openai.APIConnectionError) as error:
-                    failure = type(error).__name__
-                    wait = None
-                logger.info("LLM attempt %d failed: %s", attempt, failure)
+                except openai.APITimeoutError:
+                    failure = "no complete answer within the call timeout"
+                except openai.APIConnectionError as error:
+                    if isinstance(error.__cause__, (guard.BodyTooLarge, guard.RedirectRefused)):
+                        raise self._unavailable(str(error.__cause__)) from None
+                    failure = f"cannot connect: {type(error.__cause__ or error).__name__}"
+                logger.info("LLM attempt %d failed: %s", attempt, self._scrub(failure))
                 if attempt >= self.retry.max_attempts:
-                    raise LLMUnavailable(
+                    raise self._unavailable(
                         f"the LLM at {self._where()} failed {attempt} times ({failure}); "
                         "check OPENAI_BASE_URL and the service's status"
-                    )
-                if wait is None:
-                    wait = self.retry.pause(attempt)
+                    ) from None
+                if wait is not None and time.monotonic() + wait >= deadline:
+                    raise self._unavailable(
+                        f"the LLM asked to wait {wait:.1f} s ({failure}), past the deadline"
+                    ) from None
+                wait = self.retry.pause(attempt) if wait is None else wait
                 if time.monotonic() + wait >= deadline:
-                    raise LLMUnavailable(f"the LLM asked to wait {wait:.1f} s ({failure}), past the deadline")
+                    raise self._unavailable(
+                        f"the LLM did not answer within {self.deadline:g} s ({failure}; {attempt} attempt(s))"
+                    ) from None
                 time.sleep(wait)
         except LLMUnavailable as error:
             error.attempts = attempt  # counted, so the ledger says how hard it tried
             raise
 
+    def _unavailable(self, message: str) -> LLMUnavailable:
+        return LLMUnavailable(self._scrub(message))
+
+    def _scrub(self, text: str) -> str:
+        """TEXT without the API key, whatever an upstream echoed back (a 400 body with the request headers)."""
+        return _BEARER.sub("Bearer [hidden]", text).replace(self._api_key, "[hidden key]")
+
     def _where(self) -> str:
         return self.base_url or "api.openai.com"
 
 
-def _usage_of(response: Any) -> Usage:
-    """Tokens of one response, OpenAI's fields or DeepSeek's (prompt_cache_hit_tokens)."""
-    usage = getattr(response, "usage", None)
-    if usage is None:
-        return Usage()
-    prompt = usage.prompt_tokens or 0
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
-    extra = getattr(usage, "model_extra", None) or {}
-    if not cached and extra.get("prompt_cache_hit_tokens") is not None:
-        cached = int(extra["prompt_cache_hit_tokens"])
-    return Usage(prompt, min(cached, prompt), usage.completion_tokens or 0)
+_STOP_REASONS = {
+    "max_loops": "步骤太多",
+    "token_budget": "用量超出了单次请求的上限",
+    "tool_calls": "要查的内容太多",
+    "deadline": "在时限内没能查完",
+}
+_BEARER = re.compile(r"(?i)bearer\s+[^\s\"',]+")
 
 
-def _assistant_message(message: Any, calls: list[Any]) -> dict[str, Any]:
+def _tool_calls(loops: list[LoopTrace]) -> int:
+    return sum(len(loop.tools) for loop in loops)
+
+
+def _assistant_message(reply: Reply, calls: list[ToolCall]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "role": "assistant",
-        "content": message.content,
+        "content": reply.content,
         "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
-            for c in calls
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
         ],
     }
     # DeepSeek's thinking mode requires its reasoning to be sent back with tool calls.
-    reasoning = (getattr(message, "model_extra", None) or {}).get("reasoning_content")
-    if reasoning:
-        out["reasoning_content"] = reasoning
+    if reply.reasoning:
+        out["reasoning_content"] = reply.reasoning
     return out
 
 
 def _canonical(arguments: str) -> str:
     try:
         return json.dumps(json.loads(arguments), sort_keys=True, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):
         return arguments
 
 
 def _retry_after(response: Any) -> float | None:
+    """Seconds the server asked us to wait, or None when it did not say so in a form that means a wait."""
     headers = getattr(response, "headers", None) or {}
+    seconds: float | None = None
     if headers.get("retry-after-ms"):
+        with contextlib.suppress(ValueError):
+            seconds = float(headers["retry-after-ms"]) / 1000
+    elif value := headers.get("retry-after"):
         try:
-            return float(headers["retry-after-ms"]) / 1000
+            seconds = float(value)
         except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        try:
-            return max(0.0, (parsedate_to_datetime(value) - dt.datetime.now(dt.timezone.utc)).total_seconds())
-        except (TypeError, ValueError):
-            return None
+            with contextlib.suppress(TypeError, ValueError, OverflowError):
+                seconds = (parsedate_to_datetime(value) - dt.datetime.now(dt.timezone.utc)).total_seconds()
+            if seconds is not None:
+                seconds = max(0.0, seconds)  # a date already past means now
+    # -1, nan and inf are not waits; the loop's own backoff decides instead.
+    return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _short(error: Exception) -> str:

@@ -82,26 +82,27 @@ class ToolBox:
         self.reader = reader  #: the rules' own place reading: names, nicknames, hierarchy, typos
         self.deadline_s = deadline_s
 
-    def run(self, name: str, arguments: str, today: dt.date) -> ToolOutcome:
-        """Run one call; TODAY anchors relative dates (明天) as the question's own today."""
+    def run(self, name: str, arguments: str, today: dt.date, *, deadline: float | None = None) -> ToolOutcome:
+        """Run one call; TODAY anchors relative dates (明天) as the question's own today. The call ends by
+        DEADLINE (time.monotonic()) when given, and within this box's own deadline_s in any case."""
         started = time.perf_counter()
-        outcome = self._run(name, arguments, today)
+        own = time.monotonic() + self.deadline_s
+        outcome = self._run(name, arguments, today, own if deadline is None else min(own, deadline))
         return ToolOutcome(outcome.content, outcome.ok, outcome.place, (time.perf_counter() - started) * 1000)
 
-    def _run(self, name: str, arguments: str, today: dt.date) -> ToolOutcome:
+    def _run(self, name: str, arguments: str, today: dt.date, deadline: float) -> ToolOutcome:
         if name not in TOOL_NAMES:
             return _error(f"没有名为 {name!r} 的工具；可用的工具：{', '.join(TOOL_NAMES)}")
         try:
             args = json.loads(arguments or "{}")
-        except ValueError:
+        except (ValueError, RecursionError):
             return _error("参数不是合法的 JSON，请按工具的参数说明重新调用")
         problem = _check_arguments(name, args)
         if problem:
             return _error(problem)
-        place, problem = self._place(args["place"])
+        place, problem = self._place(args["place"], deadline)
         if place is None:
             return _error(problem or "找不到这个地点")
-        deadline = time.monotonic() + self.deadline_s
         fetched: Fetched[Any]
         try:
             if name == "get_current_weather":
@@ -126,11 +127,11 @@ class ToolBox:
             payload["stale_age_s"] = round(fetched.age_s)
         return ToolOutcome(json.dumps(payload, ensure_ascii=False), True, place.name)
 
-    def _place(self, name: str) -> tuple[Place | None, str | None]:
+    def _place(self, name: str, deadline: float) -> tuple[Place | None, str | None]:
         match = self.reader.resolve_place(name)
         if match is None:
             try:
-                found = self.service.geocode(normalize(name), time.monotonic() + self.deadline_s)
+                found = self.service.geocode(normalize(name), deadline)
             except WeatherUnavailable:
                 found = None
             return found, None if found else f"找不到地点“{name}”，请换一个写法（如城市全称）"

@@ -165,7 +165,10 @@ class ResilientClient:
                 )
             else:
                 if response.status_code == 200:
-                    return _json_body(response.content, self.provider)
+                    try:
+                        return guard.read_json(response.content)
+                    except guard.NotJSON as exc:
+                        raise MalformedResponse(f"{self.provider} sent {exc}", provider=self.provider) from None
                 error = UpstreamHTTPError(
                     f"{self.provider} answered HTTP {response.status_code}{_reason(response.content)}",
                     provider=self.provider,
@@ -180,17 +183,6 @@ class ResilientClient:
             if time.monotonic() + pause >= deadline:
                 raise error
             time.sleep(pause)
-
-
-def _json_body(content: bytes, provider: str) -> Any:
-    try:
-        return json.loads(content)
-    except RecursionError:  # [[[[…]]]] 100,000 deep
-        raise MalformedResponse(f"{provider} sent JSON nested too deep to read", provider=provider) from None
-    except ValueError:
-        raise MalformedResponse(
-            f"{provider} sent a body that is not JSON ({len(content)} bytes)", provider=provider
-        ) from None
 
 
 def _reason(content: bytes) -> str:

@@ -152,7 +152,7 @@ def is_plain_lookup(result: AgentResult) -> bool:
 def _date_argument(arguments: str) -> str:
     try:
         value = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         return "?"
     return str(value.get("date") or "今天") if isinstance(value, dict) else "?"
 
