@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -141,10 +142,10 @@ class HybridRouter:
         loop = asyncio.get_running_loop()
         with self._recorded(request):
             if request.decision.unknown_place is not None:
-                request.decision = await loop.run_in_executor(None, self._locate, request)
+                request.decision = await loop.run_in_executor(self.weather.io_pool, self._locate, request)
             if request.decision.route == "llm":
                 # The loop is sequential network I/O with its own deadline; a worker thread runs it.
-                answer = await loop.run_in_executor(None, self._ask_llm, request)
+                answer = await loop.run_in_executor(self.weather.io_pool, self._ask_llm, request)
             else:
                 answer, fetched = await self.parts.rule_answers.aanswer(
                     request.decision, request.today, emoji=emoji, started=request.started, deadline=request.deadline
@@ -228,8 +229,10 @@ class HybridRouter:
         """Record a request that fails with a typed error (the error still reaches the caller)."""
         try:
             yield
-        except (HybridWeatherError, KeyboardInterrupt, SystemExit) as error:
-            # A typed failure, or an ask cut short (Ctrl-C, SIGTERM): either way a row says what happened.
+        except BaseException as error:
+            if not isinstance(error, (HybridWeatherError, KeyboardInterrupt, SystemExit)) and not _cancelled(error):
+                raise
+            # A typed failure, or an ask cut short (Ctrl-C, SIGTERM, a cancelled task): a row says what happened.
             recorder, decision, agent = self.parts.recorder, request.decision, built(self.parts, "agent")
             if recorder is not None:
                 recorder.failed(
@@ -243,6 +246,12 @@ class HybridRouter:
                     session_id=request.session.id if request.session is not None else None,
                 )
             raise
+
+
+def _cancelled(error: BaseException) -> bool:
+    """Whether ERROR is an asyncio task's cancellation (only a program that imported asyncio has one)."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(error, asyncio.CancelledError)
 
 
 @dataclass(slots=True)

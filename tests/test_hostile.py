@@ -1,7 +1,10 @@
 """Hostile weather servers, over the wire: every reply ends within the deadline as a typed error, never a
 crash or a hang, and nothing implausible is printed as a fact (issue 11)."""
 
+import asyncio
+import logging
 import resource
+import sqlite3
 import time
 
 import pytest
@@ -83,3 +86,66 @@ def test_an_absurd_air_quality_index_is_not_good_air(weather_server):
     weather_server.set_air(31.2304, 121.4737, TODAY, us_aqi=-1e300)
     with make_router(weather_server.url) as router, pytest.raises(WeatherUnavailable, match="implausible aqi"):
         ask(router, "上海今天空气质量")
+
+
+# -- asyncio callers: one giving up never fails the others; a burst is not capped by a tiny pool ------
+
+
+def test_a_cancelled_aask_does_not_fail_the_others_waiting_on_its_fetch(weather_server, tmp_path, caplog):
+    weather_server.delay = 0.6
+    router = HybridRouter(settings=Settings(open_meteo_url=weather_server.url), ledger=str(tmp_path / "l.db"),
+                          deadline=DEADLINE, http_options=FAST_HTTP)  # fmt: skip
+
+    async def main():
+        impatient = asyncio.create_task(asyncio.wait_for(router.aask("上海今天天气", today=TODAY), 0.1))
+        patient = asyncio.create_task(router.aask("上海今天天气", today=TODAY))
+        with pytest.raises(asyncio.TimeoutError):
+            await impatient
+        later = asyncio.create_task(router.aask("魔都今天天气", today=TODAY))  # joins the fetch still in flight
+        return await patient, await later
+
+    caplog.set_level(logging.DEBUG)
+    with router:
+        patient, later = asyncio.run(main())
+    assert patient.route == later.route == "rule" and not patient.stale
+    assert weather_server.requests["/v1/forecast"] == 1
+    assert "InvalidStateError" not in caplog.text
+    with sqlite3.connect(tmp_path / "l.db") as db:
+        outcomes = sorted(row[0] for row in db.execute("SELECT outcome FROM requests"))
+    assert outcomes == ["Cancelled", "ok", "ok"]  # the one that gave up has its row too
+
+
+def test_a_burst_of_aask_is_not_capped_by_the_default_executor(weather_server):
+    names = ["北京", "上海", "广州", "深圳", "杭州", "南京", "成都", "武汉", "西安", "重庆", "天津", "苏州", "郑州",
+             "长沙", "沈阳", "青岛", "济南", "哈尔滨", "长春", "大连", "厦门", "福州", "昆明", "贵阳", "南宁", "海口",
+             "兰州", "西宁", "银川", "拉萨", "乌鲁木齐", "呼和浩特", "太原", "石家庄", "合肥", "南昌"]  # fmt: skip
+    weather_server.delay = 0.3
+    with make_router(weather_server.url) as router:
+
+        async def main():
+            asks = [router.aask(f"{name}今天天气", today=TODAY) for name in names * 2]
+            return await asyncio.gather(*asks, return_exceptions=True)
+
+        results = asyncio.run(main())
+        state = router.weather.provider.http.breaker.state
+    failed = [r for r in results if isinstance(r, BaseException)]
+    assert failed == [] and state == "closed"
+    assert weather_server.requests["/v1/forecast"] == len(names)  # one upstream request per place
+    assert weather_server.max_in_flight == len(names)  # all at once: no pool of cpu + 4 threads in the way
+
+
+def test_asks_that_waited_out_their_deadline_in_the_local_queue_do_not_open_the_breaker(weather_server):
+    weather_server.delay = 0.4
+    with make_router(weather_server.url) as router:
+        router.weather.io_threads = 1  # a queue, on purpose: one fetch at a time
+        names = ["北京", "上海", "广州", "深圳", "杭州", "南京", "成都", "武汉", "西安", "重庆"]
+
+        async def main():
+            return await asyncio.gather(*(router.aask(f"{n}今天天气", today=TODAY) for n in names),
+                                        return_exceptions=True)  # fmt: skip
+
+        results = asyncio.run(main())
+        state = router.weather.provider.http.breaker.state
+    assert all(isinstance(r, UpstreamTimeout) or not isinstance(r, BaseException) for r in results)
+    assert weather_server.requests["/v1/forecast"] <= DEADLINE / 0.4 + 1  # the rest were never sent
+    assert state == "closed"

@@ -125,6 +125,12 @@ class ResilientClient:
 
     def get_json(self, url: str, params: dict[str, Any], *, deadline: float) -> Any:
         """GET URL and return its JSON body, or raise a WeatherUnavailable subclass by DEADLINE (monotonic)."""
+        if deadline <= time.monotonic():
+            # The time went in a local queue before the request was sent: no fault of the provider's,
+            # so the breaker hears nothing (self-inflicted timeouts must not open it for everyone).
+            raise UpstreamTimeout(
+                f"{self.provider}: the deadline passed before the request could be sent", provider=self.provider
+            )
         self.breaker.before_request()
         try:
             body = self._with_retries(url, params, deadline)

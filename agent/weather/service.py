@@ -28,6 +28,10 @@ DEFAULT_CACHE_TTL = 600.0
 #: drifted enough that an error is more honest than the numbers.
 DEFAULT_MAX_STALE_AGE = 6 * 3600.0
 DEFAULT_CACHE_SIZE = 4096
+#: Threads that run upstream requests for asyncio callers (aask): each waits on the network, not the CPU,
+#: so the pool is sized for concurrent requests, not cores. Past it, requests queue here, and a request
+#: whose deadline passed in the queue is never sent (nor counted against the provider's health).
+DEFAULT_IO_THREADS = 64
 # Past days are fetched in a few fixed windows, so 昨天 and 前天 share a fetch with 今天.
 _PAST_WINDOWS = (1, 7, 31, 92)
 
@@ -68,8 +72,10 @@ class WeatherService:
         cache_ttl: float = DEFAULT_CACHE_TTL,
         max_stale_age: float = DEFAULT_MAX_STALE_AGE,
         cache_size: int = DEFAULT_CACHE_SIZE,
+        io_threads: int = DEFAULT_IO_THREADS,
     ) -> None:
         self.provider = provider
+        self.io_threads = io_threads
         self.max_stale_age = max_stale_age
         self._fresh: cachetools.TTLCache[CacheKey, Any] | None = (
             cachetools.TTLCache(cache_size, cache_ttl) if cache_ttl > 0 else None
@@ -78,9 +84,20 @@ class WeatherService:
         self._inflight: dict[CacheKey, concurrent.futures.Future[Any]] = {}
         self._geocoded: cachetools.LRUCache[str, Place | None] = cachetools.LRUCache(cache_size)
         self._lock = threading.Lock()
+        self._io_pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     def close(self) -> None:
+        if self._io_pool is not None:
+            self._io_pool.shutdown(wait=False, cancel_futures=True)
         self.provider.close()
+
+    @property
+    def io_pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The threads asyncio callers' blocking I/O runs on (not the event loop's small default pool)."""
+        with self._lock:
+            if self._io_pool is None:
+                self._io_pool = concurrent.futures.ThreadPoolExecutor(self.io_threads, "hybrid-weather-io")
+            return self._io_pool
 
     # -- public: sync and async, forecast and air quality -------------------------------------------
 
@@ -146,9 +163,11 @@ class WeatherService:
         if leader:
             # The provider's client is synchronous and pooled; a worker thread keeps the event loop free,
             # and the shared future lets thread and task callers wait on the same upstream request.
-            asyncio.get_running_loop().run_in_executor(None, self._run, key, future, fetch, place, deadline)
+            self.io_pool.submit(self._run, key, future, fetch, place, deadline)
         try:
-            value = await asyncio.wait_for(asyncio.wrap_future(future), timeout=max(0.0, deadline - time.monotonic()))
+            # Shielded: a caller that times out or is cancelled stops waiting; the fetch goes on for the rest.
+            waiting = asyncio.shield(asyncio.wrap_future(future))
+            value = await asyncio.wait_for(waiting, timeout=max(0.0, deadline - time.monotonic()))
         except asyncio.TimeoutError:
             return self._stale_or_raise(
                 key,
@@ -182,6 +201,8 @@ class WeatherService:
             if future is not None:
                 return key, None, future, False
             future = concurrent.futures.Future()
+            # Running from the start: no waiter can cancel it for the others (cancel() now returns False).
+            future.set_running_or_notify_cancel()
             self._inflight[key] = future
             return key, None, future, True
 

@@ -158,5 +158,8 @@ def _date_argument(arguments: str) -> str:
 
 
 def _outcome(error: BaseException) -> str:
-    """The outcome column of a failed request: the error's class, or Interrupted (Ctrl-C, SIGTERM)."""
-    return "Interrupted" if isinstance(error, (KeyboardInterrupt, SystemExit)) else type(error).__name__
+    """The outcome column of a failed request: the error's class, Interrupted (Ctrl-C, SIGTERM) or Cancelled
+    (an asyncio caller gave up on the task)."""
+    if isinstance(error, (KeyboardInterrupt, SystemExit)):
+        return "Interrupted"
+    return "Cancelled" if type(error).__name__ == "CancelledError" else type(error).__name__
