@@ -8,9 +8,12 @@ import sqlite3
 import time
 
 import pytest
+from click.testing import CliRunner
 
 from hybrid_weather.agent.errors import MalformedResponse, UpstreamRejected, UpstreamTimeout, WeatherUnavailable
 from hybrid_weather.router import HybridRouter, Settings
+from hybrid_weather.router.cli import cli
+from hybrid_weather.router.parts import DEFAULT_DEADLINE
 
 import fake_weather
 from conftest import FAST_HTTP, TODAY
@@ -149,3 +152,19 @@ def test_asks_that_waited_out_their_deadline_in_the_local_queue_do_not_open_the_
     assert all(isinstance(r, UpstreamTimeout) or not isinstance(r, BaseException) for r in results)
     assert weather_server.requests["/v1/forecast"] <= DEADLINE / 0.4 + 1  # the rest were never sent
     assert state == "closed"
+
+
+@pytest.mark.parametrize("fault", ["drip:0.3", "gzip-bomb", "deep", "redirect", "malformed", "json:[1, 2]"])
+def test_the_cli_ends_a_hostile_weather_reply_with_exit_3_and_a_row(weather_server, tmp_path, fault):
+    if fault == "gzip-bomb":
+        fake_weather._gzip_bomb()
+    weather_server.fail("/v1/forecast", *[fault] * 3)
+    env = {"HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url, "HYBRID_WEATHER_LEDGER": str(tmp_path / "l.db")}
+    started = time.monotonic()
+    result = CliRunner().invoke(cli, ["上海今天天气", "--today", "2026-11-29"], env=env)
+    took = time.monotonic() - started
+    assert result.exit_code == 3, (result.exit_code, result.output)
+    assert took < DEFAULT_DEADLINE + 1 and "Traceback" not in result.output
+    with sqlite3.connect(tmp_path / "l.db") as db:
+        ((outcome,),) = db.execute("SELECT outcome FROM requests").fetchall()
+    assert outcome in ("UpstreamTimeout", "MalformedResponse", "UpstreamRejected")
