@@ -123,13 +123,13 @@ class HybridRouter:
         request = self._begin(text, today, session)
         with self._recorded(request):
             request.decision = self._locate(request)
-            if request.decision.route == "llm":
-                answer = self._ask_llm(request)
-            else:
+            if request.decision.route != "llm":
                 answer, fetched = self.parts.rule_answers.answer(
                     request.decision, request.today, emoji=emoji, started=request.started, deadline=request.deadline
                 )
                 self._shadow(request, fetched)
+        if request.decision.route == "llm":
+            return self._answer_llm(request)
         return self._finish(request, answer)
 
     async def aask(
@@ -143,14 +143,15 @@ class HybridRouter:
         with self._recorded(request):
             if request.decision.unknown_place is not None:
                 request.decision = await loop.run_in_executor(self.weather.io_pool, self._locate, request)
-            if request.decision.route == "llm":
-                # The loop is sequential network I/O with its own deadline; a worker thread runs it.
-                answer = await loop.run_in_executor(self.weather.io_pool, self._ask_llm, request)
-            else:
+            if request.decision.route != "llm":
                 answer, fetched = await self.parts.rule_answers.aanswer(
                     request.decision, request.today, emoji=emoji, started=request.started, deadline=request.deadline
                 )
                 self._shadow(request, fetched)
+        if request.decision.route == "llm":
+            # The loop is sequential network I/O with its own deadline: a worker thread runs it to the end and
+            # records it there, shielded, so a caller that stops waiting does not lose the tokens it spent.
+            return await asyncio.shield(loop.run_in_executor(self.weather.io_pool, self._answer_llm, request))
         return self._finish(request, answer)
 
     def weather_part(self, text: str, *, today: dt.date | None = None, emoji: bool = True) -> Answer | None:
@@ -197,6 +198,11 @@ class HybridRouter:
         match = PlaceMatch((found,), f"geocoding ({self.weather.provider.name})")
         located = self._route(request.text, request.today, request.session, {word: match})
         return located if located.route == "rule" else decision
+
+    def _answer_llm(self, request: _Request) -> Answer:
+        with self._recorded(request):
+            answer = self._ask_llm(request)
+        return self._finish(request, answer)
 
     def _ask_llm(self, request: _Request) -> Answer:
         agent, session = self.agent, request.session

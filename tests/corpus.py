@@ -11,8 +11,10 @@ numeric dates, month-relative days, ranges, named days, parts of the day) and an
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 from dataclasses import dataclass
+from importlib import resources
 
 #: The corpus's today: a Wednesday, so this-week and next-week words both fall inside the horizon.
 TODAY = dt.date(2026, 12, 2)
@@ -255,3 +257,24 @@ def trap_corpus(count: int = 5_000, seed: int = 11) -> list[Case]:
         query = rng.choice([f"{case.query}，{extra}", f"{extra}？{case.query}", f"{case.query}{extra}"])
         cases.append(Case(query, None, (), None))
     return cases
+
+
+def distinct_cities(router, count: int, today: dt.date) -> list[str]:
+    """COUNT prefecture-level city names the ROUTER reads as exactly one place each, at distinct coordinates
+    (for bursts of questions about many places: one upstream request each)."""
+    data = json.loads(resources.files("hybrid_weather.rules").joinpath("data/places.json").read_text("utf-8"))
+    names, seen = [], set()
+    for entry in data["china"]:
+        if entry["level"] != 2 or not entry.get("short"):
+            continue
+        decision = router.route(f"{entry['short'][0]}今天天气", today=today)
+        if decision.route != "rule" or len(decision.cities) != 1:
+            continue
+        where = (entry["lat"], entry["lon"])
+        if where in seen:
+            continue
+        seen.add(where)
+        names.append(entry["short"][0])
+        if len(names) == count:
+            return names
+    raise ValueError(f"only {len(names)} distinct cities found, {count} asked for")

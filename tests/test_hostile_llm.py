@@ -220,3 +220,19 @@ def test_chat_keeps_going_after_a_broken_reply(weather_server, llm_server, tmp_p
             router.ask(QUESTION, today=TODAY, session=session)
         assert router.ask(QUESTION, today=TODAY, session=session).text == "适合。"
     assert [r["outcome"] for r in rows(tmp_path / "l.db")] == ["LLMUnavailable", "ok"]
+
+
+def test_an_llm_aask_the_caller_gave_up_on_still_records_what_it_spent(weather_server, llm_server, tmp_path):
+    import asyncio
+
+    llm_server.then({"sleep": 0.6, "then": answer("好。", prompt=500, completion=20)})
+    with make_router(weather_server, llm_server.base_url, tmp_path / "l.db") as router:
+
+        async def impatient():
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(router.aask(QUESTION, today=TODAY), 0.1)
+            await asyncio.sleep(1.0)  # the loop, shielded, runs to its end meanwhile
+
+        asyncio.run(impatient())
+    (row,) = rows(tmp_path / "l.db")
+    assert (row["outcome"], row["prompt_tokens"], row["completion_tokens"]) == ("ok", 500, 20)

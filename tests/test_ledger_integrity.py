@@ -120,7 +120,9 @@ def test_killed_while_asking(tmp_path, kill):
     lost = acknowledged - stored
     print(f"{kill.name}: {acknowledged} asks acknowledged, {stored} rows stored, {lost} lost")
     if kill == signal.SIGTERM:
-        assert lost == 0
+        # Nothing acknowledged is lost; one more row than acknowledgements is the ask the signal caught
+        # between its row and its print (answered and recorded, never shown).
+        assert lost in (0, -1), lost
     else:
         # Never more than the queue and the batch being committed hold (the README's stated window).
         assert 0 <= lost <= DEFAULT_QUEUE_SIZE + DEFAULT_BATCH_SIZE, lost

@@ -17,36 +17,16 @@ import argparse
 import asyncio
 import collections
 import datetime as dt
-import json
 import multiprocessing
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from corpus import distinct_cities
+
 from fake_weather import FakeWeather
-
-
-def distinct_places(router, count: int, today: dt.date) -> list[str]:
-    """COUNT city names the router reads as exactly one place each, with distinct coordinates."""
-    data = json.loads(resources.files("hybrid_weather.rules").joinpath("data/places.json").read_text("utf-8"))
-    names, seen = [], set()
-    for entry in data["china"]:
-        if entry["level"] != 2 or not entry.get("short"):
-            continue
-        decision = router.route(f"{entry['short'][0]}今天天气", today=today)
-        if decision.route != "rule" or len(decision.cities) != 1:
-            continue
-        where = (entry["lat"], entry["lon"])
-        if where in seen:
-            continue
-        seen.add(where)
-        names.append(entry["short"][0])
-        if len(names) == count:
-            return names
-    raise SystemExit(f"only {len(names)} distinct places found, {count} asked for")
 
 
 def serve(today: dt.date, delay: float, pipe) -> None:
@@ -83,7 +63,7 @@ def main() -> None:
     url = pipe.recv()
     try:
         with HybridRouter(settings=Settings(open_meteo_url=url), ledger="off") as router:
-            places = distinct_places(router, args.places, today)
+            places = distinct_cities(router, args.places, today)
             questions = [f"{places[i % len(places)]}今天天气" for i in range(args.asks)]
             results, took = asyncio.run(burst(router, questions, today))
             breaker = router.weather.provider.http.breaker.state
