@@ -8,13 +8,20 @@ import json
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 from click_default_group import DefaultGroup
 
-from hybrid_weather.agent.errors import HybridWeatherError, LLMUnavailable, WeatherUnavailable
+from hybrid_weather.agent.errors import (
+    ConfigurationError,
+    HybridWeatherError,
+    LLMUnavailable,
+    UpstreamConnectError,
+    WeatherUnavailable,
+)
 from hybrid_weather.agent.weather import PROVIDERS
 from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range
 
@@ -46,13 +53,50 @@ _today_option = click.option(
 )
 
 
-@click.group(cls=DefaultGroup, default="ask", default_if_no_args=False)
+class _Group(DefaultGroup):  # type: ignore[misc]  # click-default-group is untyped
+    """The command group, with its errors kept to one line and its exit codes as docs/contracts.md says:
+    click's usage errors (exit 2) print `Error: …` and where to look, Ctrl-C anywhere exits 130 quietly."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **extra: Any) -> Any:
+        try:
+            return super().main(*args, standalone_mode=False, **extra)
+        except click.exceptions.Exit as done:
+            code = done.exit_code
+        except click.ClickException as error:
+            hint = f" (see: {error.ctx.command_path} -h)" if isinstance(error, click.UsageError) and error.ctx else ""
+            click.echo(f"Error: {error.format_message()}{hint}", err=True)
+            code = error.exit_code
+        except (click.Abort, KeyboardInterrupt):
+            click.echo(err=True)  # end the line the ^C was echoed on
+            code = 130
+        if not standalone_mode:
+            return code
+        sys.exit(code)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        # `hybrid-weather help` is a request for help, not a question for the LLM.
+        if args and args[0] in ("help", "帮助"):
+            click.echo(ctx.get_help())
+            ctx.exit(0)
+        return super().resolve_command(ctx, args)
+
+
+@click.group(
+    cls=_Group,
+    default="ask",
+    default_if_no_args=False,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(package_name="hybrid-weather")
-def cli() -> None:
+@click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error (as HYBRID_WEATHER_DEBUG=1).")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
     """Chinese weather answers, most of them without an LLM.
 
     \b
         hybrid-weather "上海今天天气"
+        echo "魔都明天会下雨吗" | hybrid-weather
         hybrid-weather route "北京明天适合出游吗"
         hybrid-weather savings --days 30
     """
@@ -61,11 +105,25 @@ def cli() -> None:
     logger = logging.getLogger("hybrid_weather")
     if not logger.handlers:
         logger.addHandler(logging.NullHandler())
+    ctx.meta["hybrid_weather.debug"] = debug or os.environ.get("HYBRID_WEATHER_DEBUG") == "1"
+    if ctx.invoked_subcommand is None:
+        question = _stdin_question()
+        if question:  # `echo 上海今天天气 | hybrid-weather`
+            ctx.invoke(ask, words=(question,))
+            return
+        click.echo(ctx.get_help())  # bare `hybrid-weather`: what it can do, and exit 0
+
+
+def _stdin_question() -> str | None:
+    """The question piped in on stdin, or None when stdin is a terminal or holds nothing."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return None
+    return sys.stdin.read().strip() or None
 
 
 @cli.command()
-@click.argument("query")
-@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object.")
+@click.argument("words", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object, answer or error.")
 @click.option("--explain", is_flag=True, help="Also show the decision, its reason, cache hit or miss and timings.")
 @click.option(
     "--provider",
@@ -75,24 +133,59 @@ def cli() -> None:
 )
 @_today_option
 @click.option("--no-emoji", is_flag=True, help="Plain text without weather emoji (also when NO_COLOR is set).")
-def ask(query: str, as_json: bool, explain: bool, provider: str | None, today: dt.date | None, no_emoji: bool) -> None:
+def ask(
+    words: tuple[str, ...] = (),
+    as_json: bool = False,
+    explain: bool = False,
+    provider: str | None = None,
+    today: dt.date | None = None,
+    no_emoji: bool = False,
+) -> None:
     """Answer a weather question (the default command).
+
+    The question is the words given, joined (quotes are optional), or standard input when there are none.
 
     \b
         hybrid-weather "上海今天天气"
-        hybrid-weather "北京和上海明天哪个冷" --explain
+        hybrid-weather 北京和上海明天哪个冷 --explain
         hybrid-weather "魔都明天会下雨吗" --json
-        hybrid-weather "广州后天天气" --provider demo    # offline, synthetic data
+        echo "广州后天天气" | hybrid-weather --provider demo    # offline, synthetic data
     """
-    emoji = not no_emoji and not os.environ.get("NO_COLOR")
-    with _errors_as_exit_codes(), _open_router(provider=provider) as router:
-        answer = _ask_or_degrade(router, query, today=today, emoji=emoji)
-        if as_json:
-            click.echo(json.dumps(answer.to_json(query), ensure_ascii=False))
-        else:
-            click.echo(answer.text)
+    if words:
+        query = _join(words)  # given, even if blank: the router answers that (and the ledger counts it)
+    elif not (query := _stdin_question() or ""):
+        raise click.UsageError('no question given; try hybrid-weather "上海今天天气"')
+    emoji = not no_emoji and not os.environ.get("NO_COLOR") and not as_json  # JSON is for programs
+    extra: dict[str, Any] | None = {} if as_json else None
+    with _errors_as_exit_codes(query, extra), _open_router(provider=provider) as router:
+        answer = _ask_or_degrade(router, query, today=today, emoji=emoji, json_extra=extra)
+        _print_answer(answer, query, as_json=as_json, explain=explain)
+
+
+def _join(words: tuple[str, ...]) -> str:
+    """Words given unquoted (上海 今天 天气) as one question: no space between Chinese words."""
+    out = ""
+    for word in words:
+        if out and not (_is_han(out[-1]) and _is_han(word[:1])):
+            out += " "
+        out += word
+    return out
+
+
+def _is_han(char: str) -> bool:
+    return bool(char) and "\u3400" <= char <= "\u9fff"
+
+
+def _print_answer(answer: Answer, query: str, *, as_json: bool, explain: bool) -> None:
+    if as_json:
+        payload = answer.to_json(query)
         if explain:
-            click.echo(_explanation(answer))
+            payload["explain"] = _explanation_json(answer)
+        click.echo(json.dumps(payload, ensure_ascii=False))
+        return
+    click.echo(answer.text)
+    if explain:
+        click.echo(_explanation(answer))
 
 
 @contextlib.contextmanager
@@ -109,14 +202,23 @@ def _open_router(**options: Any) -> Iterator[HybridRouter]:
 
 
 def _ask_or_degrade(
-    router: HybridRouter, query: str, *, today: dt.date | None = None, session: Session | None = None, emoji: bool
+    router: HybridRouter,
+    query: str,
+    *,
+    today: dt.date | None = None,
+    session: Session | None = None,
+    emoji: bool,
+    json_extra: dict[str, Any] | None = None,
 ) -> Answer:
-    """router.ask(); when the LLM it needs is unavailable, print the plain weather part first, then raise."""
+    """router.ask(); when the LLM it needs is unavailable, give the plain weather part first, then raise
+    (as text before the error line, or, given JSON_EXTRA, as its `partial` for the one JSON object)."""
     try:
         return router.ask(query, today=today, session=session, emoji=emoji)
     except LLMUnavailable:
         partial = router.weather_part(query, today=today, emoji=emoji)
-        if partial is not None:
+        if partial is not None and json_extra is not None:
+            json_extra["partial"] = partial.to_json(query)
+        elif partial is not None:
             click.echo(partial.text)
         raise
 
@@ -135,6 +237,22 @@ def _explanation(answer: Answer) -> str:
         lines.append(f"cache:    {cache} · provider {answer.source} {answer.provider_ms:.1f} ms")
     lines.append(f"total:    {answer.latency_ms:.1f} ms")
     return "\n".join(lines)
+
+
+def _explanation_json(answer: Answer) -> dict[str, Any]:
+    """--explain inside the --json object: the same facts as the text, as data."""
+    decision = answer.decision
+    cache = None
+    if answer.llm is None and answer.source:
+        cache = "hit" if answer.cache_hit else "stale" if answer.stale else "miss"
+    return {
+        "route": decision.route,
+        "reason": decision.reason,
+        "cache": cache,
+        "provider_ms": round(answer.provider_ms, 3) if cache else None,
+        "total_ms": round(answer.latency_ms, 3),
+        "call_chain": answer.data if answer.llm is not None else None,
+    }
 
 
 def _call_chain(answer: Answer) -> list[str]:
@@ -169,21 +287,40 @@ def _call_chain(answer: Answer) -> list[str]:
 
 
 @contextlib.contextmanager
-def _errors_as_exit_codes() -> Iterator[None]:
-    """Turn the library's typed errors into one line on stderr and the documented exit code."""
+def _errors_as_exit_codes(query: str | None = None, json_extra: dict[str, Any] | None = None) -> Iterator[None]:
+    """Turn the library's typed errors into one line on stderr and the documented exit code; given
+    JSON_EXTRA (--json), into the one JSON object on stdout instead: {"query", "error": {"type", "message"}}
+    and what JSON_EXTRA holds (the weather part answered without the LLM, as `partial`)."""
     try:
         yield
-    except (click.exceptions.Exit, click.ClickException, click.Abort):
+    except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
         raise
     except Exception as error:
-        if isinstance(error, WeatherUnavailable):
-            hint = "" if "--provider demo" in str(error) else " (offline? try --provider demo for demo data)"
-            click.echo(f"Error: weather service unavailable: {error}{hint}", err=True)
-        elif isinstance(error, HybridWeatherError):
-            click.echo(f"Error: {error}", err=True)
-        else:
-            click.echo(f"Error: internal error ({type(error).__name__}: {error}); please report it", err=True)
+        _report(error, query, json_extra)
         raise SystemExit(error.exit_code if isinstance(error, HybridWeatherError) else 1) from None
+
+
+def _report(error: Exception, query: str | None, json_extra: dict[str, Any] | None) -> None:
+    if not isinstance(error, HybridWeatherError) and click.get_current_context().meta.get("hybrid_weather.debug"):
+        traceback.print_exc()
+    if json_extra is None:
+        click.echo(f"Error: {_message(error)}", err=True)
+        return
+    payload = {"query": query, "error": {"type": type(error).__name__, "message": _message(error)}, **json_extra}
+    click.echo(json.dumps(payload, ensure_ascii=False))
+
+
+def _message(error: Exception) -> str:
+    if isinstance(error, WeatherUnavailable):
+        # Only a connection that could not be made suggests being offline; an HTTP error or a refusal does not.
+        hint = " (offline? try --provider demo for demo data)" if isinstance(error, UpstreamConnectError) else ""
+        return f"weather service unavailable: {error}{hint}"
+    if isinstance(error, HybridWeatherError):
+        return str(error)
+    return f"internal error ({type(error).__name__}: {error}); please report it (HYBRID_WEATHER_DEBUG=1 shows where)"
+
+
+_EXIT_WORDS = ("quit", "exit", "退出", "q")
 
 
 @cli.command()
@@ -191,41 +328,46 @@ def _errors_as_exit_codes() -> Iterator[None]:
     "--provider",
     type=click.Choice(PROVIDERS),
     default=None,
-    help="Weather source (default: $HYBRID_WEATHER_PROVIDER or open-meteo).",
+    help="Weather source (default: $HYBRID_WEATHER_PROVIDER or open-meteo). demo is offline synthetic data.",
 )
+@_today_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per turn, answer or error.")
 @click.option("--no-emoji", is_flag=True, help="Plain text without weather emoji.")
 @click.option("--explain", is_flag=True, help="Show each answer's decision and timings.")
-def chat(provider: str | None, no_emoji: bool, explain: bool) -> None:
+def chat(provider: str | None, today: dt.date | None, as_json: bool, no_emoji: bool, explain: bool) -> None:
     """Talk it through: one conversation across rule and LLM answers.
 
     Follow-ups the rules can answer from context stay off the LLM: 那上海呢？ (same day and
     question, new place), 后天呢？ (same place), 这两个城市哪个更热？ (the last places).
-    Type quit, exit or 退出 to leave.
+    Type quit, exit or 退出 (or press Ctrl-D) to leave. Prompts go to stderr, answers to stdout.
     """
     import gc
 
     gc.enable()  # a conversation lives long enough to make garbage; the one-shot commands do not
-    emoji = not no_emoji and not os.environ.get("NO_COLOR")
+    emoji = not no_emoji and not os.environ.get("NO_COLOR") and not as_json
     session = Session()
     with _errors_as_exit_codes(), _open_router(provider=provider) as router:
+        click.echo("hybrid-weather chat · 问天气，或输入 quit / 退出（Ctrl-D）离开", err=True)
         while True:
             try:
-                line = click.prompt("你", prompt_suffix="> ", default="", show_default=False)
-            except (EOFError, click.Abort):
+                line = click.prompt("你", prompt_suffix="> ", default="", show_default=False, err=True)
+            except (EOFError, click.Abort) as stop:
+                click.echo(err=True)  # the prompt's line ends before the shell's does
+                if isinstance(stop, click.Abort):
+                    raise  # Ctrl-C: exit 130, quietly
                 break
             query = line.strip()
-            if query.lower() in ("quit", "exit", "退出", "q"):
+            if query.lower() in _EXIT_WORDS:
                 break
             if not query:
                 continue
+            extra: dict[str, Any] | None = {} if as_json else None
             try:
-                answer = _ask_or_degrade(router, query, session=session, emoji=emoji)
+                answer = _ask_or_degrade(router, query, today=today, session=session, emoji=emoji, json_extra=extra)
             except HybridWeatherError as error:
-                click.echo(f"Error: {error}", err=True)
+                _report(error, query, extra)
                 continue
-            click.echo(answer.text)
-            if explain:
-                click.echo(_explanation(answer))
+            _print_answer(answer, query, as_json=as_json, explain=explain)
 
 
 @cli.command()
@@ -289,7 +431,9 @@ def _read_ledger(
     """READ's report from the router's ledger, and where that ledger is; a clear error when it is off."""
     ledger = router.ledger
     if ledger is None:
-        raise click.ClickException("the ledger is off (HYBRID_WEATHER_LEDGER=off); nothing was recorded")
+        raise ConfigurationError(
+            "the ledger is off (HYBRID_WEATHER_LEDGER=off), so nothing was recorded; unset it to keep one"
+        )
     db = ledger.connect()
     try:
         return ledger.location, read(db)
@@ -312,7 +456,8 @@ def _read_ledger(
 def simulate(log: TextIO, model: str | None, per_day: int | None, as_json: bool, today: dt.date | None) -> None:
     """Project what routing would save on your own traffic, offline.
 
-    Routes every line of LOG (one query per line, '-' for stdin) without touching the network, then
+    Routes every line of LOG (one query per line, or JSON Lines with a "query" field; '-' for stdin)
+    without touching the network, then
     projects daily and monthly LLM spend for an all-LLM design and for hybrid-weather. An LLM answer is
     priced at the published estimate (~500 tokens for one place, +1,000 per extra place) on MODEL.
 
@@ -332,14 +477,14 @@ def simulate(log: TextIO, model: str | None, per_day: int | None, as_json: bool,
             )
         routes, places = [], []
         for line in log:
-            query = line.rstrip("\r\n")
-            if not query.strip():
+            query = _logged_query(line)
+            if query is None:
                 continue
             decision = router.route(query, today=today)
             routes.append(decision.route)
             places.append(len(decision.cities))
         if not routes:
-            raise click.ClickException("the log has no queries (one per line)")
+            raise ConfigurationError(f"{log.name} has no queries: give one per line, or JSON Lines with a query field")
         result = project(
             routes, places, per_day=per_day, model_cost=lambda n: default_baseline_cost(router.models, chosen, n) or 0.0
         )
@@ -356,6 +501,19 @@ def simulate(log: TextIO, model: str | None, per_day: int | None, as_json: bool,
         click.echo(f"  all-LLM  ${result['daily_all_llm_usd']:,.4f}/day  ${result['monthly_all_llm_usd']:,.2f}/month")
         click.echo(f"  hybrid   ${result['daily_hybrid_usd']:,.4f}/day  ${result['monthly_hybrid_usd']:,.2f}/month")
         click.echo(f"  saved    ${result['monthly_saved_usd']:,.2f}/month ({result['saved_pct']:.1f}%)")
+
+
+def _logged_query(line: str) -> str | None:
+    """The query on one line of a log: the line itself, or the "query" of a JSON Lines record; None if blank."""
+    text = line.strip()
+    if text.startswith("{"):
+        try:
+            record = json.loads(text)
+        except ValueError:
+            return text  # a question that happens to start with a brace
+        query = record.get("query") if isinstance(record, dict) else None
+        return query.strip() or None if isinstance(query, str) else None
+    return text or None
 
 
 @cli.command()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from hybrid_weather.agent.errors import LedgerUnavailable
+from hybrid_weather.agent.errors import ConfigurationError, LedgerUnavailable
 from hybrid_weather.agent.llm.models import ModelTable
 from hybrid_weather.agent.weather import (
     PROVIDER_CLASSES,
@@ -112,6 +112,8 @@ class Parts:
         from hybrid_weather.agent.llm import LLMAgent, ToolBox
 
         settings = self.settings
+        if self.models.problem:
+            raise ConfigurationError(self.models.problem)
         model = settings.model or self.models.default_model
         facts = self.models.get(model)
         if facts and facts.retires_on and facts.retires_on <= today_in_china().isoformat():

@@ -56,16 +56,16 @@ class Settings:
         return cls(
             llm_sees=llm_sees,
             provider=provider,
-            open_meteo_url=env.get("HYBRID_WEATHER_OPEN_METEO_URL") or None,
+            open_meteo_url=_base_url(env, "HYBRID_WEATHER_OPEN_METEO_URL"),
             amap_key=env.get("AMAP_KEY") or None,
-            amap_url=env.get("HYBRID_WEATHER_AMAP_URL") or None,
+            amap_url=_base_url(env, "HYBRID_WEATHER_AMAP_URL"),
             cache_ttl=cache_ttl,
             home=Path(home) if home else None,
             ledger=env.get("HYBRID_WEATHER_LEDGER") or None,
             ledger_queries=ledger_queries,
             model=env.get("HYBRID_WEATHER_MODEL") or None,
             openai_api_key=env.get("OPENAI_API_KEY") or None,
-            openai_base_url=env.get("OPENAI_BASE_URL") or None,
+            openai_base_url=_base_url(env, "OPENAI_BASE_URL"),
         )
 
     def ledger_location(self) -> str | None:
@@ -92,3 +92,21 @@ class Settings:
 def check_provider(name: str, where: str = "--provider") -> None:
     if name not in PROVIDERS:
         raise ConfigurationError(f"unknown weather provider {name!r} in {where}; choose one of: {', '.join(PROVIDERS)}")
+
+
+def _base_url(env: Mapping[str, str], name: str) -> str | None:
+    """The base URL in variable NAME, or None; one that is not http(s)://host… is an error naming NAME."""
+    from urllib.parse import urlsplit
+
+    value = (env.get(name) or "").strip()
+    if not value:
+        return None
+    try:
+        parts = urlsplit(value)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # raises ValueError for a port that is not a number
+    except ValueError:
+        usable = False
+    if not usable:
+        raise ConfigurationError(f"{name}={value!r} is not a usable URL; use http(s)://host[:port][/path]")
+    return value

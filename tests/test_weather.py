@@ -9,6 +9,7 @@ import pytest
 
 from hybrid_weather.agent.errors import (
     CircuitOpen,
+    ConfigurationError,
     MalformedResponse,
     UpstreamConnectError,
     UpstreamHTTPError,
@@ -341,10 +342,10 @@ def test_amap_error_codes_are_clear(weather_server, code, message):
         ask(router, "上海今天天气")
 
 
-def test_amap_bad_key(weather_server):
+def test_amap_bad_key_is_a_configuration_error(weather_server):
     with (
         make_router(weather_server.url, provider="amap", amap_key="wrong") as router,
-        pytest.raises(UpstreamRejected, match=r"10001.*AMAP_KEY"),
+        pytest.raises(ConfigurationError, match=r"10001.*AMAP_KEY"),
     ):
         ask(router, "上海今天天气")
 

@@ -24,6 +24,7 @@ from hybrid_weather.rules import CHINA_TZ_NAME, weekday_char
 
 from ..errors import LLMUnavailable
 from ..retry import LLM_RETRY, RetryPolicy
+from ..weather.shapes import fixed
 from .models import ModelFacts, Usage
 from .reply import MalformedReply, Reply, ToolCall, read_reply
 from .tools import TOOL_SCHEMAS, ToolBox, ToolOutcome
@@ -232,7 +233,7 @@ class LLMAgent:
                 found.append(
                     f"{payload['place']} {day['date']}：{day.get('condition', '')}"
                     + (
-                        f"，{day['temp_min']:.0f}~{day['temp_max']:.0f}°C"
+                        f"，{fixed(day['temp_min'], 0)}~{fixed(day['temp_max'], 0)}°C"
                         if day.get("temp_min") is not None and day.get("temp_max") is not None
                         else ""
                     )

@@ -48,8 +48,14 @@ class ModelTable:
         data = _shipped()
         models = {name: dict(facts) for name, facts in data["models"].items()}
         self.default_model: str = data["default_model"]
-        if override is not None and override.exists():
-            user = json.loads(override.read_text("utf-8"))
+        #: Why the user's table was set aside, or None. Rule answers need no prices and go on without it;
+        #: the LLM route refuses to run on prices it was not meant to have (ConfigurationError, exit 2).
+        self.problem: str | None = None
+        user = _override(override) if override is not None else None
+        if isinstance(user, str):
+            self.problem = f"{override} is not a usable model table: {user}; fix it or move it away"
+            logger.warning("%s", self.problem)
+        elif user is not None:
             for name, facts in user.get("models", {}).items():
                 models[name] = {**models.get(name, {}), **facts}
             self.default_model = user.get("default_model", self.default_model)
@@ -89,3 +95,29 @@ def _shipped() -> dict[str, Any]:
         resources.files("hybrid_weather.agent.llm").joinpath("data").joinpath("models.json").read_text("utf-8")
     )
     return table
+
+
+def _override(path: Path) -> dict[str, Any] | str | None:
+    """The user's table at PATH, None when there is none, or what is wrong with it (a str)."""
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        return f"cannot read it ({type(error).__name__})"
+    try:
+        user = json.loads(text)
+    except ValueError as error:
+        return f"not JSON ({error})"
+    if not isinstance(user, dict) or not isinstance(user.get("models", {}), dict):
+        return 'expected {"models": {"<name>": {"input": …, "output": …}}}'
+    if not isinstance(user.get("default_model", ""), str):
+        return "default_model must be a model name"
+    for name, facts in user.get("models", {}).items():
+        if not isinstance(facts, dict):
+            return f"model {name!r} must be an object of prices"
+        for price in ("input", "cached_input", "output"):
+            value = facts.get(price)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+                return f"{name}.{price} must be a number of USD per 1M tokens, 0 or more (or null)"
+    return user

@@ -21,6 +21,7 @@ from .shapes import (
     HourlyWeather,
     beaufort,
     condition_of,
+    fixed,
     to_jsonable,
 )
 
@@ -46,6 +47,7 @@ __all__ = [
     "WeatherService",
     "beaufort",
     "condition_of",
+    "fixed",
     "past_days_for",
     "to_jsonable",
 ]

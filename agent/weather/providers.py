@@ -274,6 +274,10 @@ class AMapProvider(_HTTPProvider):
         "or use --provider open-meteo",
         "10004": "AMap says requests come too often (10004 ACCESS_TOO_FREQUENT); try again in a minute",
     }
+    # Codes that mean the key (or what it is bound to) is wrong: the user's setting, not the service's health.
+    _KEY_CODES: ClassVar[frozenset[str]] = frozenset(
+        {"10001", "10002", "10005", "10006", "10007", "10008", "10009", "10012"}
+    )
 
     def __init__(self, key: str | None, base_url: str | None = None, **http: Any) -> None:
         if not key:
@@ -296,7 +300,12 @@ class AMapProvider(_HTTPProvider):
             raise MalformedResponse("AMap sent a body without its status envelope", provider=self.name)
         if body["status"] != "1":
             code = str(body.get("infocode", ""))
-            message = self._ERRORS.get(code, f"AMap refused the request ({code} {body.get('info', '')})")
+            info = str(body.get("info", ""))[:80]
+            if code in self._KEY_CODES:
+                raise ConfigurationError(
+                    self._ERRORS.get(code, f"AMap rejected the key ({code} {info}): check AMAP_KEY and its settings")
+                )
+            message = self._ERRORS.get(code, f"AMap refused the request ({code} {info})")
             raise UpstreamRejected(message, provider=self.name)
         return body
 
@@ -357,7 +366,7 @@ class DemoProvider(WeatherProvider):
             temperature=round(((first.temp_max or 0) + (first.temp_min or 0)) / 2, 1),
             humidity=first.humidity,
         )
-        return Forecast(place, days, current, self.name, time.time())
+        return _plausible(Forecast(place, days, current, self.name, time.time()), self.label)
 
     def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
         today = today_in_china()
@@ -365,8 +374,11 @@ class DemoProvider(WeatherProvider):
         for offset in range(-past_days, self.horizon.air_days_ahead + 1):
             day = today + dt.timedelta(days=offset)
             seed = zlib.crc32(f"air|{place.name}|{day}".encode())
-            days.append(DailyAir(day, 20 + seed % 160, round(5 + seed % 90, 1), round(10 + seed % 130, 1)))
-        return AirQuality(place, tuple(days), days[past_days], self.name, time.time())
+            # PM10 includes PM2.5, so it is never less; the AQI follows the PM2.5 it would be computed from.
+            pm2_5 = 5.0 + seed % 90
+            pm10 = pm2_5 + 5 + (seed >> 8) % 80
+            days.append(DailyAir(day, round(min(300.0, 10 + pm2_5 * 1.4)), pm2_5, pm10))
+        return _plausible(AirQuality(place, tuple(days), days[past_days], self.name, time.time()), self.label)
 
     def hourly(self, place: Place, *, past_days: int, deadline: float) -> HourlyForecast:
         today = today_in_china()

@@ -211,3 +211,9 @@ __all__ = [
     "condition_of",
     "to_jsonable",
 ]
+
+
+def fixed(value: float, digits: int) -> str:
+    """VALUE with DIGITS decimals, never "-0" or "-0.0": a temperature of -0.3 rounds to 0, not to minus nothing."""
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text

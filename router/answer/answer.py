@@ -46,10 +46,9 @@ class Answer:
             "latency_ms": round(self.latency_ms, 3),
             "cost_usd": self.cost_usd,
         }
-        if self.stale:
-            payload["stale_age_s"] = round(self.stale_age_s or 0.0, 1)
-        if self.attribution:
-            payload["attribution"] = self.attribution
+        # Every documented key on every route, null where it does not apply: programs read it without guessing.
+        payload["stale_age_s"] = round(self.stale_age_s or 0.0, 1) if self.stale else None
+        payload["attribution"] = self.attribution or None
         return payload
 
 

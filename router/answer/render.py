@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hybrid_weather.agent.weather import AirQuality, DailyAir, DailyWeather, Forecast, condition_of
+from hybrid_weather.agent.weather import AirQuality, DailyAir, DailyWeather, Forecast, condition_of, fixed
 from hybrid_weather.rules import Place, weekday_char
 
 from ..understand import Decision
@@ -84,7 +84,9 @@ def _fact_line(
     current = item.weather.current if item.weather and day == today else None
     if aspect == "rain":
         if weather.rain_likely:
-            return f"{mark}{head}可能下雨（{_rain_numbers(weather)}），记得带伞。"
+            falls = _falls_as(weather)
+            advice = "记得带伞" if falls == "雨" else "出门注意保暖和路滑"
+            return f"{mark}{head}可能下{falls}（{_rain_numbers(weather)}），{advice}。"
         if weather.precip_probability is not None and weather.precip_probability >= _UMBRELLA_PROBABILITY:
             return f"{mark}{head}下雨的可能不大（{_rain_numbers(weather)}），可以备一把伞。"
         return f"{mark}{head}不会下雨（{_rain_numbers(weather)}）。"
@@ -205,11 +207,18 @@ def _compare_sentence(kind: str | None, items: list[tuple[str, float | None]], w
 
 def _number(value: float, unit: str) -> str:
     # Temperatures and wind to a tenth, so two values that differ are never printed alike.
-    return f"{value:.1f}{unit}" if unit in (" m/s", "°C") else f"{value:.0f}{unit}"
+    return f"{fixed(value, 1)}{unit}" if unit in (" m/s", "°C") else f"{fixed(value, 0)}{unit}"
 
 
 def _degrees(value: float | None) -> str:
-    return "?" if value is None else f"{value:.0f}°C"
+    return "?" if value is None else f"{fixed(value, 0)}°C"
+
+
+def _falls_as(weather: DailyWeather) -> str:
+    """What the day's precipitation falls as: a rain question on a snow day is answered with snow."""
+    if not weather.snow_likely:
+        return "雨"
+    return "雨夹雪" if "雨" in weather.condition else "雪"
 
 
 def _temperature_range(weather: DailyWeather) -> str:

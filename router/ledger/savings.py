@@ -141,12 +141,24 @@ def _group_key(r: dict[str, Any], by: str) -> str:
     return str(r["datetime_utc"][:10])
 
 
+_BAR_WIDTH = 30  # characters for the largest amount in the chart
+
+
+def _plural(n: int, noun: str) -> str:
+    return noun if n == 1 else noun + "s"
+
+
+def _count(n: int, noun: str) -> str:
+    """1 request, 2 requests."""
+    return f"{n} {_plural(n, noun)}"
+
+
 def render_report(report: dict[str, Any]) -> str:
     """The terminal view: totals, shares, latency, agent health and a per-group chart."""
     by_route = report["by_route"]
     total = report["requests"]
     lines = [
-        f"Last {report['days']} days: {total} requests — "
+        f"Last {report['days']} days: {_count(total, 'request')} — "
         + ", ".join(f"{route} {n} ({100 * n / total:.0f}%)" for route, n in by_route.items()),
         f"Spent      ${report['actual_cost_usd']:.6f}",
         f"All-LLM    ${report['baseline_cost_usd']:.6f}  (baseline)",
@@ -159,13 +171,16 @@ def render_report(report: dict[str, Any]) -> str:
         failures = ", ".join(f"{name} {n}" for name, n in report["failures"].items())
         lines.append(
             f"Not counted: {outcomes['failed']} failed ({failures or '-'}) and {outcomes['empty']} empty "
-            "request(s): no spend and no saving"
+            f"{_plural(outcomes['failed'] + outcomes['empty'], 'request')}: no spend and no saving"
         )
     if report["invalid_rows"]:
-        lines.append(f"Invalid:   {report['invalid_rows']} row(s) held values that could not be facts (left out)")
+        lines.append(
+            f"Invalid:   {_count(report['invalid_rows'], 'row')} held values that could not be facts (left out)"
+        )
     if report["unknown_cost_requests"]:
         lines.append(
-            f"Unknown:   {report['unknown_cost_requests']} request(s) used a model with no price; counted as $0 above"
+            f"Unknown:   {_count(report['unknown_cost_requests'], 'request')} used a model with no price; "
+            "counted as $0 above"
         )
     lines.append(
         "Latency:   "
@@ -174,7 +189,8 @@ def render_report(report: dict[str, Any]) -> str:
         )
     )
     if report["llm_loops"]:
-        lines.append("LLM loops: " + ", ".join(f"{k} loop(s): {v}" for k, v in report["llm_loops"].items()))
+        loops = report["llm_loops"].items()
+        lines.append("LLM loops: " + ", ".join(f"{_count(int(k), 'loop')}: {v}" for k, v in loops))
     if report["tool_success_rate"] is not None:
         lines.append(f"Tools:     {100 * report['tool_success_rate']:.1f}% of tool calls succeeded")
     shadow = report["shadow"]
@@ -184,7 +200,7 @@ def render_report(report: dict[str, Any]) -> str:
             if shadow["agreement_rate"] is not None
             else ""
         )
-        lines.append(f"Shadow:    {shadow['runs']} run(s), ${shadow['cost_usd']:.6f} (in Spent){agreed}")
+        lines.append(f"Shadow:    {_count(shadow['runs'], 'run')}, ${shadow['cost_usd']:.6f} (in Spent){agreed}")
     rows = report["groups"]["rows"]
     if rows:
         width = max(len(k) for k in rows)
@@ -192,9 +208,9 @@ def render_report(report: dict[str, Any]) -> str:
         lines.append("")
         lines.append(f"{'by ' + report['groups']['by']:<{width}}  requests  spent / all-LLM")
         for key, v in rows.items():
-            spent = round(30 * v["actual_cost_usd"] / peak)
-            would = round(30 * v["baseline_cost_usd"] / peak)
-            bar = "█" * spent + "░" * max(0, would - spent)
+            spent = round(_BAR_WIDTH * v["actual_cost_usd"] / peak)
+            would = round(_BAR_WIDTH * v["baseline_cost_usd"] / peak)
+            bar = ("█" * spent + "░" * max(0, would - spent)).ljust(_BAR_WIDTH)  # one scale, one column
             lines.append(
                 f"{key:<{width}}  {int(v['requests']):>8}  {bar} "
                 f"${v['actual_cost_usd']:.6f} / ${v['baseline_cost_usd']:.6f}"
@@ -230,5 +246,6 @@ def simulate(
         "monthly_all_llm_usd": round(30 * daily_all, 4),
         "monthly_hybrid_usd": round(30 * daily_hybrid, 4),
         "monthly_saved_usd": round(30 * (daily_all - daily_hybrid), 4),
-        "saved_pct": round(100 * (1 - hybrid / all_llm), 2) if all_llm else None,
+        # A model priced at $0 (self-hosted) costs nothing either way: nothing saved, not a division by zero.
+        "saved_pct": round(100 * (1 - hybrid / all_llm), 2) if all_llm else 0.0,
     }
