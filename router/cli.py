@@ -349,12 +349,12 @@ def chat(provider: str | None, today: dt.date | None, as_json: bool, no_emoji: b
     with _errors_as_exit_codes(), _open_router(provider=provider) as router:
         click.echo("hybrid-weather chat · 问天气，或输入 quit / 退出（Ctrl-D）离开", err=True)
         while True:
-            try:
-                line = click.prompt("你", prompt_suffix="> ", default="", show_default=False, err=True)
-            except (EOFError, click.Abort) as stop:
+            # Not click.prompt: it turns Ctrl-D into the same Abort as Ctrl-C, and they end differently
+            # (Ctrl-D: exit 0; Ctrl-C: KeyboardInterrupt, exit 130 by the group).
+            click.echo("你> ", nl=False, err=True)
+            line = sys.stdin.readline()
+            if not line:
                 click.echo(err=True)  # the prompt's line ends before the shell's does
-                if isinstance(stop, click.Abort):
-                    raise  # Ctrl-C: exit 130, quietly
                 break
             query = line.strip()
             if query.lower() in _EXIT_WORDS:

@@ -1,0 +1,198 @@
+"""The CLI keeps its word (issue 12): each point over the real console script's code path, in a fresh
+process (`python -m hybrid_weather.router` runs entry.main, as the installed script does)."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import subprocess_env
+from fake_weather import refused_url
+
+TODAY = ["--today", "2026-11-29"]
+
+
+def console(*args, stdin="", timeout=60, **env):
+    return subprocess.run(
+        [sys.executable, "-m", "hybrid_weather.router", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=subprocess_env(**env),
+        timeout=timeout,
+    )
+
+
+def one_json_object(stdout):
+    """The whole of stdout is one JSON object (json.loads fails on anything after it)."""
+    return json.loads(stdout)
+
+
+# -- --json: one object, whatever happens -------------------------------------------------------------
+
+
+def test_json_on_the_no_llm_path_is_one_object_with_the_weather_part():
+    result = console("北京明天天气怎么样，适合出游吗", "--json", "--provider", "demo", *TODAY)
+    assert result.returncode == 4
+    payload = one_json_object(result.stdout)
+    assert payload["error"]["type"] == "LLMUnavailable" and "OPENAI_API_KEY" in payload["error"]["message"]
+    assert payload["partial"]["route"] == "rule" and "北京明天" in payload["partial"]["answer"]
+
+
+def test_json_with_explain_carries_the_explanation_inside(weather_server):
+    result = console("上海今天天气", "--json", "--explain", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    payload = one_json_object(result.stdout)
+    assert payload["explain"]["cache"] == "miss" and payload["explain"]["reason"].startswith("rule:")
+
+
+def test_json_has_every_key_on_every_route_and_no_emoji(weather_server):
+    keys = {"query", "route", "answer", "decision", "data", "source", "stale", "stale_age_s", "latency_ms",
+            "cost_usd", "attribution"}  # fmt: skip
+    for question, route in (("上海今天天气", "rule"), ("明天会下雨吗", "clarify")):
+        result = console(question, "--json", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+        payload = one_json_object(result.stdout)
+        assert payload["route"] == route and keys <= set(payload), set(payload) ^ keys
+    assert payload["attribution"] is None and payload["stale_age_s"] is None
+    sunny = one_json_object(console("上海今天天气", "--json", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+                            .stdout)  # fmt: skip
+    assert not any(0x2600 <= ord(c) <= 0x27BF or ord(c) >= 0x1F300 for c in sunny["answer"])
+
+
+def test_json_errors_are_objects_too():
+    result = console("上海今天天气", "--json", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=refused_url())
+    assert result.returncode == 3
+    payload = one_json_object(result.stdout)
+    assert payload["error"]["type"] == "UpstreamConnectError" and payload["query"] == "上海今天天气"
+
+
+# -- exit codes and one-line errors ---------------------------------------------------------------------
+
+
+def test_ctrl_c_during_a_request_exits_130_quietly(weather_server, tmp_path):
+    weather_server.delay = 20
+    child = subprocess.Popen(
+        [sys.executable, "-m", "hybrid_weather.router", "上海今天天气"],
+        env=subprocess_env(HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while weather_server.requests["/v1/forecast"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 130
+    assert "internal error" not in err and "Traceback" not in err and err.strip() == ""
+
+
+def test_ctrl_c_at_the_chat_prompt_exits_130_and_ctrl_d_exits_0():
+    child = subprocess.Popen(
+        [sys.executable, "-m", "hybrid_weather.router", "chat", "--provider", "demo"],
+        env=subprocess_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.5)  # at the prompt
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 130 and "Traceback" not in err and out == ""
+    ended = console("chat", "--provider", "demo", stdin="")
+    assert ended.returncode == 0 and ended.stdout == "" and ended.stderr.endswith("\n")
+
+
+@pytest.mark.parametrize("args", [[], ["-h"], ["--help"], ["help"]])
+def test_help_in_every_form_exits_0(args):
+    result = console(*args)
+    assert result.returncode == 0 and "Usage:" in result.stdout and "savings" in result.stdout
+
+
+def test_usage_errors_are_one_line_with_exit_2():
+    result = console("上海今天天气", "--provider", "nope")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("Error: ") and "nope" in result.stderr
+
+
+def test_configuration_errors_exit_2(weather_server, tmp_path):
+    result = console("savings", HYBRID_WEATHER_LEDGER="off")
+    assert result.returncode == 2 and "HYBRID_WEATHER_LEDGER=off" in result.stderr
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n", "utf-8")
+    result = console("simulate", str(empty))
+    assert result.returncode == 2 and "no queries" in result.stderr
+    result = console("上海今天天气", "--provider", "amap", AMAP_KEY="wrong", HYBRID_WEATHER_AMAP_URL=weather_server.url)
+    assert result.returncode == 2 and "AMAP_KEY" in result.stderr
+    result = console("上海今天天气", HYBRID_WEATHER_OPEN_METEO_URL="ftp://nowhere")
+    assert result.returncode == 2 and "HYBRID_WEATHER_OPEN_METEO_URL" in result.stderr
+
+
+def test_the_offline_hint_only_when_no_connection_could_be_made(weather_server):
+    refused = console("上海今天天气", HYBRID_WEATHER_OPEN_METEO_URL=refused_url())
+    assert refused.returncode == 3 and "offline?" in refused.stderr
+    weather_server.fail("/v1/forecast", "400")
+    rejected = console("上海今天天气", HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    assert rejected.returncode == 3 and "offline?" not in rejected.stderr and "HTTP 400" in rejected.stderr
+
+
+def test_a_malformed_models_json_spares_rule_answers_and_names_itself_for_the_llm(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "models.json").write_text('["not", "a table"]', "utf-8")
+    rule = console("上海今天天气", "--provider", "demo", HYBRID_WEATHER_HOME=str(home))
+    assert rule.returncode == 0 and "上海今天" in rule.stdout
+    llm = console("北京明天适合出游吗", "--provider", "demo", HYBRID_WEATHER_HOME=str(home), OPENAI_API_KEY="sk-x")
+    assert llm.returncode == 2 and "models.json" in llm.stderr and "internal error" not in llm.stderr
+
+
+# -- input ----------------------------------------------------------------------------------------------
+
+
+def test_the_question_from_stdin_or_from_unquoted_words():
+    piped = console("--provider", "demo", *TODAY, stdin="上海今天天气\n")
+    words = console("--provider", "demo", *TODAY, "上海", "今天", "天气")
+    quoted = console("上海今天天气", "--provider", "demo", *TODAY)
+    assert piped.returncode == words.returncode == quoted.returncode == 0
+    assert piped.stdout == words.stdout == quoted.stdout and "上海今天" in quoted.stdout
+
+
+# -- chat -----------------------------------------------------------------------------------------------
+
+
+def test_chat_prompts_on_stderr_answers_on_stdout_and_json_per_turn():
+    result = console("chat", "--provider", "demo", "--json", *TODAY, stdin="上海明天会下雨吗\n那北京呢？\n退出\n")
+    assert result.returncode == 0
+    turns = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [t["decision"]["cities"] for t in turns] == [["上海市"], ["北京市"]]
+    assert "退出" in result.stderr and "你> " in result.stderr  # banner and prompts, kept off stdout
+
+
+# -- simulate and savings -------------------------------------------------------------------------------
+
+
+def test_simulate_reads_json_lines_and_a_free_model_saves_nothing(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "models.json").write_text('{"models": {"my-llama": {"input": 0, "output": 0}}}', "utf-8")
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"query": "上海今天天气"}\n{"query": "北京明天适合出游吗", "user": 7}\n{}\n', "utf-8")
+    result = console("simulate", str(log), "--model", "my-llama", "--json", HYBRID_WEATHER_HOME=str(home))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["queries"] == 2 and report["by_route"]["rule"] == 1 and report["saved_pct"] == 0.0
+    text = console("simulate", str(log), "--model", "my-llama", HYBRID_WEATHER_HOME=str(home))
+    assert text.returncode == 0 and "(0.0%)" in text.stdout
+
+
+def test_savings_bars_line_up_and_counts_read_well(tmp_path):
+    ledger = str(tmp_path / "l.db")
+    for day in ("2026-11-28", "2026-11-29"):
+        console("上海今天天气", "--provider", "demo", "--today", day, HYBRID_WEATHER_LEDGER=ledger)
+    result = console("savings", "--by", "route", HYBRID_WEATHER_LEDGER=ledger)
+    assert "2 requests" in result.stdout and "request(s)" not in result.stdout
+    chart = result.stdout.split("\n\n")[-1].splitlines()[1:]
+    assert len({line.index("$") for line in chart}) == 1  # the amounts start in one column
