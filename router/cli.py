@@ -133,6 +133,7 @@ def _stdin_question() -> str | None:
 )
 @_today_option
 @click.option("--no-emoji", is_flag=True, help="Plain text without weather emoji (also when NO_COLOR is set).")
+@click.option("--no-cache", is_flag=True, help="Skip the on-disk forecast cache: ask the weather service now.")
 def ask(
     words: tuple[str, ...] = (),
     as_json: bool = False,
@@ -140,6 +141,7 @@ def ask(
     provider: str | None = None,
     today: dt.date | None = None,
     no_emoji: bool = False,
+    no_cache: bool = False,
 ) -> None:
     """Answer a weather question (the default command).
 
@@ -157,7 +159,7 @@ def ask(
         raise click.UsageError('no question given; try hybrid-weather "上海今天天气"')
     emoji = not no_emoji and not os.environ.get("NO_COLOR") and not as_json  # JSON is for programs
     extra: dict[str, Any] | None = {} if as_json else None
-    with _errors_as_exit_codes(query, extra), _open_router(provider=provider) as router:
+    with _errors_as_exit_codes(query, extra), _open_router(provider=provider, disk_cache=not no_cache) as router:
         answer = _ask_or_degrade(router, query, today=today, emoji=emoji, json_extra=extra)
         _print_answer(answer, query, as_json=as_json, explain=explain)
 

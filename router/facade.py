@@ -53,6 +53,7 @@ class HybridRouter:
         http_options: dict[str, Any] | None = None,
         llm_options: dict[str, Any] | None = None,
         shadow_rate: float = 0.0,
+        disk_cache: bool = False,
     ) -> None:
         if provider is not None:
             check_provider(provider)
@@ -68,6 +69,7 @@ class HybridRouter:
             shadow_rate=shadow_rate,
             http_options=http_options or {},
             llm_options=llm_options or {},
+            disk_cache=disk_cache,
         )
 
     # -- the parts a caller may reach (built on first use) ------------------------------------------

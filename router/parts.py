@@ -47,8 +47,11 @@ class Parts:
         shadow_rate: float,
         http_options: dict[str, Any],
         llm_options: dict[str, Any],
+        disk_cache: bool = False,
     ) -> None:
         self._settings, self._provider, self._ledger, self._cache_ttl = settings, provider, ledger, cache_ttl
+        #: Keep fetched forecasts in $HYBRID_WEATHER_HOME/forecast-cache.db too (for one-shot processes).
+        self.disk_cache = disk_cache
         self.deadline = deadline
         #: Fraction of rule answers also sent through the LLM in the background (a measured baseline).
         self.shadow_rate = shadow_rate
@@ -69,8 +72,13 @@ class Parts:
 
     @lazy_part
     def weather(self) -> WeatherService:
-        ttl = self._cache_ttl
-        return WeatherService(self._make_provider(), cache_ttl=self.settings.cache_ttl if ttl is None else ttl)
+        ttl = self.settings.cache_ttl if self._cache_ttl is None else self._cache_ttl
+        provider, disk = self._make_provider(), None
+        if self.disk_cache and ttl > 0 and not isinstance(provider, DemoProvider):  # demo data costs no request
+            from hybrid_weather.agent.weather.disk_cache import DiskCache
+
+            disk = DiskCache(self.settings.home_dir() / "forecast-cache.db")
+        return WeatherService(provider, cache_ttl=ttl, disk=disk)
 
     @lazy_part
     def rule_answers(self) -> RuleAnswerer:

@@ -54,6 +54,8 @@ def test_json_and_explain(weather_server):
     assert payload["route"] == "rule" and payload["source"] == "open-meteo" and payload["stale"] is False
     result = invoke(["上海今天天气", "--explain", "--no-emoji"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
     assert "reason:   rule: 1 place(s), 1 day(s), weather" in result.output
+    assert "cache:    hit · provider open-meteo" in result.output  # the first ask left it in the disk cache
+    result = invoke(["上海今天天气", "--explain", "--no-cache"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
     assert "cache:    miss · provider open-meteo" in result.output
 
 

@@ -84,7 +84,7 @@ def test_ctrl_c_during_a_request_exits_130_quietly(weather_server, tmp_path):
     while weather_server.requests["/v1/forecast"] == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=30)
+    _, err = child.communicate(timeout=30)
     assert child.returncode == 130
     assert "internal error" not in err and "Traceback" not in err and err.strip() == ""
 
@@ -196,3 +196,33 @@ def test_savings_bars_line_up_and_counts_read_well(tmp_path):
     assert "2 requests" in result.stdout and "request(s)" not in result.stdout
     chart = result.stdout.split("\n\n")[-1].splitlines()[1:]
     assert len({line.index("$") for line in chart}) == 1  # the amounts start in one column
+
+
+# -- the one-shot CLI's forecast cache on disk -------------------------------------------------------
+
+
+def test_two_questions_in_a_row_make_one_upstream_request_and_no_cache_skips_it(weather_server, tmp_path):
+    env = {"HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url, "HYBRID_WEATHER_HOME": str(tmp_path / "home")}
+    assert console("上海今天天气", *TODAY, **env).returncode == 0
+    second = console("魔都今天多少度", *TODAY, "--json", **env)
+    assert weather_server.requests["/v1/forecast"] == 1 and json.loads(second.stdout)["route"] == "rule"
+    assert console("上海今天天气", *TODAY, "--no-cache", **env).returncode == 0
+    assert weather_server.requests["/v1/forecast"] == 2
+
+
+def test_the_stale_fallback_works_at_a_terminal(weather_server, tmp_path):
+    env = {"HYBRID_WEATHER_HOME": str(tmp_path / "home"), "HYBRID_WEATHER_CACHE_TTL": "1"}
+    assert console("上海今天天气", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url, **env).returncode == 0
+    time.sleep(1.2)  # past the TTL: the next ask goes upstream, which is down
+    result = console("上海今天天气", *TODAY, "--json", HYBRID_WEATHER_OPEN_METEO_URL=refused_url(), **env)
+    payload = json.loads(result.stdout)
+    assert result.returncode == 0 and payload["stale"] is True and payload["stale_age_s"] >= 1
+
+
+def test_an_unusable_cache_file_costs_nothing(weather_server, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "forecast-cache.db").write_bytes(b"not a database" * 100)
+    result = console("上海今天天气", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url,
+                     HYBRID_WEATHER_HOME=str(home))  # fmt: skip
+    assert result.returncode == 0 and "上海今天" in result.stdout

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import cachetools
 
@@ -21,6 +21,9 @@ from hybrid_weather.rules import Place
 
 from ..errors import NotCovered, UpstreamTimeout, WeatherUnavailable
 from .providers import WeatherProvider
+
+if TYPE_CHECKING:
+    from .disk_cache import DiskCache
 from .shapes import AirQuality, Forecast, HourlyForecast
 
 DEFAULT_CACHE_TTL = 600.0
@@ -73,9 +76,13 @@ class WeatherService:
         max_stale_age: float = DEFAULT_MAX_STALE_AGE,
         cache_size: int = DEFAULT_CACHE_SIZE,
         io_threads: int = DEFAULT_IO_THREADS,
+        disk: DiskCache | None = None,
     ) -> None:
         self.provider = provider
         self.io_threads = io_threads
+        self.cache_ttl = cache_ttl
+        #: A cache that outlives the process (the one-shot CLI's), read when this one misses.
+        self.disk = disk
         self.max_stale_age = max_stale_age
         self._fresh: cachetools.TTLCache[CacheKey, Any] | None = (
             cachetools.TTLCache(cache_size, cache_ttl) if cache_ttl > 0 else None
@@ -89,6 +96,8 @@ class WeatherService:
     def close(self) -> None:
         if self._io_pool is not None:
             self._io_pool.shutdown(wait=False, cancel_futures=True)
+        if self.disk is not None:
+            self.disk.close()
         self.provider.close()
 
     @property
@@ -137,6 +146,9 @@ class WeatherService:
             return hit
         started = time.monotonic()
         if leader:
+            on_disk = self._from_disk(key, future)
+            if on_disk is not None:
+                return on_disk
             self._run(key, future, fetch, place, deadline)
         try:
             value = future.result(timeout=max(0.0, deadline - time.monotonic()))
@@ -222,10 +234,27 @@ class WeatherService:
             self._stale[key] = value
             self._inflight.pop(key, None)
         future.set_result(value)
+        if self.disk is not None:
+            self.disk.put(key, value)
+
+    def _from_disk(self, key: CacheKey, future: concurrent.futures.Future[Any]) -> Fetched[Any] | None:
+        """A fresh enough value from the disk cache, handed to anyone waiting on FUTURE too; else None."""
+        value = self.disk.get(key) if self.disk is not None and self._fresh is not None else None
+        if value is None or time.time() - value.fetched_at > self.cache_ttl:
+            return None
+        with self._lock:
+            assert self._fresh is not None
+            self._fresh[key] = value
+            self._stale[key] = value
+            self._inflight.pop(key, None)
+        future.set_result(value)
+        return Fetched(value, True, False, max(0.0, time.time() - value.fetched_at), 0.0)
 
     def _stale_or_raise(self, key: CacheKey, error: WeatherUnavailable) -> Fetched[Any]:
         with self._lock:
             candidates = [self._stale.get((*key[:-1], w)) for w in _PAST_WINDOWS[_PAST_WINDOWS.index(key[-1]) :]]
+        if self.disk is not None:  # the last good data of an earlier process
+            candidates.append(self.disk.get(key))
         fresh_enough = [v for v in candidates if v is not None and time.time() - v.fetched_at <= self.max_stale_age]
         if not fresh_enough:
             raise error

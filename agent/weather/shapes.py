@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import types
+import typing
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -198,6 +201,29 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+def from_jsonable(cls: type[Any], data: dict[str, Any]) -> Any:
+    """The dataclass CLS rebuilt from what to_jsonable made of one (the disk cache's way back)."""
+    hints = typing.get_type_hints(cls)
+    return cls(**{f.name: _decode(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data})
+
+
+def _decode(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):  # X | None: the only unions in these shapes
+        return _decode(next(a for a in typing.get_args(hint) if a is not type(None)), value)
+    if origin is tuple:
+        return tuple(_decode(typing.get_args(hint)[0], item) for item in value)
+    if hint is dt.datetime:
+        return dt.datetime.fromisoformat(value)
+    if hint is dt.date:
+        return dt.date.fromisoformat(value)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return from_jsonable(hint, value)
+    return value
+
+
 __all__ = [
     "AirQuality",
     "CurrentWeather",
@@ -209,6 +235,8 @@ __all__ = [
     "aqi_category",
     "beaufort",
     "condition_of",
+    "fixed",
+    "from_jsonable",
     "to_jsonable",
 ]
 
