@@ -8,7 +8,6 @@ import json
 import logging
 import os
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -304,6 +303,8 @@ def _errors_as_exit_codes(query: str | None = None, json_extra: dict[str, Any] |
 
 def _report(error: Exception, query: str | None, json_extra: dict[str, Any] | None) -> None:
     if not isinstance(error, HybridWeatherError) and click.get_current_context().meta.get("hybrid_weather.debug"):
+        import traceback  # only here: the one-shot run does not pay for it
+
         traceback.print_exc()
     if json_extra is None:
         click.echo(f"Error: {_message(error)}", err=True)

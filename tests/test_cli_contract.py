@@ -226,3 +226,61 @@ def test_an_unusable_cache_file_costs_nothing(weather_server, tmp_path):
     result = console("上海今天天气", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url,
                      HYBRID_WEATHER_HOME=str(home))  # fmt: skip
     assert result.returncode == 0 and "上海今天" in result.stdout
+
+
+# -- answers ---------------------------------------------------------------------------------------------
+
+SHANGHAI = (31.2304, 121.4737)
+
+
+def test_no_minus_zero_and_a_rain_question_on_a_snow_day_says_snow(weather_server):
+    import datetime as dt
+
+    tomorrow = dt.date(2026, 11, 30)
+    weather_server.set_day(*SHANGHAI, tomorrow, weather_code=73, temperature_2m_max=-0.4, temperature_2m_min=-4.6,
+                           precipitation_probability_max=80, precipitation_sum=3.1)  # fmt: skip
+    env = {"HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url, "NO_COLOR": "1"}
+    rain = console("上海明天会下雨吗", *TODAY, **env)
+    assert rain.returncode == 0 and "可能下雪（中雪" in rain.stdout and "可能下雨" not in rain.stdout
+    temperature = console("上海明天多少度", *TODAY, "--no-cache", **env)
+    assert "-5°C~0°C" in temperature.stdout and "-0" not in temperature.stdout
+
+
+def test_demo_data_is_physically_plausible():
+    # The demo provider's own output passes the plausibility check Open-Meteo's does (it raises if not);
+    # here, PM2.5 is part of PM10, so never more, over many places and days.
+    code = """
+import time
+from hybrid_weather.agent.weather import DemoProvider
+from hybrid_weather.rules import Reader
+reader, demo = Reader(), DemoProvider()
+for name in ["北京", "上海", "哈尔滨", "海口", "拉萨", "乌鲁木齐", "东京", "悉尼", "开罗", "莫斯科"]:
+    place = reader.resolve_place(name).candidates[0]
+    demo.forecast(place, past_days=92, deadline=time.monotonic() + 5)
+    for day in demo.air_quality(place, past_days=92, deadline=time.monotonic() + 5).days:
+        assert day.pm2_5 <= day.pm10 and 0 <= day.aqi <= 500, (name, day)
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env())
+    assert result.stdout == "ok\n", result.stderr
+
+
+def test_an_unexpected_error_is_one_line_unless_debug_asks_for_the_traceback():
+    # The console script's own code path, with a fault planted where no typed error comes from.
+    code = """
+import sys
+from hybrid_weather.router import HybridRouter
+def broken(self, *args, **kwargs):
+    raise RuntimeError("planted")
+HybridRouter.ask = broken
+sys.argv = ["hybrid-weather", *sys.argv[1:]]
+from hybrid_weather.router.entry import main
+main()
+"""
+    plain = subprocess.run([sys.executable, "-c", code, "上海今天天气"], capture_output=True, text=True,
+                           env=subprocess_env())  # fmt: skip
+    assert plain.returncode == 1 and plain.stderr.count("\n") == 1 and "internal error" in plain.stderr
+    for how in (["--debug", "上海今天天气"], ["上海今天天气"]):
+        env = subprocess_env(HYBRID_WEATHER_DEBUG="1") if how == ["上海今天天气"] else subprocess_env()
+        debug = subprocess.run([sys.executable, "-c", code, *how], capture_output=True, text=True, env=env)
+        assert debug.returncode == 1 and "Traceback" in debug.stderr and "planted" in debug.stderr
