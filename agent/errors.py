@@ -9,6 +9,7 @@
     │   ├── UpstreamRejected        the service refused the request (AMap 10001 bad key, 10003 daily limit …)
     │   ├── MalformedResponse       a body that is not the documented shape
     │   ├── CircuitOpen             too many recent failures; not asking again for a while
+    │   ├── BudgetExhausted         the fleet's upstream budget is spent for now (retry_after_s says when)
     │   └── NotCovered              the provider cannot answer this (AMap abroad, air quality)
     ├── LLMUnavailable              an LLM is needed but none is configured or reachable (exit 4)
     └── LedgerUnavailable           the ledger's location cannot hold one (never stops an answer; exit 2
@@ -68,6 +69,14 @@ class MalformedResponse(WeatherUnavailable):
 
 class CircuitOpen(WeatherUnavailable):
     """Recent requests to the provider failed; it is left alone until the cool-down ends."""
+
+
+class BudgetExhausted(WeatherUnavailable):
+    """The fleet has made all the upstream requests its budget allows for now (HYBRID_WEATHER_UPSTREAM_LIMIT)."""
+
+    def __init__(self, message: str, *, provider: str = "", retry_after_s: float = 0.0) -> None:
+        super().__init__(message, provider=provider)
+        self.retry_after_s = retry_after_s
 
 
 class NotCovered(WeatherUnavailable):

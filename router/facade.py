@@ -54,6 +54,7 @@ class HybridRouter:
         llm_options: dict[str, Any] | None = None,
         shadow_rate: float = 0.0,
         disk_cache: bool = False,
+        cache_url: str | None = None,
     ) -> None:
         if provider is not None:
             check_provider(provider)
@@ -70,6 +71,7 @@ class HybridRouter:
             http_options=http_options or {},
             llm_options=llm_options or {},
             disk_cache=disk_cache,
+            cache_url=cache_url,
         )
 
     # -- the parts a caller may reach (built on first use) ------------------------------------------

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from hybrid_weather.agent.errors import ConfigurationError, LedgerUnavailable
 from hybrid_weather.agent.llm.models import ModelTable
 from hybrid_weather.agent.weather import (
+    DEFAULT_MAX_STALE_AGE,
     PROVIDER_CLASSES,
     AMapProvider,
     DemoProvider,
@@ -31,6 +32,9 @@ if TYPE_CHECKING:  # the LLM loop, the ledger (sqlite3) and shadow runs load whe
 logger = logging.getLogger("hybrid_weather")
 #: Seconds one ask may take for its weather, retries included (the LLM loop has its own, longer one).
 DEFAULT_DEADLINE = 5.0
+#: Seconds a worker keeps its own copy of a fetch when the fleet shares a cache: how much older than the
+#: fleet's its answers can be, and how often (at most) it asks Redis about one place.
+SHARED_LOCAL_TTL = 5.0
 
 
 class Parts:
@@ -48,8 +52,10 @@ class Parts:
         http_options: dict[str, Any],
         llm_options: dict[str, Any],
         disk_cache: bool = False,
+        cache_url: str | None = None,
     ) -> None:
         self._settings, self._provider, self._ledger, self._cache_ttl = settings, provider, ledger, cache_ttl
+        self._cache_url = cache_url
         #: Keep fetched forecasts in $HYBRID_WEATHER_HOME/forecast-cache.db too (for one-shot processes).
         self.disk_cache = disk_cache
         self.deadline = deadline
@@ -72,13 +78,25 @@ class Parts:
 
     @lazy_part
     def weather(self) -> WeatherService:
-        ttl = self.settings.cache_ttl if self._cache_ttl is None else self._cache_ttl
-        provider, disk = self._make_provider(), None
-        if self.disk_cache and ttl > 0 and not isinstance(provider, DemoProvider):  # demo data costs no request
+        settings = self.settings
+        ttl = settings.cache_ttl if self._cache_ttl is None else self._cache_ttl
+        provider, disk, shared = self._make_provider(), None, None
+        remote = not isinstance(provider, DemoProvider)  # demo data costs no request: nothing to share or keep
+        cache_url = self._cache_url or settings.cache_url
+        limit: tuple[tuple[int, int], ...] = ()
+        if cache_url and ttl > 0 and remote:
+            from hybrid_weather.agent.weather.shared_cache import SharedCache, parse_limit
+
+            shared = SharedCache(cache_url, keep_s=DEFAULT_MAX_STALE_AGE, prefix=settings.cache_prefix)
+            limit = parse_limit(settings.upstream_limit or provider.default_upstream_limit or "off")
+        elif self.disk_cache and ttl > 0 and remote:
             from hybrid_weather.agent.weather.disk_cache import DiskCache
 
-            disk = DiskCache(self.settings.home_dir() / "forecast-cache.db")
-        return WeatherService(provider, cache_ttl=ttl, disk=disk)
+            disk = DiskCache(settings.home_dir() / "forecast-cache.db")
+        local_ttl = SHARED_LOCAL_TTL if shared is not None else None
+        return WeatherService(
+            provider, cache_ttl=ttl, disk=disk, shared=shared, local_ttl=local_ttl, upstream_limit=limit
+        )
 
     @lazy_part
     def rule_answers(self) -> RuleAnswerer:

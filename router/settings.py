@@ -20,6 +20,9 @@ class Settings:
     amap_key: str | None = None
     amap_url: str | None = None
     cache_ttl: float = DEFAULT_CACHE_TTL
+    cache_url: str | None = None  #: redis:// or rediss:// for a forecast cache the fleet shares
+    cache_prefix: str = "hybrid-weather:"  #: key prefix in that Redis (deployments sharing one Redis differ)
+    upstream_limit: str | None = None  #: the fleet's upstream budget, e.g. 600/min,5000/h (None: the provider's)
     home: Path | None = None
     ledger: str | None = None
     ledger_queries: str = "masked"
@@ -60,6 +63,9 @@ class Settings:
             amap_key=env.get("AMAP_KEY") or None,
             amap_url=_base_url(env, "HYBRID_WEATHER_AMAP_URL"),
             cache_ttl=cache_ttl,
+            cache_url=_base_url(env, "HYBRID_WEATHER_CACHE_URL", schemes=("redis", "rediss")),
+            cache_prefix=env.get("HYBRID_WEATHER_CACHE_PREFIX") or "hybrid-weather:",
+            upstream_limit=env.get("HYBRID_WEATHER_UPSTREAM_LIMIT") or None,
             home=Path(home) if home else None,
             ledger=env.get("HYBRID_WEATHER_LEDGER") or None,
             ledger_queries=ledger_queries,
@@ -94,8 +100,8 @@ def check_provider(name: str, where: str = "--provider") -> None:
         raise ConfigurationError(f"unknown weather provider {name!r} in {where}; choose one of: {', '.join(PROVIDERS)}")
 
 
-def _base_url(env: Mapping[str, str], name: str) -> str | None:
-    """The base URL in variable NAME, or None; one that is not http(s)://host… is an error naming NAME."""
+def _base_url(env: Mapping[str, str], name: str, schemes: tuple[str, ...] = ("http", "https")) -> str | None:
+    """The base URL in variable NAME, or None; one that is not scheme://host… is an error naming NAME."""
     from urllib.parse import urlsplit
 
     value = (env.get(name) or "").strip()
@@ -103,10 +109,11 @@ def _base_url(env: Mapping[str, str], name: str) -> str | None:
         return None
     try:
         parts = urlsplit(value)
-        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+        usable = parts.scheme in schemes and bool(parts.hostname)
         _ = parts.port  # raises ValueError for a port that is not a number
     except ValueError:
         usable = False
     if not usable:
-        raise ConfigurationError(f"{name}={value!r} is not a usable URL; use http(s)://host[:port][/path]")
+        shape = "http(s)://host[:port][/path]" if schemes[0] == "http" else f"{schemes[0]}://host[:port][/db]"
+        raise ConfigurationError(f"{name} is not a usable URL; use {shape}")
     return value

@@ -16,12 +16,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .shapes import AirQuality, Forecast, HourlyForecast, from_jsonable, to_jsonable
+from .shapes import SHAPE_OF_KIND, from_jsonable, to_jsonable
 
 logger = logging.getLogger("hybrid_weather")
 
 DEFAULT_MAX_ENTRIES = 512  # places × kinds × past-day windows; a forecast is ~3 kB as JSON
-_KINDS: dict[str, type[Any]] = {"forecast": Forecast, "air": AirQuality, "hourly": HourlyForecast}
 
 
 class DiskCache:
@@ -42,7 +41,7 @@ class DiskCache:
                 return None
             try:
                 row = db.execute("SELECT body FROM fetches WHERE key = ?", (_text(key),)).fetchone()
-                return from_jsonable(_KINDS[key[0]], json.loads(row[0])) if row else None
+                return from_jsonable(SHAPE_OF_KIND[key[0]], json.loads(row[0])) if row else None
             except (sqlite3.Error, ValueError, TypeError, KeyError, AttributeError) as error:
                 self._give_up(error)
                 return None

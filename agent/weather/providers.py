@@ -64,6 +64,8 @@ class WeatherProvider(ABC):
     attribution: ClassVar[str | None] = None
     #: Open-Meteo's: forecast_days=16 (today and 15 more), past_days ≤ 92, air quality forecast_days ≤ 7.
     horizon: ClassVar[Horizon] = Horizon(days_ahead=15, days_back=92, air_days_ahead=6)
+    #: Requests a fleet may make, as HYBRID_WEATHER_UPSTREAM_LIMIT spells it, when the user sets none.
+    default_upstream_limit: ClassVar[str | None] = None
 
     @abstractmethod
     def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast: ...
@@ -96,6 +98,8 @@ class OpenMeteoProvider(_HTTPProvider):
     name = "open-meteo"
     label = "Open-Meteo"
     attribution = "Weather data by Open-Meteo.com (CC BY 4.0)"
+    # The free tier's published limits (open-meteo.com/en/terms): past them, requests are refused.
+    default_upstream_limit = "600/min,5000/h,10000/d"
 
     def __init__(self, base_url: str | None = None, **http: Any) -> None:
         base = base_url.rstrip("/") if base_url else None

@@ -19,11 +19,12 @@ import cachetools
 
 from hybrid_weather.rules import Place
 
-from ..errors import NotCovered, UpstreamTimeout, WeatherUnavailable
+from ..errors import BudgetExhausted, NotCovered, UpstreamTimeout, WeatherUnavailable
 from .providers import WeatherProvider
 
 if TYPE_CHECKING:
     from .disk_cache import DiskCache
+    from .shared_cache import SharedCache
 from .shapes import AirQuality, Forecast, HourlyForecast
 
 DEFAULT_CACHE_TTL = 600.0
@@ -77,6 +78,9 @@ class WeatherService:
         cache_size: int = DEFAULT_CACHE_SIZE,
         io_threads: int = DEFAULT_IO_THREADS,
         disk: DiskCache | None = None,
+        shared: SharedCache | None = None,
+        local_ttl: float | None = None,
+        upstream_limit: tuple[tuple[int, int], ...] = (),
     ) -> None:
         self.provider = provider
         self.io_threads = io_threads
@@ -84,8 +88,14 @@ class WeatherService:
         #: A cache that outlives the process (the one-shot CLI's), read when this one misses.
         self.disk = disk
         self.max_stale_age = max_stale_age
+        #: A cache the fleet shares (Redis), read when this one misses; this one then keeps copies for only
+        #: LOCAL_TTL seconds, so a worker's answers are never older than the fleet's by more than that.
+        self.shared = shared
+        #: (requests, window seconds) the fleet may make upstream, counted in the shared cache.
+        self.upstream_limit = upstream_limit
+        local = cache_ttl if local_ttl is None else min(local_ttl, cache_ttl)
         self._fresh: cachetools.TTLCache[CacheKey, Any] | None = (
-            cachetools.TTLCache(cache_size, cache_ttl) if cache_ttl > 0 else None
+            cachetools.TTLCache(cache_size, local) if cache_ttl > 0 and local > 0 else None
         )
         self._stale: cachetools.LRUCache[CacheKey, Any] = cachetools.LRUCache(cache_size)
         self._inflight: dict[CacheKey, concurrent.futures.Future[Any]] = {}
@@ -98,6 +108,8 @@ class WeatherService:
             self._io_pool.shutdown(wait=False, cancel_futures=True)
         if self.disk is not None:
             self.disk.close()
+        if self.shared is not None:
+            self.shared.close()
         self.provider.close()
 
     @property
@@ -222,7 +234,7 @@ class WeatherService:
         self, key: CacheKey, future: concurrent.futures.Future[Any], fetch: Fetch, place: Place, deadline: float
     ) -> None:
         try:
-            value = fetch(place, past_days=key[-1], deadline=deadline)
+            value = self._fetch(key, fetch, place, deadline)
         except BaseException as error:
             with self._lock:
                 self._inflight.pop(key, None)
@@ -236,6 +248,42 @@ class WeatherService:
         future.set_result(value)
         if self.disk is not None:
             self.disk.put(key, value)
+
+    def _fetch(self, key: CacheKey, fetch: Fetch, place: Place, deadline: float) -> Any:
+        """KEY's data from the provider, or from the fleet's cache when a worker fetched it lately. With a
+        shared cache, one worker fleet-wide fetches each key at a time; the others wait for its copy."""
+        shared = self.shared
+        if shared is None or self.cache_ttl <= 0:
+            return fetch(place, past_days=key[-1], deadline=deadline)
+        pause = 0.02
+        while True:
+            value = shared.get(key)
+            if value is not None and time.time() - value.fetched_at <= self.cache_ttl:
+                return value
+            token = shared.acquire(key, hold_s=max(0.0, deadline - time.monotonic()))
+            if token is not None:
+                try:
+                    wait = shared.spend(self.provider.name, self.upstream_limit)
+                    if wait:
+                        raise BudgetExhausted(
+                            f"upstream budget exhausted for {self.provider.label} (HYBRID_WEATHER_UPSTREAM_LIMIT); "
+                            f"retry in {wait:.0f} s",
+                            provider=self.provider.name,
+                            retry_after_s=wait,
+                        )
+                    value = fetch(place, past_days=key[-1], deadline=deadline)
+                    shared.put(key, value)
+                    return value
+                finally:
+                    shared.release(key, token)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise UpstreamTimeout(
+                    f"another worker was fetching from {self.provider.label} and did not finish within the deadline",
+                    provider=self.provider.name,
+                )
+            time.sleep(min(pause, remaining))  # the holder's copy lands within its own deadline
+            pause = min(pause * 2, 0.2)
 
     def _from_disk(self, key: CacheKey, future: concurrent.futures.Future[Any]) -> Fetched[Any] | None:
         """A fresh enough value from the disk cache, handed to anyone waiting on FUTURE too; else None."""
@@ -255,6 +303,8 @@ class WeatherService:
             candidates = [self._stale.get((*key[:-1], w)) for w in _PAST_WINDOWS[_PAST_WINDOWS.index(key[-1]) :]]
         if self.disk is not None:  # the last good data of an earlier process
             candidates.append(self.disk.get(key))
+        if self.shared is not None:  # the last good data any worker of the fleet saw
+            candidates.append(self.shared.get(key))
         fresh_enough = [v for v in candidates if v is not None and time.time() - v.fetched_at <= self.max_stale_age]
         if not fresh_enough:
             raise error

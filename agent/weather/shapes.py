@@ -201,6 +201,10 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+#: What each kind of cached fetch is (the first part of a cache key), for caches that store them as JSON.
+SHAPE_OF_KIND: dict[str, type[Any]] = {"forecast": Forecast, "air": AirQuality, "hourly": HourlyForecast}
+
+
 def from_jsonable(cls: type[Any], data: dict[str, Any]) -> Any:
     """The dataclass CLS rebuilt from what to_jsonable made of one (the disk cache's way back)."""
     hints = typing.get_type_hints(cls)
@@ -225,6 +229,7 @@ def _decode(hint: Any, value: Any) -> Any:
 
 
 __all__ = [
+    "SHAPE_OF_KIND",
     "AirQuality",
     "CurrentWeather",
     "DailyAir",

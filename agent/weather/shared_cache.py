@@ -1,0 +1,161 @@
+"""The forecast cache a fleet shares: Redis (HYBRID_WEATHER_CACHE_URL=redis://host:port/db or rediss://).
+
+Every worker on every host reads the same copy of each fetch, so N workers ask the provider once per
+place, and any of them can answer with the last good copy when the provider fails. What lives here:
+- each fetch as JSON under `<prefix>data:<key>`, kept for the stale window (its age is in the value,
+  so freshness is judged by the reader with the usual TTL);
+- a fetch lock per key, `SET NX PX` with a random token, released only by its holder (compare-and-delete
+  in one Lua script); a holder that dies frees the key when the lock expires, which is never later than
+  the holder's own deadline.
+Redis is a speed-up, never a dependency of an answer: any Redis error marks it down for DOWN_INTERVAL
+(one warning per interval) and the caller fetches for itself; it reconnects by itself after that.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import threading
+import time
+from typing import Any
+
+from ..errors import ConfigurationError
+from .shapes import SHAPE_OF_KIND, from_jsonable, to_jsonable
+
+logger = logging.getLogger("hybrid_weather")
+
+#: Seconds Redis is left alone after an error before it is tried again.
+DOWN_INTERVAL = 5.0
+#: Seconds one Redis command may take (connect included): a cache slower than this is no cache.
+COMMAND_TIMEOUT = 0.25
+_UNLOCK = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+# One request against every window at once, or none: KEYS are the windows' counters, ARGV their limits
+# then their lengths in ms. Returns 0 when the request may go, else the 1-based index of a full window.
+_SPEND = """
+local n = #KEYS
+for i = 1, n do
+  if tonumber(redis.call('get', KEYS[i]) or '0') >= tonumber(ARGV[i]) then return i end
+end
+for i = 1, n do
+  if redis.call('incr', KEYS[i]) == 1 then redis.call('pexpire', KEYS[i], ARGV[n + i]) end
+end
+return 0
+"""
+_UNITS = {"s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
+
+
+def parse_limit(text: str, setting: str = "HYBRID_WEATHER_UPSTREAM_LIMIT") -> tuple[tuple[int, int], ...]:
+    """'600/min,5000/h,10000/d' as ((600, 60), (5000, 3600), (10000, 86400)); 'off' as (). SETTING names
+    where the text came from, for the error."""
+    if text.strip().lower() in ("off", "none", "0", ""):
+        return ()
+    windows = []
+    for part in text.split(","):
+        count, _, unit = part.strip().partition("/")
+        if not count.strip().isdigit() or unit.strip().lower() not in _UNITS or int(count) <= 0:
+            raise ConfigurationError(
+                f"{setting}={text!r} is not a budget; use requests per window, e.g. 600/min,5000/h,10000/d (or off)"
+            )
+        windows.append((int(count), _UNITS[unit.strip().lower()]))
+    return tuple(windows)
+
+
+class SharedCache:
+    """Fetches shared through Redis, and the lock that makes one worker fetch each. Thread-safe."""
+
+    def __init__(self, url: str, *, keep_s: float, prefix: str = "hybrid-weather:") -> None:
+        try:
+            import redis  # deferred: only a fleet that set HYBRID_WEATHER_CACHE_URL needs it
+        except ImportError:
+            raise ConfigurationError(
+                "HYBRID_WEATHER_CACHE_URL needs the Redis client: pip install 'hybrid-weather[fleet]'"
+            ) from None
+
+        self.url = url
+        self.keep_s = keep_s  #: how long a copy is kept: the stale window
+        self.prefix = prefix
+        self._errors: tuple[type[Exception], ...] = (redis.RedisError, OSError)
+        self._client = redis.Redis.from_url(
+            url, socket_timeout=COMMAND_TIMEOUT, socket_connect_timeout=COMMAND_TIMEOUT, health_check_interval=30
+        )
+        self._unlock = self._client.register_script(_UNLOCK)
+        self._spend = self._client.register_script(_SPEND)
+        self._down_until = 0.0
+        self._lock = threading.Lock()
+
+    @property
+    def down(self) -> bool:
+        return time.monotonic() < self._down_until
+
+    def get(self, key: tuple[Any, ...]) -> Any | None:
+        """The copy stored under KEY, whatever its age (the caller judges it), or None."""
+        raw = self._call(self._client.get, self._name("data", key))
+        if raw is None:
+            return None
+        try:
+            return from_jsonable(SHAPE_OF_KIND[key[0]], json.loads(raw))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None  # a copy this version cannot read is a miss, not an error
+
+    def put(self, key: tuple[Any, ...], value: Any) -> None:
+        body = json.dumps(to_jsonable(value), ensure_ascii=False)
+        self._call(self._client.set, self._name("data", key), body, px=int(self.keep_s * 1000))
+
+    def acquire(self, key: tuple[Any, ...], hold_s: float) -> str | None:
+        """A token if this worker may fetch KEY now (for at most HOLD_S), None if another worker is fetching
+        it. While Redis is down every worker may fetch: a lost lock costs a request, never an answer."""
+        token = secrets.token_hex(8)
+        got = self._call(self._client.set, self._name("lock", key), token, nx=True, px=max(1, int(hold_s * 1000)))
+        if got is None and self.down:
+            return token
+        return token if got else None
+
+    def release(self, key: tuple[Any, ...], token: str) -> None:
+        self._call(self._unlock, keys=[self._name("lock", key)], args=[token])
+
+    def spend(self, provider: str, windows: tuple[tuple[int, int], ...]) -> float:
+        """Count one upstream request against the fleet's budget: 0 when it may go, else the seconds until
+        the full window ends. Windows are fixed (a minute, an hour, a day of the clock), counted in Redis
+        atomically, so the whole fleet together stays within them. While Redis is down nothing is counted."""
+        if not windows:
+            return 0.0
+        now = time.time()
+        keys = [f"{self.prefix}budget:{provider}:{length}:{int(now // length)}" for _, length in windows]
+        limits = [count for count, _ in windows] + [length * 1000 for _, length in windows]
+        full = self._call(self._spend, keys=keys, args=limits)
+        if not full:
+            return 0.0
+        length = windows[int(full) - 1][1]
+        return length - now % length
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _name(self, kind: str, key: tuple[Any, ...]) -> str:
+        return f"{self.prefix}{kind}:{json.dumps(key, ensure_ascii=False)}"
+
+    def _call(self, command: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.down:
+            return None
+        try:
+            return command(*args, **kwargs)
+        except self._errors as error:
+            with self._lock:
+                if not self.down:
+                    logger.warning(
+                        "the shared cache at %s is unreachable (%s); each worker fetches for itself for %.0f s",
+                        _safe(self.url),
+                        type(error).__name__,
+                        DOWN_INTERVAL,
+                    )
+                self._down_until = time.monotonic() + DOWN_INTERVAL
+            return None
+
+
+def _safe(url: str) -> str:
+    """URL without its password (redis://:secret@host → redis://host)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}{parts.path}"

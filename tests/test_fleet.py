@@ -1,0 +1,161 @@
+"""A fleet sharing one forecast cache in Redis (issue 13, part 1), against the real Redis server this
+machine runs (HYBRID_WEATHER_TEST_REDIS_URL, default redis://127.0.0.1:6379/15), each test under its own
+key prefix, cleaned up after. No mocks: the workers are real processes."""
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from hybrid_weather.router import HybridRouter, Settings
+
+from conftest import FAST_HTTP, TODAY, subprocess_env
+
+REDIS_URL = os.environ.get("HYBRID_WEATHER_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+_WORKER = """
+import datetime as dt, json, sys, threading
+from hybrid_weather.router import HybridRouter, Settings
+weather_url, cache_url, prefix, threads, deadline = sys.argv[1:6]
+settings = Settings(open_meteo_url=weather_url, cache_url=cache_url, cache_prefix=prefix)
+results = []
+with HybridRouter(settings=settings, ledger="off", deadline=float(deadline)) as router:
+    def one():
+        try:
+            results.append(router.ask("上海今天天气", today=dt.date(2026, 11, 29)).route)
+        except Exception as error:
+            results.append(type(error).__name__)
+    workers = [threading.Thread(target=one) for _ in range(int(threads))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+print(json.dumps(results), flush=True)
+"""
+
+
+@pytest.fixture
+def redis_prefix():
+    """A key prefix of this test's own on the test Redis, deleted afterwards; skips (or, under
+    HYBRID_WEATHER_REQUIRE_SERVICES=1, fails) when no Redis answers."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1)
+    try:
+        client.ping()
+    except redis.RedisError as error:
+        reason = f"no Redis at {REDIS_URL} ({error}); start one (redis-server) or set HYBRID_WEATHER_TEST_REDIS_URL"
+        if os.environ.get("HYBRID_WEATHER_REQUIRE_SERVICES") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    prefix = f"hw-test-{uuid.uuid4().hex[:12]}:"
+    yield prefix
+    for key in client.scan_iter(match=f"{prefix}*"):
+        client.delete(key)
+    client.close()
+
+
+def worker(weather_url, prefix, threads=50, deadline=5.0):
+    return subprocess.Popen(
+        [sys.executable, "-c", _WORKER, weather_url, REDIS_URL, prefix, str(threads), str(deadline)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    )
+
+
+def test_four_processes_of_fifty_threads_make_one_upstream_request(weather_server, redis_prefix):
+    weather_server.delay = 1.0  # slow enough that every worker asks while the first fetch is under way
+    workers = [worker(weather_server.url, redis_prefix) for _ in range(4)]
+    results = []
+    for process in workers:
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 0, err
+        results.extend(json.loads(out))
+    assert len(results) == 200 and set(results) == {"rule"}
+    assert weather_server.requests["/v1/forecast"] == 1
+
+
+def test_a_lock_holder_killed_mid_fetch_blocks_the_others_no_longer_than_its_deadline(weather_server, redis_prefix):
+    weather_server.fail("/v1/forecast", "slow:30")  # the first request never finishes in time
+    holder = worker(weather_server.url, redis_prefix, threads=1, deadline=2.0)
+    deadline = time.monotonic() + 20
+    while weather_server.requests["/v1/forecast"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(10)
+    started = time.monotonic()
+    successor = worker(weather_server.url, redis_prefix, threads=1, deadline=5.0)
+    out, err = successor.communicate(timeout=60)
+    assert json.loads(out) == ["rule"], err
+    assert weather_server.requests["/v1/forecast"] == 2 and time.monotonic() - started < 5.0 + 2
+
+
+def test_any_worker_serves_the_fleets_last_good_copy_when_the_provider_fails(weather_server, redis_prefix):
+    settings = Settings(open_meteo_url=weather_server.url, cache_url=REDIS_URL, cache_prefix=redis_prefix)
+    with HybridRouter(settings=settings, ledger="off", cache_ttl=1, http_options=FAST_HTTP) as first:
+        assert not first.ask("上海今天天气", today=TODAY).stale
+    time.sleep(1.2)  # past the TTL: the next ask goes upstream, which now fails
+    weather_server.fail("/v1/forecast", "500", "500", "500")
+    with HybridRouter(settings=settings, ledger="off", cache_ttl=1, http_options=FAST_HTTP) as other:
+        answer = other.ask("上海今天天气", today=TODAY)  # a fresh process-like router: its own memory is empty
+    assert answer.stale and answer.route == "rule"
+
+
+def test_an_unreachable_redis_costs_no_answer_and_warns_once(weather_server, caplog):
+    from fake_weather import refused_url
+
+    dead = refused_url().replace("http://", "redis://") + "/0"
+    settings = Settings(open_meteo_url=weather_server.url, cache_url=dead)
+    caplog.set_level(logging.WARNING, logger="hybrid_weather")
+    with HybridRouter(settings=settings, ledger="off", cache_ttl=600) as router:
+        for place in ("上海", "北京", "广州", "深圳", "杭州") * 4:
+            assert router.ask(f"{place}今天天气", today=TODAY).route == "rule"
+    warnings = [r for r in caplog.records if "shared cache" in r.getMessage()]
+    assert len(warnings) == 1 and "unreachable" in warnings[0].getMessage()
+    assert weather_server.requests["/v1/forecast"] == 5  # the in-process cache still works
+
+
+def test_the_upstream_budget_holds_fleet_wide(weather_server, redis_prefix, tmp_path):
+    import sqlite3
+
+    from corpus import distinct_cities
+
+    from hybrid_weather.agent.errors import BudgetExhausted
+
+    settings = Settings(open_meteo_url=weather_server.url, cache_url=REDIS_URL, cache_prefix=redis_prefix,
+                        upstream_limit="10/min")  # fmt: skip
+    ledger = tmp_path / "l.db"
+    # Two routers, as two workers would be: the budget is the fleet's, not each one's.
+    with HybridRouter(settings=settings, ledger=str(ledger)) as one, HybridRouter(settings=settings,
+                                                                                  ledger="off") as two:  # fmt: skip
+        cities = distinct_cities(one, 100, TODAY)
+        answered, refused = 0, []
+        for i, city in enumerate(cities * 2):
+            try:
+                (one if i % 2 else two).ask(f"{city}今天天气", today=TODAY)
+                answered += 1
+            except BudgetExhausted as error:
+                refused.append(error)
+    assert weather_server.requests["/v1/forecast"] == 10
+    assert answered >= 10 and answered + len(refused) == 200
+    assert all("upstream budget exhausted" in str(e) and "retry in" in str(e) for e in refused)
+    assert all(0 < e.retry_after_s <= 60 for e in refused)
+    with sqlite3.connect(ledger) as db:
+        counted = db.execute("SELECT count(*) FROM requests WHERE outcome = 'BudgetExhausted'").fetchone()[0]
+    assert counted > 0  # refusals are rows in the ledger, as every failure is
+
+
+def test_a_budget_that_is_not_one_is_a_configuration_error(redis_prefix):
+    from hybrid_weather.agent.errors import ConfigurationError
+
+    settings = Settings(cache_url=REDIS_URL, cache_prefix=redis_prefix, upstream_limit="lots")
+    with HybridRouter(settings=settings, ledger="off") as router, pytest.raises(ConfigurationError, match="600/min"):
+        router.ask("上海今天天气", today=TODAY)
