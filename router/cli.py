@@ -428,6 +428,57 @@ def misses(days: int, as_json: bool) -> None:
         click.echo(json.dumps(report, ensure_ascii=False) if as_json else render_misses(report))
 
 
+@cli.group()
+def ledger() -> None:
+    """Look after the request ledger.
+
+    \b
+        hybrid-weather ledger status
+        hybrid-weather ledger status --json
+    """
+
+
+@ledger.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+def status(as_json: bool) -> None:
+    """Where the ledger is, how many rows it holds, and how many wait in its spool file.
+
+    Rows wait in the spool when the ledger could not take them (locked, unwritable, away); the next
+    process that opens the ledger writes them in, once each.
+    """
+    from .ledger import SpoolLedger
+
+    with _errors_as_exit_codes(), HybridRouter() as router:
+        store = router.ledger
+        if store is None:
+            raise ConfigurationError("the ledger is off (HYBRID_WEATHER_LEDGER=off); unset it to keep one")
+        store.flush()  # this process's own replay of spooled rows, if any, lands before counting
+        rows = None
+        if not isinstance(store, SpoolLedger):
+            db = store.connect()
+            try:
+                rows = db.execute("SELECT count(*) FROM requests").fetchone()[0]
+            finally:
+                db.close()
+        report = {
+            "location": store.location,
+            "rows": rows,
+            "spooled": store.spool.count(),
+            "spool": str(store.spool.path),
+            "problem": store.problem,
+        }
+        if as_json:
+            click.echo(json.dumps(report, ensure_ascii=False))
+            return
+        held = "unusable" if rows is None else f"{rows:,} row{'' if rows == 1 else 's'}"
+        click.echo(f"ledger:  {report['location']} ({held})")
+        click.echo(
+            f"spooled: {report['spooled']:,} row{'' if report['spooled'] == 1 else 's'} waiting in {report['spool']}"
+        )
+        if report["problem"]:
+            click.echo(f"problem: {report['problem']}")
+
+
 def _read_ledger(
     router: HybridRouter, read: Callable[[sqlite3.Connection], dict[str, Any]]
 ) -> tuple[str, dict[str, Any]]:

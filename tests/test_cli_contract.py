@@ -284,3 +284,16 @@ main()
         env = subprocess_env(HYBRID_WEATHER_DEBUG="1") if how == ["上海今天天气"] else subprocess_env()
         debug = subprocess.run([sys.executable, "-c", code, *how], capture_output=True, text=True, env=env)
         assert debug.returncode == 1 and "Traceback" in debug.stderr and "planted" in debug.stderr
+
+
+def test_ledger_status_counts_the_rows_and_what_waits_in_the_spool(tmp_path):
+    ledger = tmp_path / "l.db"
+    assert console("上海今天天气", "--provider", "demo", HYBRID_WEATHER_LEDGER=str(ledger)).returncode == 0
+    spool = tmp_path / "l.db.spool.jsonl"
+    spool.write_text('{"id": "cut short\n', "utf-8")  # a torn line: it waits, it is never dropped
+    result = console("ledger", "status", "--json", HYBRID_WEATHER_LEDGER=str(ledger))
+    report = json.loads(result.stdout)
+    assert result.returncode == 0 and report["rows"] == 1 and report["spooled"] == 1
+    assert report["spool"] == str(spool)
+    off = console("ledger", "status", HYBRID_WEATHER_LEDGER="off")
+    assert off.returncode == 2 and "HYBRID_WEATHER_LEDGER=off" in off.stderr

@@ -330,3 +330,22 @@ def test_a_tool_call_needing_no_second_loop_still_works_masked(weather_server, l
         result = router.ask("北京明天适合出游吗 我的邮箱foo@example.com", today=TODAY)
     assert result.text == "适合。"
     assert "foo@example.com" not in json.dumps(llm_server.requests, ensure_ascii=False)
+
+
+def test_spooled_rows_are_replayed_once_when_the_ledger_is_back(tmp_path):
+    path = tmp_path / "l.db"
+    ledger = Ledger(path)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")  # the database is away: rows go to the spool
+    for i in range(3):
+        ledger.record(LedgerEntry(started_at=time.time(), route="rule", query=f"q{i}"))
+    ledger.close()
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    spool = ledger.spool.path
+    spool.write_text(spool.read_text("utf-8") * 2 + '{"id": "cut short', "utf-8")  # the same rows twice, a torn line
+    again = Ledger(path)
+    again.flush()
+    again.close()
+    assert sorted(row["query"] for row in rows(path)) == ["q0", "q1", "q2"]  # once each: ids are unique
+    assert spool.read_text("utf-8") == '{"id": "cut short\n'  # the torn line waits, it is not dropped

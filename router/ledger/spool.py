@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -33,6 +34,40 @@ class Spool:
                 file.flush()
                 os.fsync(file.fileno())
             self.rows += len(rows)
+
+    def take(self) -> list[dict[str, Any]]:
+        """Every row spooled so far (by any process), moved out of the file: the file is renamed first, so
+        rows appended meanwhile start a new one. A line that is not a whole row (a write cut short) is put
+        back for the next time rather than lost."""
+        taken = self.path.with_name(f"{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.replaying")
+        with self._lock:
+            try:
+                os.rename(self.path, taken)
+            except FileNotFoundError:
+                return []
+        rows, broken = [], []
+        with taken.open(encoding="utf-8", errors="replace") as file:
+            for line in file:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    broken.append(line)
+                    continue
+                if isinstance(row, dict) and isinstance(row.get("id"), str):
+                    rows.append(row)
+        if broken:
+            with self._lock, open(self.path, "a", encoding="utf-8") as file:
+                file.writelines(line if line.endswith("\n") else line + "\n" for line in broken)
+        taken.unlink()
+        return rows
+
+    def count(self) -> int:
+        """Rows waiting in the file now (lines), 0 when there is none."""
+        try:
+            with self.path.open("rb") as file:
+                return sum(1 for _ in file)
+        except FileNotFoundError:
+            return 0
 
 
 def spool_path(ledger: str) -> Path:

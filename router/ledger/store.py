@@ -200,6 +200,9 @@ class Ledger:
     def _write_loop(self) -> None:
         db: sqlite3.Connection | None = None
         stopping = False
+        with contextlib.suppress(Exception):  # a replay that fails leaves the rows in the spool
+            db = self._connect()
+            self._replay(db)
         while not stopping:
             batch, markers, stopping = self._next_batch()
             try:
@@ -252,6 +255,27 @@ class Ledger:
                     self._spool_rows(rows, f"the ledger at {self.location} refused {len(rows)} rows ({error})")
                     return
                 time.sleep(COMMIT_PAUSE * attempt)
+
+    def _replay(self, db: sqlite3.Connection) -> None:
+        """Rows an earlier writer had to spool, written now; each row's unique id makes a second replay of
+        the same row a no-op, so nothing is counted twice."""
+        if self.location == ":memory:":
+            return
+        taken = self.spool.take()
+        if not taken:
+            return
+        rows = [tuple(row.get(column) for column in COLUMNS) for row in taken]
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany(_INSERT.replace("INSERT", "INSERT OR IGNORE", 1), rows)
+            db.execute("COMMIT")
+        except sqlite3.Error as error:
+            with contextlib.suppress(sqlite3.Error):
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+            self._spool_rows(rows, f"spooled rows could not be replayed yet ({error})")
+            return
+        logger.info("ledger: %d spooled rows replayed into %s", len(rows), self.location)
 
     def _drain(self) -> list[LedgerEntry]:
         left: list[LedgerEntry] = []
