@@ -2,7 +2,9 @@
 
 It owns the provider (and so its HTTP client), a TTL cache keyed by place so that different questions
 about one place share one fetch, single-flight so that N concurrent asks for one key cause one upstream
-request, and a stale store that answers with the last good data when the provider fails.
+request, and a stale store that answers with the last good data when the provider fails. A second level
+can sit behind the in-process cache: the one-shot CLI's file (disk_cache.py) or a fleet's Redis
+(shared_cache.py), which also makes single-flight and the upstream budget fleet-wide.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from hybrid_weather.rules import Place
 
 from ..errors import BudgetExhausted, NotCovered, UpstreamTimeout, WeatherUnavailable
 from .providers import WeatherProvider
+from .shapes import AirQuality, Forecast, HourlyForecast
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the second-level caches load only when configured
     from .disk_cache import DiskCache
     from .shared_cache import SharedCache
-from .shapes import AirQuality, Forecast, HourlyForecast
 
 DEFAULT_CACHE_TTL = 600.0
 #: The oldest data served when the provider fails (stale-if-error). Six hours: older forecasts have
