@@ -101,7 +101,11 @@ def test_a_lock_holder_killed_mid_fetch_blocks_the_others_no_longer_than_its_dea
 def test_any_worker_serves_the_fleets_last_good_copy_when_the_provider_fails(weather_server, redis_prefix):
     settings = Settings(open_meteo_url=weather_server.url, cache_url=REDIS_URL, cache_prefix=redis_prefix)
     with HybridRouter(settings=settings, ledger="off", cache_ttl=1, http_options=FAST_HTTP) as first:
-        assert not first.ask("上海今天天气", today=TODAY).stale
+        fetched = first.ask("上海今天天气", today=TODAY)
+        assert not fetched.stale and not fetched.cache_hit
+    with HybridRouter(settings=settings, ledger="off", cache_ttl=1, http_options=FAST_HTTP) as second:
+        assert second.ask("上海今天天气", today=TODAY).cache_hit  # the fleet's copy: a hit, not a fetch
+    assert weather_server.requests["/v1/forecast"] == 1
     time.sleep(1.2)  # past the TTL: the next ask goes upstream, which now fails
     weather_server.fail("/v1/forecast", "500", "500", "500")
     with HybridRouter(settings=settings, ledger="off", cache_ttl=1, http_options=FAST_HTTP) as other:

@@ -158,7 +158,7 @@ class WeatherService:
         key, hit, future, leader = self._begin(kind, place, past_days)
         if hit is not None:
             return hit
-        started = time.monotonic()
+        started, asked = time.monotonic(), time.time()
         if leader:
             on_disk = self._from_disk(key, future)
             if on_disk is not None:
@@ -175,9 +175,7 @@ class WeatherService:
             )
         except WeatherUnavailable as error:
             return self._stale_or_raise(key, error)
-        return Fetched(
-            value, False, False, max(0.0, time.time() - value.fetched_at), (time.monotonic() - started) * 1000
-        )
+        return _came_through(value, started, asked)
 
     async def _aget(self, kind: str, place: Place, past_days: int, deadline: float, fetch: Fetch) -> Fetched[Any]:
         import asyncio  # not at module level: ~18 ms that synchronous programs never need
@@ -185,7 +183,7 @@ class WeatherService:
         key, hit, future, leader = self._begin(kind, place, past_days)
         if hit is not None:
             return hit
-        started = time.monotonic()
+        started, asked = time.monotonic(), time.time()
         if leader:
             # The provider's client is synchronous and pooled; a worker thread keeps the event loop free,
             # and the shared future lets thread and task callers wait on the same upstream request.
@@ -203,9 +201,7 @@ class WeatherService:
             )
         except WeatherUnavailable as error:
             return self._stale_or_raise(key, error)
-        return Fetched(
-            value, False, False, max(0.0, time.time() - value.fetched_at), (time.monotonic() - started) * 1000
-        )
+        return _came_through(value, started, asked)
 
     def _begin(
         self, kind: str, place: Place, past_days: int
@@ -312,3 +308,15 @@ class WeatherService:
             raise error
         value = max(fresh_enough, key=lambda v: v.fetched_at)
         return Fetched(value, False, True, time.time() - value.fetched_at, 0.0)
+
+
+def _came_through(value: Any, started: float, asked: float) -> Fetched[Any]:
+    """VALUE as it came through a shared future: fetched for this ask, or a copy the fleet's cache already
+    held (fetched before the ask began, so a cache hit). STARTED is monotonic, ASKED wall-clock time."""
+    return Fetched(
+        value,
+        value.fetched_at < asked,
+        False,
+        max(0.0, time.time() - value.fetched_at),
+        (time.monotonic() - started) * 1000,
+    )
