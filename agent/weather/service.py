@@ -160,19 +160,11 @@ class WeatherService:
             return hit
         started, asked = time.monotonic(), time.time()
         if leader:
-            on_disk = self._from_disk(key, future)
-            if on_disk is not None:
-                return on_disk
             self._run(key, future, fetch, place, deadline)
         try:
             value = future.result(timeout=max(0.0, deadline - time.monotonic()))
         except concurrent.futures.TimeoutError:
-            return self._stale_or_raise(
-                key,
-                UpstreamTimeout(
-                    f"{self.provider.label} did not answer within the deadline", provider=self.provider.name
-                ),
-            )
+            return self._stale_or_raise(key, self._too_late())
         except WeatherUnavailable as error:
             return self._stale_or_raise(key, error)
         return _came_through(value, started, asked)
@@ -193,12 +185,7 @@ class WeatherService:
             waiting = asyncio.shield(asyncio.wrap_future(future))
             value = await asyncio.wait_for(waiting, timeout=max(0.0, deadline - time.monotonic()))
         except asyncio.TimeoutError:
-            return self._stale_or_raise(
-                key,
-                UpstreamTimeout(
-                    f"{self.provider.label} did not answer within the deadline", provider=self.provider.name
-                ),
-            )
+            return self._stale_or_raise(key, self._too_late())
         except WeatherUnavailable as error:
             return self._stale_or_raise(key, error)
         return _came_through(value, started, asked)
@@ -244,19 +231,27 @@ class WeatherService:
             self._stale[key] = value
             self._inflight.pop(key, None)
         future.set_result(value)
-        if self.disk is not None:
-            self.disk.put(key, value)
 
     def _fetch(self, key: CacheKey, fetch: Fetch, place: Place, deadline: float) -> Any:
-        """KEY's data from the provider, or from the fleet's cache when a worker fetched it lately. With a
-        shared cache, one worker fleet-wide fetches each key at a time; the others wait for its copy."""
+        """KEY's data from a second-level cache that holds a fresh copy (the CLI's file, the fleet's Redis),
+        else from the provider; with a shared cache, one worker fleet-wide fetches each key at a time."""
+        if self.disk is not None:
+            value = self.disk.get(key)
+            if self._fresh_enough(value):
+                return value
+        value = self._fetch_upstream(key, fetch, place, deadline)
+        if self.disk is not None:
+            self.disk.put(key, value)
+        return value
+
+    def _fetch_upstream(self, key: CacheKey, fetch: Fetch, place: Place, deadline: float) -> Any:
         shared = self.shared
-        if shared is None or self.cache_ttl <= 0:
+        if shared is None:
             return fetch(place, past_days=key[-1], deadline=deadline)
         pause = 0.02
         while True:
             value = shared.get(key)
-            if value is not None and time.time() - value.fetched_at <= self.cache_ttl:
+            if self._fresh_enough(value):
                 return value
             token = shared.acquire(key, hold_s=max(0.0, deadline - time.monotonic()))
             if token is not None:
@@ -276,25 +271,18 @@ class WeatherService:
                     shared.release(key, token)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise UpstreamTimeout(
-                    f"another worker was fetching from {self.provider.label} and did not finish within the deadline",
-                    provider=self.provider.name,
-                )
+                raise self._too_late(f"another worker's fetch from {self.provider.label}")
             time.sleep(min(pause, remaining))  # the holder's copy lands within its own deadline
             pause = min(pause * 2, 0.2)
 
-    def _from_disk(self, key: CacheKey, future: concurrent.futures.Future[Any]) -> Fetched[Any] | None:
-        """A fresh enough value from the disk cache, handed to anyone waiting on FUTURE too; else None."""
-        value = self.disk.get(key) if self.disk is not None and self._fresh is not None else None
-        if value is None or time.time() - value.fetched_at > self.cache_ttl:
-            return None
-        with self._lock:
-            assert self._fresh is not None
-            self._fresh[key] = value
-            self._stale[key] = value
-            self._inflight.pop(key, None)
-        future.set_result(value)
-        return Fetched(value, True, False, max(0.0, time.time() - value.fetched_at), 0.0)
+    def _fresh_enough(self, value: Any | None) -> bool:
+        """Whether a copy from a second-level cache may be served as fresh (within the TTL)."""
+        return value is not None and time.time() - value.fetched_at <= self.cache_ttl
+
+    def _too_late(self, waited_for: str | None = None) -> UpstreamTimeout:
+        """The error for a deadline that passed while waiting on WAITED_FOR (default: the provider)."""
+        what = f"{self.provider.label} did not answer" if waited_for is None else f"{waited_for} did not end"
+        return UpstreamTimeout(f"{what} within the deadline", provider=self.provider.name)
 
     def _stale_or_raise(self, key: CacheKey, error: WeatherUnavailable) -> Fetched[Any]:
         with self._lock:
