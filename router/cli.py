@@ -44,6 +44,12 @@ def _parse_today(ctx: click.Context, param: click.Parameter, value: str | None) 
     return day
 
 
+_provider_option = click.option(
+    "--provider",
+    type=click.Choice(PROVIDERS),
+    default=None,
+    help="Weather source (default: $HYBRID_WEATHER_PROVIDER or open-meteo). demo is offline synthetic data.",
+)
 _today_option = click.option(
     "--today",
     callback=_parse_today,
@@ -124,12 +130,7 @@ def _stdin_question() -> str | None:
 @click.argument("words", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object, answer or error.")
 @click.option("--explain", is_flag=True, help="Also show the decision, its reason, cache hit or miss and timings.")
-@click.option(
-    "--provider",
-    type=click.Choice(PROVIDERS),
-    default=None,
-    help="Weather source (default: $HYBRID_WEATHER_PROVIDER or open-meteo). demo is offline synthetic data.",
-)
+@_provider_option
 @_today_option
 @click.option("--no-emoji", is_flag=True, help="Plain text without weather emoji (also when NO_COLOR is set).")
 @click.option("--no-cache", is_flag=True, help="Skip the on-disk forecast cache: ask the weather service now.")
@@ -327,12 +328,7 @@ _EXIT_WORDS = ("quit", "exit", "退出", "q")
 
 
 @cli.command()
-@click.option(
-    "--provider",
-    type=click.Choice(PROVIDERS),
-    default=None,
-    help="Weather source (default: $HYBRID_WEATHER_PROVIDER or open-meteo). demo is offline synthetic data.",
-)
+@_provider_option
 @_today_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per turn, answer or error.")
 @click.option("--no-emoji", is_flag=True, help="Plain text without weather emoji.")

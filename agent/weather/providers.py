@@ -112,13 +112,9 @@ class OpenMeteoProvider(_HTTPProvider):
         body = self.http.get_json(
             self.forecast_url,
             {
-                "latitude": place.latitude,
-                "longitude": place.longitude,
+                **_where(place, past_days, self.horizon.days_ahead),
                 "daily": ",".join(_DAILY),
                 "current": ",".join(_CURRENT),
-                "timezone": place.timezone,
-                "forecast_days": self.horizon.days_ahead + 1,
-                "past_days": past_days,
                 "wind_speed_unit": "ms",
             },
             deadline=deadline,
@@ -159,15 +155,7 @@ class OpenMeteoProvider(_HTTPProvider):
     def hourly(self, place: Place, *, past_days: int, deadline: float) -> HourlyForecast:
         body = self.http.get_json(
             self.forecast_url,
-            {
-                "latitude": place.latitude,
-                "longitude": place.longitude,
-                "hourly": ",".join(_HOURLY),
-                "timezone": place.timezone,
-                "forecast_days": self.horizon.days_ahead + 1,
-                "past_days": past_days,
-                "wind_speed_unit": "ms",
-            },
+            {**_where(place, past_days, self.horizon.days_ahead), "hourly": ",".join(_HOURLY), "wind_speed_unit": "ms"},
             deadline=deadline,
         )
         hourly = _columns(body, "hourly", _HOURLY, self.label)
@@ -191,13 +179,9 @@ class OpenMeteoProvider(_HTTPProvider):
         body = self.http.get_json(
             self.air_url,
             {
-                "latitude": place.latitude,
-                "longitude": place.longitude,
+                **_where(place, past_days, self.horizon.air_days_ahead),
                 "hourly": ",".join(_AIR),
                 "current": ",".join(_AIR),
-                "timezone": place.timezone,
-                "forecast_days": self.horizon.air_days_ahead + 1,
-                "past_days": past_days,
             },
             deadline=deadline,
         )
@@ -430,6 +414,17 @@ class DemoProvider(WeatherProvider):
             wind_scale=f"{beaufort(wind)}级",
             humidity=40 + seed % 50,
         )
+
+
+def _where(place: Place, past_days: int, days_ahead: int) -> dict[str, Any]:
+    """The parameters every Open-Meteo request shares: the place, its time zone, and the days wanted."""
+    return {
+        "latitude": place.latitude,
+        "longitude": place.longitude,
+        "timezone": place.timezone,
+        "forecast_days": days_ahead + 1,
+        "past_days": past_days,
+    }
 
 
 def _columns(body: Any, block: str, names: tuple[str, ...], label: str) -> dict[str, list[Any]]:
