@@ -83,7 +83,7 @@ class AgentResult:
 
     @property
     def tool_calls(self) -> int:
-        return sum(len(loop.tools) for loop in self.loops)
+        return _tool_calls(self.loops)
 
     @property
     def tool_failures(self) -> int:

@@ -52,7 +52,23 @@ RECORD_TIMEOUT = 5.0
 # CLOSE_TIMEOUT, so a stuck database cannot hang close() and the writer spools its batch before it.
 _BUSY_TIMEOUT_MS = 1_000
 _INSERT = f"INSERT INTO requests ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+# A replayed row may already be stored (a replay cut short, the same spool line twice): its id says so.
+_INSERT_ONCE = _INSERT.replace("INSERT", "INSERT OR IGNORE", 1)
 _memory_ids = itertools.count()
+
+
+def _write(db: sqlite3.Connection, sql: str, rows: list[tuple[object, ...]]) -> sqlite3.Error | None:
+    """ROWS written by SQL in one transaction; the error when the database refused them (rolled back)."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        db.executemany(sql, rows)
+        db.execute("COMMIT")
+    except sqlite3.Error as error:
+        with contextlib.suppress(sqlite3.Error):
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+        return error
+    return None
 
 
 @dataclass(slots=True)
@@ -242,19 +258,13 @@ class Ledger:
     def _commit(self, db: sqlite3.Connection, batch: list[LedgerEntry]) -> None:
         rows = [self._format.row(entry) for entry in batch]
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                db.executemany(_INSERT, rows)
-                db.execute("COMMIT")
+            error = _write(db, _INSERT, rows)
+            if error is None:
                 return
-            except sqlite3.Error as error:
-                with contextlib.suppress(sqlite3.Error):
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                if attempt == COMMIT_ATTEMPTS:
-                    self._spool_rows(rows, f"the ledger at {self.location} refused {len(rows)} rows ({error})")
-                    return
-                time.sleep(COMMIT_PAUSE * attempt)
+            if attempt == COMMIT_ATTEMPTS:
+                self._spool_rows(rows, f"the ledger at {self.location} refused {len(rows)} rows ({error})")
+                return
+            time.sleep(COMMIT_PAUSE * attempt)
 
     def _replay(self, db: sqlite3.Connection) -> None:
         """Rows an earlier writer had to spool, written now; each row's unique id makes a second replay of
@@ -265,14 +275,8 @@ class Ledger:
         if not taken:
             return
         rows = [tuple(row.get(column) for column in COLUMNS) for row in taken]
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            db.executemany(_INSERT.replace("INSERT", "INSERT OR IGNORE", 1), rows)
-            db.execute("COMMIT")
-        except sqlite3.Error as error:
-            with contextlib.suppress(sqlite3.Error):
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
+        error = _write(db, _INSERT_ONCE, rows)
+        if error is not None:
             self._spool_rows(rows, f"spooled rows could not be replayed yet ({error})")
             return
         logger.info("ledger: %d spooled rows replayed into %s", len(rows), self.location)
