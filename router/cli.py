@@ -157,11 +157,16 @@ def ask(
         query = _join(words)  # given, even if blank: the router answers that (and the ledger counts it)
     elif not (query := _stdin_question() or ""):
         raise click.UsageError('no question given; try hybrid-weather "上海今天天气"')
-    emoji = not no_emoji and not os.environ.get("NO_COLOR") and not as_json  # JSON is for programs
+    emoji = _emoji(no_emoji, as_json)
     extra: dict[str, Any] | None = {} if as_json else None
     with _errors_as_exit_codes(query, extra), _open_router(provider=provider, disk_cache=not no_cache) as router:
         answer = _ask_or_degrade(router, query, today=today, emoji=emoji, json_extra=extra)
         _print_answer(answer, query, as_json=as_json, explain=explain)
+
+
+def _emoji(no_emoji: bool, as_json: bool) -> bool:
+    """Weather emoji in answers: not when asked not to (--no-emoji, NO_COLOR), nor in JSON (it is for programs)."""
+    return not no_emoji and not os.environ.get("NO_COLOR") and not as_json
 
 
 def _join(words: tuple[str, ...]) -> str:
@@ -343,7 +348,7 @@ def chat(provider: str | None, today: dt.date | None, as_json: bool, no_emoji: b
     import gc
 
     gc.enable()  # a conversation lives long enough to make garbage; the one-shot commands do not
-    emoji = not no_emoji and not os.environ.get("NO_COLOR") and not as_json
+    emoji = _emoji(no_emoji, as_json)
     session = Session()
     with _errors_as_exit_codes(), _open_router(provider=provider) as router:
         click.echo("hybrid-weather chat · 问天气，或输入 quit / 退出（Ctrl-D）离开", err=True)
