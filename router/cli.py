@@ -9,7 +9,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 import click
 from click_default_group import DefaultGroup
@@ -27,9 +27,6 @@ from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range
 from .answer import Answer
 from .facade import HybridRouter
 from .session import Session
-
-if TYPE_CHECKING:
-    import sqlite3
 
 
 def _parse_today(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.date | None:
@@ -436,18 +433,20 @@ def ledger() -> None:
     \b
         hybrid-weather ledger status
         hybrid-weather ledger status --json
+        hybrid-weather ledger migrate --to postgresql://user@host/db
     """
 
 
 @ledger.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
 def status(as_json: bool) -> None:
-    """Where the ledger is, how many rows it holds, and how many wait in its spool file.
+    """Where the ledger is, how many rows it holds, and how many wait in memory and in its spool file.
 
     Rows wait in the spool when the ledger could not take them (locked, unwritable, away); the next
-    process that opens the ledger writes them in, once each.
+    process that opens the ledger, or this one when the ledger answers again, writes them in, once each.
     """
     from .ledger import SpoolLedger
+    from .ledger.savings import plural
 
     with _errors_as_exit_codes(), HybridRouter() as router:
         store = router.ledger
@@ -456,14 +455,12 @@ def status(as_json: bool) -> None:
         store.flush()  # this process's own replay of spooled rows, if any, lands before counting
         rows = None
         if not isinstance(store, SpoolLedger):
-            db = store.connect()
-            try:
-                rows = db.execute("SELECT count(*) FROM requests").fetchone()[0]
-            finally:
-                db.close()
+            with contextlib.suppress(Exception), contextlib.closing(store.connect()) as db:
+                rows = store.database.count(db)
         report = {
             "location": store.location,
             "rows": rows,
+            "pending": store.pending,
             "spooled": store.spool.count(),
             "spool": str(store.spool.path),
             "problem": store.problem,
@@ -471,18 +468,59 @@ def status(as_json: bool) -> None:
         if as_json:
             click.echo(json.dumps(report, ensure_ascii=False))
             return
-        held = "unusable" if rows is None else f"{rows:,} row{'' if rows == 1 else 's'}"
+        held = "unreachable" if rows is None else f"{rows:,} {plural(rows, 'row')}"
         click.echo(f"ledger:  {report['location']} ({held})")
-        click.echo(
-            f"spooled: {report['spooled']:,} row{'' if report['spooled'] == 1 else 's'} waiting in {report['spool']}"
-        )
+        pending, spooled = store.pending, store.spool.count()
+        click.echo(f"pending: {pending:,} {plural(pending, 'row')} in this process's queue")
+        click.echo(f"spooled: {spooled:,} {plural(spooled, 'row')} waiting in {store.spool.path}")
         if report["problem"]:
             click.echo(f"problem: {report['problem']}")
 
 
-def _read_ledger(
-    router: HybridRouter, read: Callable[[sqlite3.Connection], dict[str, Any]]
-) -> tuple[str, dict[str, Any]]:
+@ledger.command()
+@click.option("--to", "target", required=True, metavar="URL", help="The PostgreSQL ledger: postgresql://…")
+@click.option(
+    "--from",
+    "source",
+    metavar="PATH",
+    help="The SQLite ledger to copy (default: the one HYBRID_WEATHER_LEDGER or the home folder names).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what was copied as one JSON object.")
+def migrate(target: str, source: str | None, as_json: bool) -> None:
+    """Copy a SQLite ledger into PostgreSQL, so a team that started on one machine keeps its history.
+
+    Rows PostgreSQL already holds (same id) are skipped: running it again copies nothing twice. Then set
+    HYBRID_WEATHER_LEDGER to the same URL.
+    """
+    from pathlib import Path
+
+    from .ledger.savings import plural
+    from .ledger.transfer import copy_to_postgres
+    from .settings import Settings, is_postgres
+
+    with _errors_as_exit_codes():
+        if not is_postgres(target):
+            raise ConfigurationError(f"--to {target!r} is not a PostgreSQL URL; use postgresql://user@host:5432/db")
+        if source is None:
+            source = Settings.from_env().ledger_location()
+            if source is None or is_postgres(source) or source == ":memory:":
+                raise ConfigurationError("the configured ledger is not a SQLite file; give one with --from PATH")
+        done = copy_to_postgres(Path(source), target)
+        if as_json:
+            click.echo(json.dumps(done.to_json(), ensure_ascii=False))
+            return
+        click.echo(
+            f"Copied {done.copied:,} of {done.read:,} {plural(done.read, 'row')} from {done.source} to {done.target}"
+            + (f" ({done.read - done.copied:,} were already there)" if done.read > done.copied else "")
+            + "."
+        )
+        if not done.same_key:
+            click.echo(
+                "Note: the two ledgers hash questions with different keys, so repeats are counted apart across them."
+            )
+
+
+def _read_ledger(router: HybridRouter, read: Callable[[Any], dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     """READ's report from the router's ledger, and where that ledger is; a clear error when it is off."""
     ledger = router.ledger
     if ledger is None:

@@ -120,11 +120,13 @@ class Parts:
 
         models, model, queries = self.models, self.settings.model, self.settings.ledger_queries
         setting = "the ledger= argument" if self._ledger else self.settings.ledger_setting()
+        spool, keep_days = self.settings.spool_for(location), self.settings.keep_days(location)
         try:
-            return Ledger(location, setting=setting, models=models, model=model, store_queries=queries)
+            return Ledger(location, setting=setting, models=models, model=model, store_queries=queries, spool=spool,
+                          keep_days=keep_days)  # fmt: skip
         except LedgerUnavailable as error:
             logger.warning("%s", error)
-            return SpoolLedger(location, str(error), models=models, model=model, store_queries=queries)
+            return SpoolLedger(location, str(error), models=models, model=model, store_queries=queries, spool=spool)
 
     @lazy_part
     def recorder(self) -> Recorder | None:

@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from hybrid_weather.agent.errors import ConfigurationError
 from hybrid_weather.agent.weather import DEFAULT_CACHE_TTL, DEFAULT_PROVIDER, PROVIDERS
+
+#: How a PostgreSQL ledger's location starts (HYBRID_WEATHER_LEDGER=postgresql://…).
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+#: Days a PostgreSQL ledger keeps its rows unless HYBRID_WEATHER_LEDGER_KEEP_DAYS says otherwise (a SQLite
+#: ledger keeps them all): a busy service's month is ten million rows; the hourly rollup keeps the sums.
+POSTGRES_KEEP_DAYS = 90.0
+
+
+def is_postgres(location: str) -> bool:
+    return location.startswith(POSTGRES_SCHEMES)
+
+
+def redact(location: str) -> str:
+    """LOCATION without a password in it, for messages."""
+    location = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", location)
+    return re.sub(r"(password=)[^&\s]*", r"\1***", location)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +43,7 @@ class Settings:
     home: Path | None = None
     ledger: str | None = None
     ledger_queries: str = "masked"
+    ledger_keep_days: float | None = None  #: days rows are kept; None: the backend's default; inf: forever
     llm_sees: str = "masked"  #: what the LLM receives of a question holding personal data: masked or raw
     model: str | None = None
     openai_api_key: str | None = None
@@ -53,6 +71,17 @@ class Settings:
             raise ConfigurationError(
                 f"HYBRID_WEATHER_LEDGER_QUERIES={ledger_queries!r}: use 'masked' (default) or 'hash'"
             )
+        keep_text = (env.get("HYBRID_WEATHER_LEDGER_KEEP_DAYS") or "").strip().lower()
+        keep_days = None
+        if keep_text:
+            try:
+                keep_days = float("inf") if keep_text == "forever" else float(keep_text)
+            except ValueError:
+                keep_days = -1.0
+            if not keep_days > 0:
+                raise ConfigurationError(
+                    f"HYBRID_WEATHER_LEDGER_KEEP_DAYS={keep_text!r}: use a number of days above 0, or 'forever'"
+                )
         llm_sees = (env.get("HYBRID_WEATHER_LLM_SEES") or "masked").strip().lower()
         if llm_sees not in ("masked", "raw"):
             raise ConfigurationError(f"HYBRID_WEATHER_LLM_SEES={llm_sees!r}: use 'masked' (default) or 'raw'")
@@ -69,6 +98,7 @@ class Settings:
             home=Path(home) if home else None,
             ledger=env.get("HYBRID_WEATHER_LEDGER") or None,
             ledger_queries=ledger_queries,
+            ledger_keep_days=keep_days,
             model=env.get("HYBRID_WEATHER_MODEL") or None,
             openai_api_key=env.get("OPENAI_API_KEY") or None,
             openai_base_url=_base_url(env, "OPENAI_BASE_URL"),
@@ -81,6 +111,22 @@ class Settings:
         if self.ledger:
             return self.ledger
         return str(self.home_dir() / "ledger.db")
+
+    def keep_days(self, location: str) -> float | None:
+        """Days the ledger at LOCATION keeps its rows; None: forever."""
+        days = self.ledger_keep_days
+        if days is None:
+            days = POSTGRES_KEEP_DAYS if is_postgres(location) else float("inf")
+        return None if days == float("inf") else days
+
+    def spool_for(self, location: str) -> Path | None:
+        """Where rows wait when a PostgreSQL ledger at LOCATION cannot take them: in the home folder (None
+        for a SQLite ledger: beside its file)."""
+        if not is_postgres(location):
+            return None
+        from .ledger.spool import spool_path
+
+        return spool_path(location, self.home_dir())
 
     def ledger_setting(self) -> str:
         """The variable that moves the ledger, for messages: HYBRID_WEATHER_LEDGER, or the home folder."""

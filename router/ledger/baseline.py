@@ -27,7 +27,7 @@ MIN_SHADOW_SAMPLE = 10
 # A bucket (1, 2, 3+ places) with fewer samples than this uses the mean over all buckets.
 _MIN_BUCKET_SAMPLE = 5
 
-Row = Mapping[str, Any]
+Group = Mapping[str, Any]
 
 
 def default_baseline_usage(places: int) -> Usage:
@@ -42,59 +42,54 @@ def default_baseline_cost(models: ModelTable, model: str, places: int) -> float 
     return models.cost(model, default_baseline_usage(max(1, places)))
 
 
-def place_bucket(count: int) -> int:
-    """1, 2 or 3 (three or more places): costs grow with places, so means are kept per bucket."""
-    return min(max(count, 1), 3)
-
-
 class _Means:
-    """Mean cost per place bucket, with the overall mean for thin buckets."""
+    """Mean cost per place bucket, with the overall mean for thin buckets, from (bucket, total, count)."""
 
-    def __init__(self, samples: Iterable[tuple[int, float]]) -> None:
-        self.by_bucket: dict[int, list[float]] = defaultdict(list)
-        for bucket, cost in samples:
-            self.by_bucket[bucket].append(cost)
-        self.count = sum(len(v) for v in self.by_bucket.values())
-        self.overall = sum(c for v in self.by_bucket.values() for c in v) / self.count if self.count else 0.0
+    def __init__(self, samples: Iterable[tuple[int, float, int]]) -> None:
+        self.totals: dict[int, float] = defaultdict(float)
+        self.counts: dict[int, int] = defaultdict(int)
+        for bucket, total, count in samples:
+            self.totals[bucket] += total
+            self.counts[bucket] += count
+        self.count = sum(self.counts.values())
+        self.overall = sum(self.totals.values()) / self.count if self.count else 0.0
 
     def of(self, bucket: int) -> float:
-        values = self.by_bucket.get(bucket, [])
-        return sum(values) / len(values) if len(values) >= _MIN_BUCKET_SAMPLE else self.overall
+        count = self.counts.get(bucket, 0)
+        return self.totals[bucket] / count if count >= _MIN_BUCKET_SAMPLE else self.overall
 
 
 class Baseline:
-    """The baseline of each row in a report window, from the best estimate the window allows.
+    """The baseline of each group of rows in a report window, from the best estimate the window allows.
 
-    ROWS and SHADOWS carry `route`, `outcome`, `cost_usd`, `baseline_cost_usd` (the default estimate
-    stored with the row), `baseline_method` and `bucket` (place_bucket of the row's places).
+    GROUPS and SHADOWS are the rollup's aggregates (rollup.Window.groups): `route`, `outcome`, `places`
+    (the place bucket), `requests`, `priced` (rows with a known cost), `cost_usd`, `baseline_cost_usd`
+    (the sum of the default estimates stored with the rows) and `baseline_method`.
     """
 
-    def __init__(self, rows: Sequence[Row], shadows: Sequence[Row]) -> None:
-        self.shadow = _Means(
-            (r["bucket"], r["cost_usd"]) for r in shadows if r["outcome"] == "ok" and r["cost_usd"] is not None
-        )
+    def __init__(self, groups: Sequence[Group], shadows: Sequence[Group]) -> None:
+        self.shadow = _Means((g["places"], g["cost_usd"], g["priced"]) for g in shadows if g["outcome"] == "ok")
         self.ledger = _Means(
-            (r["bucket"], r["cost_usd"])
-            for r in rows
-            if r["route"] == "llm" and r["outcome"] == "ok" and r["cost_usd"] is not None
+            (g["places"], g["cost_usd"], g["priced"]) for g in groups if g["route"] == "llm" and g["outcome"] == "ok"
         )
         self.shadowed = self.shadow.count >= MIN_SHADOW_SAMPLE
         self.measured = self.ledger.count >= MIN_LEDGER_SAMPLE
-        self._defaults = sorted({r["baseline_method"] for r in rows if r["route"] != "llm" and r["baseline_method"]})
+        self._defaults = sorted({g["baseline_method"] for g in groups if g["route"] != "llm" and g["baseline_method"]})
 
     @property
     def sample(self) -> int:
         """LLM answers in the window (the ledger estimate's sample)."""
         return self.ledger.count
 
-    def of(self, row: Row) -> float | None:
-        if row["route"] == "llm":
-            return row["cost_usd"]  # type: ignore[no-any-return]
-        if row["route"] == "rule" and self.shadowed:
-            return self.shadow.of(row["bucket"])
+    def of(self, group: Group) -> float:
+        """What an all-LLM design would have spent on GROUP's requests."""
+        if group["route"] == "llm":
+            return float(group["cost_usd"])
+        if group["route"] == "rule" and self.shadowed:
+            return float(group["requests"] * self.shadow.of(group["places"]))
         if self.measured:
-            return self.ledger.of(row["bucket"])
-        return row["baseline_cost_usd"]  # type: ignore[no-any-return]
+            return float(group["requests"] * self.ledger.of(group["places"]))
+        return float(group["baseline_cost_usd"])
 
     @property
     def method(self) -> str:

@@ -1,12 +1,16 @@
 """The ledger's schema as ordered, append-only migrations; each applied one is recorded by name.
 
-A fix is a new migration, never an edit of one that has shipped.
+A fix is a new migration, never an edit of one that has shipped. SQLite and PostgreSQL run migrations
+of the same names, each in its own types (postgres.py holds PostgreSQL's), so either ledger says which
+schema it holds the same way.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+
+from .rollup import LATENCY_BOUNDS_MS, ROLLUP_KEY, ROLLUP_SUMS, SQLITE
 
 MIGRATIONS_TABLE = "_hybrid_weather_migrations"
 
@@ -74,12 +78,62 @@ def m005_privacy(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE requests ADD COLUMN invalid TEXT")
 
 
+def m006_rollup(db: sqlite3.Connection) -> None:
+    # An hourly rollup kept by a trigger in the same transaction as each insert, so `savings` over a month
+    # of a busy service reads a few thousand rows, not millions, and counts each stored row exactly once
+    # (a replayed row the primary key ignores never fires it). Deleting old rows leaves it as it is.
+    key, sums = ", ".join(ROLLUP_KEY), ", ".join(ROLLUP_SUMS)
+    db.execute(f"""
+        CREATE TABLE requests_hourly (
+            hour TEXT NOT NULL, route TEXT NOT NULL, aspect TEXT NOT NULL, model TEXT NOT NULL,
+            outcome TEXT NOT NULL, baseline_method TEXT NOT NULL, places INTEGER NOT NULL, llm_loops INTEGER NOT NULL,
+            requests INTEGER NOT NULL, priced INTEGER NOT NULL, cost_usd REAL NOT NULL, baseline_cost_usd REAL NOT NULL,
+            tool_calls INTEGER NOT NULL, tool_failures INTEGER NOT NULL, agreed INTEGER NOT NULL,
+            judged INTEGER NOT NULL, invalid INTEGER NOT NULL,
+            PRIMARY KEY ({key})
+        )
+    """)
+    # Latency of answered requests per hour and route: how many fell at or below each bound `le`.
+    db.execute("""
+        CREATE TABLE latency_hourly (
+            hour TEXT NOT NULL, route TEXT NOT NULL, le REAL NOT NULL, requests INTEGER NOT NULL,
+            PRIMARY KEY (hour, route, le)
+        )
+    """)
+    db.execute("CREATE TABLE latency_bounds (le REAL PRIMARY KEY)")
+    db.executemany("INSERT INTO latency_bounds VALUES (?)", [(le,) for le in LATENCY_BOUNDS_MS])
+    new = SQLITE.row_values("NEW")
+    added = ", ".join(f"{column} = {column} + excluded.{column}" for column in ROLLUP_SUMS)
+    db.execute(f"""
+        CREATE TRIGGER requests_rollup AFTER INSERT ON requests BEGIN
+            INSERT INTO requests_hourly ({key}, {sums}) VALUES ({", ".join(new.values())})
+                ON CONFLICT ({key}) DO UPDATE SET {added};
+            INSERT INTO latency_hourly (hour, route, le, requests)
+                SELECT {new["hour"]}, NEW.route, {SQLITE.latency_bucket("NEW")}, 1 WHERE NEW.outcome = 'ok'
+                ON CONFLICT (hour, route, le) DO UPDATE SET requests = requests + 1;
+        END
+    """)
+    # Rows stored before this migration, rolled up once.
+    old = SQLITE.row_values("r")
+    db.execute(f"""
+        INSERT INTO requests_hourly ({key}, {sums})
+        SELECT {", ".join(old[c] for c in ROLLUP_KEY)}, {", ".join(f"sum({old[c]})" for c in ROLLUP_SUMS)}
+        FROM requests AS r GROUP BY {", ".join(str(i) for i in range(1, len(ROLLUP_KEY) + 1))}
+    """)
+    db.execute(f"""
+        INSERT INTO latency_hourly (hour, route, le, requests)
+        SELECT {old["hour"]}, r.route, {SQLITE.latency_bucket("r")}, count(*) FROM requests AS r
+        WHERE r.outcome = 'ok' GROUP BY 1, 2, 3
+    """)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_requests,
     m002_agent_health,
     m003_shadow,
     m004_misses,
     m005_privacy,
+    m006_rollup,
 ]
 
 

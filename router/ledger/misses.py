@@ -4,8 +4,9 @@ and rule answers that shadow runs judged as disagreeing with the LLM. What to te
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
 from typing import Any
+
+from .rollup import dialect_of, iso, moment, query
 
 # Example questions shown per word.
 _EXAMPLES = 3
@@ -13,37 +14,42 @@ _EXAMPLES = 3
 _DISAGREEMENTS = 20
 
 
-def misses_report(db: sqlite3.Connection, days: int, *, now: dt.datetime | None = None) -> dict[str, Any]:
-    """The `misses --json` object, aggregated in SQL."""
+def misses_report(db: Any, days: int, *, now: dt.datetime | None = None) -> dict[str, Any]:
+    """The `misses --json` object, aggregated in SQL over a sqlite3 or psycopg connection to the ledger."""
     now = now or dt.datetime.now(dt.timezone.utc)
-    since = (now - dt.timedelta(days=days)).isoformat(timespec="microseconds")
-    lookups, cost = db.execute(
+    since = moment(db, now - dt.timedelta(days=days))
+    words_of = dialect_of(db).words.format(r="r")
+    lookups, cost = query(
+        db,
         "SELECT COUNT(*), COALESCE(SUM(cost_usd), 0) FROM requests"
-        " WHERE route = 'llm' AND plain_lookup = 1 AND datetime_utc >= ?",
+        " WHERE route = 'llm' AND plain_lookup IS TRUE AND datetime_utc >= ?",
         (since,),
-    ).fetchone()
+    )[0]
     words = []
-    for word, count, word_cost in db.execute(
-        "SELECT w.value, COUNT(*), COALESCE(SUM(r.cost_usd), 0) FROM requests AS r, json_each(r.unknown_words) AS w"
-        " WHERE r.route = 'llm' AND r.plain_lookup = 1 AND r.datetime_utc >= ?"
+    for word, count, word_cost in query(
+        db,
+        f"SELECT w.value, COUNT(*), COALESCE(SUM(r.cost_usd), 0) FROM requests AS r, {words_of}"
+        " WHERE r.route = 'llm' AND r.plain_lookup IS TRUE AND r.datetime_utc >= ?"
         " GROUP BY w.value ORDER BY COUNT(*) DESC, SUM(r.cost_usd) DESC, w.value",
         (since,),
-    ).fetchall():
+    ):
         examples = [
             row[0]
-            for row in db.execute(
-                "SELECT DISTINCT r.query FROM requests AS r, json_each(r.unknown_words) AS w"
-                " WHERE r.route = 'llm' AND r.plain_lookup = 1 AND r.datetime_utc >= ? AND w.value = ?"
-                " AND r.query IS NOT NULL ORDER BY r.id DESC LIMIT ?",
+            for row in query(
+                db,
+                f"SELECT r.query FROM requests AS r, {words_of}"
+                " WHERE r.route = 'llm' AND r.plain_lookup IS TRUE AND r.datetime_utc >= ? AND w.value = ?"
+                " AND r.query IS NOT NULL GROUP BY r.query ORDER BY max(r.id) DESC LIMIT ?",
                 (since, word, _EXAMPLES),
             )
         ]
         words.append({"word": word, "count": count, "cost_usd": round(word_cost, 8), "examples": examples})
     disagreements = [
-        {"datetime_utc": when, "query": query, "reason": reason}
-        for when, query, reason in db.execute(
+        {"datetime_utc": iso(when), "query": text, "reason": reason}
+        for when, text, reason in query(
+            db,
             "SELECT datetime_utc, query, reason FROM requests"
-            " WHERE route = 'shadow' AND agreement = 0 AND datetime_utc >= ? ORDER BY id DESC LIMIT ?",
+            " WHERE route = 'shadow' AND agreement IS FALSE AND datetime_utc >= ? ORDER BY id DESC LIMIT ?",
             (since, _DISAGREEMENTS),
         )
     ]

@@ -48,7 +48,7 @@ class RowFormat:
         if store_queries not in QUERY_STORAGE:
             raise ValueError(f"store_queries must be one of {QUERY_STORAGE}")
         self.models, self.model, self.store_queries = models, model, store_queries
-        self._secret = secret
+        self.secret = secret  #: the HMAC key; a PostgreSQL ledger reached late replaces a local one
         self._baselines: dict[int, float | None] = {}  # by number of places: the same few values all day
         self._places: dict[tuple[str, ...], str] = {}  # their JSON: the same few hundred places all day
 
@@ -89,7 +89,7 @@ class RowFormat:
             round(e.latency_ms, 3) if math.isfinite(e.latency_ms) and e.latency_ms >= 0 else None,
             e.outcome, e.session_id,
             None if hashed else masked,
-            hmac.new(self._secret, masked.encode("utf-8"), hashlib.sha256).hexdigest(),
+            hmac.new(self.secret, masked.encode("utf-8"), hashlib.sha256).hexdigest(),
             e.days, e.llm_loops, e.tool_calls, e.tool_failures, _flag(e.agreement), words, _flag(e.plain_lookup),
             json.dumps(invalid) if invalid else None,
         )  # fmt: skip

@@ -1,59 +1,30 @@
-"""What the routing saved: one pass over the ledger's rows for a window of days, and projections."""
+"""What the routing saved: the ledger's rows for a window of days, aggregated in SQL, and projections."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
-import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any, get_args
 
 from ..understand import Route
-from .baseline import Baseline, place_bucket
+from .baseline import Baseline
 from .recorder import EMPTY
+from .rollup import percentile, read_window
 
 ROUTES = get_args(Route)
 
 
-def _percentile(values: list[float], fraction: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(len(ordered) * fraction))], 3)
-
-
-def _with_bucket(row: sqlite3.Row) -> dict[str, Any]:
-    try:
-        count = len(json.loads(row["places"] or "[]"))
-    except ValueError:
-        count = 0
-    return {**dict(row), "bucket": place_bucket(count)}
-
-
-def savings_report(
-    db: sqlite3.Connection, days: int, *, now: dt.datetime | None = None, by: str | None = None
-) -> dict[str, Any]:
-    """The `savings --json` object (docs/contracts.md keys first, then the operator figures)."""
+def savings_report(db: Any, days: int, *, now: dt.datetime | None = None, by: str | None = None) -> dict[str, Any]:
+    """The `savings --json` object (docs/contracts.md keys first, then the operator figures), aggregated in
+    SQL over a sqlite3 or psycopg connection to the ledger."""
     now = now or dt.datetime.now(dt.timezone.utc)
-    since = (now - dt.timedelta(days=days)).isoformat(timespec="microseconds")
-    cursor = db.cursor()
-    cursor.row_factory = sqlite3.Row
-    everything = [
-        _with_bucket(r)
-        for r in cursor.execute(
-            "SELECT route, aspect, places, model, cost_usd, baseline_cost_usd, baseline_method, latency_ms, outcome,"
-            " llm_loops, tool_calls, tool_failures, datetime_utc, agreement, invalid"
-            " FROM requests WHERE datetime_utc >= ? ORDER BY id",
-            (since,),
-        )
-    ]
-    shadows = [r for r in everything if r["route"] == "shadow"]
-    rows = [r for r in everything if r["route"] != "shadow"]
-    estimate = Baseline(rows, shadows)
+    window = read_window(db, now - dt.timedelta(days=days))
+    shadows = [g for g in window.groups if g["route"] == "shadow"]
+    groups_in = [g for g in window.groups if g["route"] != "shadow"]
+    estimate = Baseline(groups_in, shadows)
 
     by_route = dict.fromkeys(ROUTES, 0)
-    latency: dict[str, list[float]] = defaultdict(list)
     actual = baseline = 0.0
     unknown_cost = 0
     loops: Counter[int] = Counter()
@@ -62,53 +33,51 @@ def savings_report(
         lambda: {"requests": 0, "actual_cost_usd": 0.0, "baseline_cost_usd": 0.0}
     )
     outcomes: Counter[str] = Counter()
-    for r in rows:
-        by_route[r["route"]] = by_route.get(r["route"], 0) + 1
-        outcomes[r["outcome"]] += 1
-        if r["outcome"] != "ok":
-            # Failed or empty: no money was spent and none saved; counted and shown apart.
-            groups[_group_key(r, by or "day")]["requests"] += 1
-            continue
-        latency[r["route"]].append(r["latency_ms"] or 0.0)
-        if r["cost_usd"] is None:
-            unknown_cost += 1
-        cost = r["cost_usd"] or 0.0
-        base = estimate.of(r) or 0.0
-        actual += cost
+    for g in groups_in:
+        n = g["requests"]
+        by_route[g["route"]] = by_route.get(g["route"], 0) + n
+        outcomes[g["outcome"]] += n
+        group = groups[_group_key(g, by or "day")]
+        group["requests"] += n
+        if g["outcome"] != "ok":
+            continue  # failed or empty: no money was spent and none saved; counted and shown apart
+        unknown_cost += n - g["priced"]
+        base = estimate.of(g)
+        actual += g["cost_usd"]
         baseline += base
-        if r["route"] == "llm" and r["llm_loops"] is not None:
-            loops[r["llm_loops"]] += 1
-        tool_calls += r["tool_calls"] or 0
-        tool_failures += r["tool_failures"] or 0
-        key = _group_key(r, by or "day")
-        group = groups[key]
-        group["requests"] += 1
-        group["actual_cost_usd"] += cost
+        if g["route"] == "llm" and g["llm_loops"] >= 0:
+            loops[g["llm_loops"]] += n
+        tool_calls += g["tool_calls"]
+        tool_failures += g["tool_failures"]
+        group["actual_cost_usd"] += g["cost_usd"]
         group["baseline_cost_usd"] += base
     shadow_spend = 0.0
-    for r in shadows:  # spent, even though no user saw it: in the total and in its group alike
-        shadow_spend += r["cost_usd"] or 0.0
-        groups[_group_key(r, by or "day")]["actual_cost_usd"] += r["cost_usd"] or 0.0
+    for g in shadows:  # spent, even though no user saw it: in the total and in its group alike
+        shadow_spend += g["cost_usd"]
+        groups[_group_key(g, by or "day")]["actual_cost_usd"] += g["cost_usd"]
     actual += shadow_spend
-    verdicts = [r["agreement"] for r in shadows if r["agreement"] is not None]
+    judged = sum(g["judged"] for g in shadows)
     saved = baseline - actual
     return {
         "days": days,
-        "requests": len(rows),
+        "requests": sum(by_route.values()),
         "by_route": by_route,
         "by_outcome": {
             "ok": outcomes["ok"],
             "failed": sum(n for outcome, n in outcomes.items() if outcome not in ("ok", EMPTY)),
             "empty": outcomes[EMPTY],
         },
-        "failures": {outcome: n for outcome, n in sorted(outcomes.items()) if outcome not in ("ok", EMPTY)},
-        "invalid_rows": sum(1 for r in everything if r["invalid"]),
+        "failures": {outcome: n for outcome, n in sorted(outcomes.items()) if outcome not in ("ok", EMPTY) and n},
+        "invalid_rows": sum(g["invalid"] for g in window.groups),
         "actual_cost_usd": round(actual, 8),
         "baseline_cost_usd": round(baseline, 8),
         "saved_usd": round(saved, 8),
         "saved_pct": round(100 * saved / baseline, 2) if baseline > 0 else None,
+        # p50 and p95 are upper bounds of the rollup's latency buckets: at most 5 % above the exact ones.
         "latency_ms": {
-            route: {"p50": _percentile(v, 0.50), "p95": _percentile(v, 0.95)} for route, v in latency.items()
+            route: {"p50": percentile(window.latency[route], 0.50), "p95": percentile(window.latency[route], 0.95)}
+            for route in ROUTES
+            if window.latency.get(route)
         },
         "baseline_method": estimate.method,
         "baseline_sample": estimate.sample,
@@ -116,10 +85,10 @@ def savings_report(
         "llm_loops": {str(k): v for k, v in sorted(loops.items())},
         "tool_success_rate": round(1 - tool_failures / tool_calls, 4) if tool_calls else None,
         "shadow": {
-            "runs": len(shadows),
+            "runs": sum(g["requests"] for g in shadows),
             "cost_usd": round(shadow_spend, 8),
-            "agreement_rate": round(sum(verdicts) / len(verdicts), 4) if verdicts else None,
-            "judged": len(verdicts),
+            "agreement_rate": round(sum(g["agreed"] for g in shadows) / judged, 4) if judged else None,
+            "judged": judged,
         },
         "groups": {
             "by": by or "day",
@@ -131,26 +100,26 @@ def savings_report(
     }
 
 
-def _group_key(r: dict[str, Any], by: str) -> str:
+def _group_key(g: dict[str, Any], by: str) -> str:
     if by == "route":
-        return str(r["route"])
+        return str(g["route"])
     if by == "aspect":
-        return str(r["aspect"] or "-")
+        return str(g["aspect"] or "-")
     if by == "model":
-        return str(r["model"] or "(none)")
-    return str(r["datetime_utc"][:10])
+        return str(g["model"] or "(none)")
+    return str(g["day"])
 
 
 _BAR_WIDTH = 30  # characters for the largest amount in the chart
 
 
-def _plural(n: int, noun: str) -> str:
+def plural(n: int, noun: str) -> str:
     return noun if n == 1 else noun + "s"
 
 
 def _count(n: int, noun: str) -> str:
     """1 request, 2 requests."""
-    return f"{n} {_plural(n, noun)}"
+    return f"{n} {plural(n, noun)}"
 
 
 def render_report(report: dict[str, Any]) -> str:
@@ -171,7 +140,7 @@ def render_report(report: dict[str, Any]) -> str:
         failures = ", ".join(f"{name} {n}" for name, n in report["failures"].items())
         lines.append(
             f"Not counted: {outcomes['failed']} failed ({failures or '-'}) and {outcomes['empty']} empty "
-            f"{_plural(outcomes['failed'] + outcomes['empty'], 'request')}: no spend and no saving"
+            f"{plural(outcomes['failed'] + outcomes['empty'], 'request')}: no spend and no saving"
         )
     if report["invalid_rows"]:
         lines.append(

@@ -5,6 +5,7 @@ Rows are appended already formatted (masked, hashed), so a spool holds nothing t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -13,6 +14,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from ..settings import is_postgres
 
 
 class Spool:
@@ -70,8 +73,12 @@ class Spool:
             return 0
 
 
-def spool_path(ledger: str) -> Path:
-    """Beside the ledger file when its folder can be written, else in the temporary folder."""
+def spool_path(ledger: str, home: Path | None = None) -> Path:
+    """Beside a SQLite ledger file when its folder can be written, else in the temporary folder; for a
+    PostgreSQL ledger, one file per database in HOME (the data folder), else in the temporary folder."""
+    if is_postgres(ledger):
+        digest = hashlib.sha256(ledger.encode("utf-8")).hexdigest()[:12]
+        return (home or Path(tempfile.gettempdir())) / f"hybrid-weather-{os.getuid()}-postgresql-{digest}.spool.jsonl"
     if ledger != ":memory:":
         beside = Path(ledger).expanduser()
         folder = beside.parent

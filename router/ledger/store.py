@@ -1,4 +1,4 @@
-"""The cost ledger: one SQLite row per request, written by a background thread in batches.
+"""The cost ledger: one row per request, in SQLite or PostgreSQL, written by a background thread in batches.
 
 The request path only queues an entry. The writer commits at least every COMMIT_INTERVAL seconds or
 BATCH_SIZE rows, whichever comes first. Rows held only in memory — what a SIGKILL can lose — are never
@@ -6,8 +6,9 @@ more than QUEUE_SIZE + BATCH_SIZE (past QUEUE_SIZE, callers wait for room): 1,50
 a second of the fastest traffic one process makes; at a lighter load, the last COMMIT_INTERVAL of it.
 
 Nothing is dropped: a row that cannot be stored as given is stored in a safe form; a batch the database
-refuses after a few tries goes to the spool file; a writer that died is started again; close() gives up
-on the database after CLOSE_TIMEOUT and spools what is left. `problem` says what went wrong, once, for
+refuses after a few tries, or while it is away, goes to the spool file and is written back, once, when
+it answers again; a writer that died is started again; close() gives up on the database after
+CLOSE_TIMEOUT and spools what is left. `problem` says what went wrong, once, for
 the CLI to print.
 """
 
@@ -15,21 +16,20 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import itertools
+import datetime as dt
 import logging
-import os
 import queue
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from hybrid_weather.agent.errors import LedgerUnavailable
 from hybrid_weather.agent.llm.models import ModelTable
 
+from ..settings import is_postgres, redact
 from .entry import LedgerEntry
-from .migrations import migrate
 from .rows import COLUMNS, RowFormat, load_secret
 from .spool import Spool, spool_path
 
@@ -48,27 +48,44 @@ COMMIT_PAUSE = 0.2
 CLOSE_TIMEOUT = 5.0
 #: Seconds record() waits for room in a full queue before it spools the row itself (a stuck writer).
 RECORD_TIMEOUT = 5.0
-# How long one SQLite call may wait for a lock: COMMIT_ATTEMPTS of them and the pauses stay well inside
-# CLOSE_TIMEOUT, so a stuck database cannot hang close() and the writer spools its batch before it.
-_BUSY_TIMEOUT_MS = 1_000
-_INSERT = f"INSERT INTO requests ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
-# A replayed row may already be stored (a replay cut short, the same spool line twice): its id says so.
-_INSERT_ONCE = _INSERT.replace("INSERT", "INSERT OR IGNORE", 1)
-_memory_ids = itertools.count()
+#: Seconds the writer leaves a database that failed before it connects again; its batches are spooled.
+AWAY_PAUSE = 1.0
+#: Seconds between two deletions of rows older than the ledger keeps (keep_days).
+PRUNE_INTERVAL = 3600.0
 
 
-def _write(db: sqlite3.Connection, sql: str, rows: list[tuple[object, ...]]) -> sqlite3.Error | None:
-    """ROWS written by SQL in one transaction; the error when the database refused them (rolled back)."""
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        db.executemany(sql, rows)
-        db.execute("COMMIT")
-    except sqlite3.Error as error:
-        with contextlib.suppress(sqlite3.Error):
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-        return error
-    return None
+class Database(Protocol):
+    """Where a Ledger's rows are stored: SQLiteDatabase or PostgresDatabase."""
+
+    location: str  #: where, for messages (never a password)
+    unusable: tuple[type[BaseException], ...]  #: what open() raises when the location cannot hold a ledger
+    away: tuple[type[BaseException], ...]  #: what open() raises when a server is away for now
+    retryable: tuple[type[BaseException], ...]  #: write errors worth a second try (a lock, a deadlock)
+    replays: bool  #: whether rows spooled for it are written back
+
+    def open(self) -> bytes: ...
+    def writer(self) -> Any: ...
+    def connect(self) -> Any: ...
+    def write(self, db: Any, rows: list[tuple[object, ...]], *, once: bool = False) -> int: ...
+    def prune(self, db: Any, before: dt.datetime) -> int: ...
+    def count(self, db: Any) -> int: ...
+    def close(self) -> None: ...
+
+
+def database_for(location: str) -> Database:
+    """The database LOCATION names: a postgresql:// URL, else a SQLite file (or ":memory:")."""
+    if is_postgres(location):
+        try:
+            from .postgres_db import PostgresDatabase
+        except ImportError as error:
+            raise LedgerUnavailable(
+                f"a PostgreSQL ledger needs psycopg ({error}); install it with: pip install 'hybrid-weather[fleet]'"
+            ) from None
+
+        return PostgresDatabase(location)
+    from .sqlite_db import SQLiteDatabase
+
+    return SQLiteDatabase(location)
 
 
 @dataclass(slots=True)
@@ -96,70 +113,55 @@ class Ledger:
         queue_size: int = DEFAULT_QUEUE_SIZE,
         batch_size: int = DEFAULT_BATCH_SIZE,
         commit_interval: float = COMMIT_INTERVAL,
+        keep_days: float | None = None,
+        spool: Path | None = None,
         setting: str = "HYBRID_WEATHER_LEDGER",
     ) -> None:
-        self.location = str(location)
+        self.database = database_for(str(location))  # raises LedgerUnavailable
+        self.location = self.database.location
         self.setting = setting  #: what the user sets to move the ledger, for messages
         self.batch_size = batch_size
         self.commit_interval = commit_interval
+        self.keep_days = keep_days  #: rows older than this are deleted (the rollup keeps their sums); None: kept
         self.problem: str | None = None  #: the first problem writing rows, for the CLI to say once
-        self.spool = Spool(spool_path(self.location))
-        self._keeper: sqlite3.Connection | None = None
+        self.spool = Spool(spool or spool_path(self.location))
         models = models or ModelTable()
+        self._opened = True
         try:
-            secret_file = self._open()
-            self._format = RowFormat(
-                models=models,
-                model=model or models.default_model,
-                store_queries=store_queries,
-                secret=load_secret(secret_file),
-            )
-        except (OSError, sqlite3.Error) as error:
+            secret = self.database.open()
+        except self.database.away as error:
+            # A server that is down when this process starts: rows are spooled under a local hashing key
+            # until the writer reaches it, then written back.
+            self._opened = False
+            secret = load_secret(self.spool.path.with_name(self.spool.path.name + ".key"))
+            self._note(f"the ledger at {self.location} could not be reached ({_first_line(error)}); rows kept in "
+                       f"{self.spool.path} until it can")  # fmt: skip
+            logger.warning("ledger: %s", self.problem)
+        except self.database.unusable as error:
             raise LedgerUnavailable(
-                f"the ledger at {self.location} cannot be used ({type(error).__name__}: {error}); "
+                f"the ledger at {self.location} cannot be used ({type(error).__name__}: {_first_line(error)}); "
                 f"set {setting} to another path, or to off"
             ) from None
+        self._format = RowFormat(
+            models=models, model=model or models.default_model, store_queries=store_queries, secret=secret
+        )
         self._queue: queue.Queue[LedgerEntry | _Flush | object] = queue.Queue(maxsize=queue_size)
         self._closed = False
+        self._in_hand: list[tuple[object, ...]] = []  # the writer's batch: spooled by close() if it hangs
+        self._replay_due = True  # rows spooled by anyone: tried at start and when the database is back
+        self._pruned_at = 0.0
         self._writer_lock = threading.Lock()
         self._writer = self._start_writer()
         atexit.register(self.close)
 
-    def _open(self) -> Path | None:
-        """Create or check the database; return where the hashing secret lives (None: in memory)."""
-        if self.location == ":memory:":
-            # A named shared-cache database: the writer and readers see the same rows.
-            self._uri = f"file:hybrid-weather-ledger-{os.getpid()}-{next(_memory_ids)}?mode=memory&cache=shared"
-            self._keeper = self._connect()
-            migrate(self._keeper)
-            return None
-        path = Path(self.location).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_dir():
-            raise IsADirectoryError(f"{path} is a folder")
-        self._uri = path.resolve().as_uri()
-        setup = self._connect()
-        try:
-            setup.execute("PRAGMA journal_mode=WAL")
-            migrate(setup)
-            setup.execute(f"SELECT {', '.join(COLUMNS)} FROM requests LIMIT 0")  # a foreign `requests` table
-        finally:
-            setup.close()
-        return path.with_name(path.name + ".key")
+    def connect(self) -> Any:
+        """A new read connection (for reports): sqlite3 or psycopg."""
+        return self.database.connect()
 
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=1)
-        db.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
-        # In WAL mode NORMAL keeps every committed transaction through a crash of the process (SIGKILL);
-        # only a power loss may take the last ones.
-        db.execute("PRAGMA synchronous=NORMAL")
-        return db
-
-    def connect(self) -> sqlite3.Connection:
-        """A new read connection (for reports)."""
-        db = self._connect()
-        db.row_factory = sqlite3.Row
-        return db
+    @property
+    def pending(self) -> int:
+        """Rows this process has queued that are not yet stored or spooled."""
+        return self._queue.qsize() + len(self._in_hand)
 
     def record(self, entry: LedgerEntry) -> None:
         """Queue ENTRY for writing. Returns at once unless the queue is full; then waits for room, and
@@ -192,10 +194,12 @@ class Ledger:
             self._queue.put(_STOP, timeout=timeout)
         self._writer.join(timeout)
         if self._writer.is_alive():
-            left = self._drain()
-            self._spool(left, f"the ledger writer did not finish within {timeout:.0f} s")
-        if self._keeper is not None:
-            self._keeper.close()
+            # The batch in the writer's hands too: should its commit still land, the replay skips those
+            # rows by id, so nothing is lost and nothing counted twice.
+            why = f"the ledger writer did not finish within {timeout:.0f} s"
+            self._spool_rows(list(self._in_hand), why)
+            self._spool(self._drain(), why)
+        self.database.close()
         with contextlib.suppress(Exception):  # the interpreter may be shutting down
             atexit.unregister(self.close)
 
@@ -214,25 +218,46 @@ class Ledger:
                 self._writer = self._start_writer()
 
     def _write_loop(self) -> None:
-        db: sqlite3.Connection | None = None
+        db: Any = None
         stopping = False
-        with contextlib.suppress(Exception):  # a replay that fails leaves the rows in the spool
-            db = self._connect()
-            self._replay(db)
+        away_until = 0.0  # after a failure the database is given a pause: batches go to the spool meanwhile
         while not stopping:
             batch, markers, stopping = self._next_batch()
+            if db is None and time.monotonic() < away_until:
+                self._spool(batch, f"the ledger at {self.location} failed less than {AWAY_PAUSE:g} s ago")
+                self._release(markers)
+                continue
             try:
+                if not self._opened:
+                    self._format.secret = self.database.open()
+                    self._opened = True
+                db = db or self.database.writer()
                 if batch:
-                    db = db or self._connect()
                     self._commit(db, batch)
+                    batch = []  # stored: a fault after this point must not spool it again
+                self._look_after(db)
             except Exception as error:  # the writer must outlive any row and any fault
-                logger.exception("ledger writer: %s", error)
-                self._spool(batch, f"rows could not be written ({type(error).__name__}: {error})")
-                db = None
-            for marker in markers:
-                marker.done.set()
+                logger.warning("ledger writer: %s", error)
+                if self._in_hand:
+                    self._spool_rows(self._in_hand, f"rows could not be written ({type(error).__name__}: {error})")
+                elif batch:
+                    self._spool(batch, f"rows could not be written ({type(error).__name__}: {error})")
+                self._in_hand = []
+                self._replay_due = True  # what was spooled goes back once the database answers again
+                if db is not None:
+                    with contextlib.suppress(Exception):
+                        db.close()
+                    db = None
+                away_until = time.monotonic() + AWAY_PAUSE
+            self._release(markers)
         if db is not None:
-            db.close()
+            with contextlib.suppress(Exception):
+                db.close()
+
+    @staticmethod
+    def _release(markers: list[_Flush]) -> None:
+        for marker in markers:
+            marker.done.set()
 
     def _next_batch(self) -> tuple[list[LedgerEntry], list[_Flush], bool]:
         """Entries until BATCH_SIZE rows, COMMIT_INTERVAL seconds after the first, a flush or the stop."""
@@ -255,31 +280,45 @@ class Ledger:
             except queue.Empty:
                 return batch, markers, False
 
-    def _commit(self, db: sqlite3.Connection, batch: list[LedgerEntry]) -> None:
-        rows = [self._format.row(entry) for entry in batch]
+    def _commit(self, db: Any, batch: list[LedgerEntry]) -> None:
+        """BATCH stored, tried COMMIT_ATTEMPTS times; spooled when the database keeps refusing it. A
+        connection that breaks raises to the loop, which spools the batch and connects again."""
+        self._in_hand = [self._format.row(entry) for entry in batch]
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
-            error = _write(db, _INSERT, rows)
-            if error is None:
-                return
-            if attempt == COMMIT_ATTEMPTS:
-                self._spool_rows(rows, f"the ledger at {self.location} refused {len(rows)} rows ({error})")
-                return
-            time.sleep(COMMIT_PAUSE * attempt)
+            try:
+                self.database.write(db, self._in_hand)
+            except self.database.retryable as error:
+                if attempt == COMMIT_ATTEMPTS:
+                    raise
+                logger.info("ledger: a batch was refused (%s); trying again", error)
+                time.sleep(COMMIT_PAUSE * attempt)
+            else:
+                break
+        self._in_hand = []
 
-    def _replay(self, db: sqlite3.Connection) -> None:
+    def _look_after(self, db: Any) -> None:
+        """Between batches: replay what was spooled, and delete rows older than keep_days (hourly)."""
+        if self._replay_due and self.database.replays:
+            self._replay_due = False
+            self._replay(db)
+        if self.keep_days is not None and time.monotonic() - self._pruned_at > PRUNE_INTERVAL:
+            self._pruned_at = time.monotonic()
+            before = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=self.keep_days)
+            pruned = self.database.prune(db, before)
+            if pruned:
+                logger.info("ledger: %d rows older than %g days deleted (their sums stay in the rollup)", pruned,
+                            self.keep_days)  # fmt: skip
+
+    def _replay(self, db: Any) -> None:
         """Rows an earlier writer had to spool, written now; each row's unique id makes a second replay of
         the same row a no-op, so nothing is counted twice."""
-        if self.location == ":memory:":
-            return
         taken = self.spool.take()
         if not taken:
             return
-        rows = [tuple(row.get(column) for column in COLUMNS) for row in taken]
-        error = _write(db, _INSERT_ONCE, rows)
-        if error is not None:
-            self._spool_rows(rows, f"spooled rows could not be replayed yet ({error})")
-            return
-        logger.info("ledger: %d spooled rows replayed into %s", len(rows), self.location)
+        self._in_hand = [tuple(row.get(column) for column in COLUMNS) for row in taken]
+        self.database.write(db, self._in_hand, once=True)
+        self._in_hand = []
+        logger.info("ledger: %d spooled rows replayed into %s", len(taken), self.location)
 
     def _drain(self) -> list[LedgerEntry]:
         left: list[LedgerEntry] = []
@@ -298,6 +337,8 @@ class Ledger:
             self._spool_rows([self._format.row(entry) for entry in entries], why)
 
     def _spool_rows(self, rows: list[tuple[object, ...]], why: str) -> None:
+        if not rows:
+            return
         try:
             self.spool.append(COLUMNS, rows)
         except OSError as error:
@@ -313,15 +354,19 @@ class Ledger:
             self.problem = problem
 
 
+def _first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
 class SpoolLedger:
     """Stands in for a Ledger whose location cannot hold one: every row goes to the spool file, so asking
     still answers and no row is lost. `problem` says why, for the CLI to print once."""
 
     def __init__(self, location: str, problem: str, *, models: ModelTable | None = None, model: str | None = None,
-                 store_queries: str = "masked") -> None:  # fmt: skip
-        self.location = location
+                 store_queries: str = "masked", spool: Path | None = None) -> None:  # fmt: skip
+        self.location = redact(location)
         self.problem: str | None = problem
-        self.spool = Spool(spool_path(location))
+        self.spool = Spool(spool or spool_path(location))
         models = models or ModelTable()
         try:
             secret = load_secret(self.spool.path.with_name(self.spool.path.name + ".key"))
@@ -352,5 +397,9 @@ class SpoolLedger:
     def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
         pass
 
-    def connect(self) -> sqlite3.Connection:
+    @property
+    def pending(self) -> int:
+        return 0
+
+    def connect(self) -> Any:
         raise LedgerUnavailable(self.problem or f"the ledger at {self.location} cannot be used")

@@ -1,0 +1,219 @@
+"""The ledger's PostgreSQL database: one ledger for a fleet of processes and hosts (psycopg 3).
+
+Loaded only when HYBRID_WEATHER_LEDGER is a postgresql:// URL. Money is `double precision`, as in SQLite
+(REAL) and in Python: every backend sums the same IEEE doubles, so `savings` gives the same figures on
+both, and a request's cost (a few millionths of a dollar from per-million-token prices) needs 15
+significant digits, not decimal exactness. Times are `timestamptz`, lists `jsonb`, flags `boolean`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from typing import Any
+
+import psycopg
+from psycopg import errors
+
+from ..settings import redact
+from .migrations import MIGRATIONS_TABLE
+from .rollup import LATENCY_BOUNDS_MS, POSTGRES, ROLLUP_KEY, ROLLUP_SUMS
+from .rows import COLUMNS
+
+#: Seconds to wait for a connection, and for one statement of the writer (a report gets longer).
+CONNECT_TIMEOUT = 3
+WRITE_TIMEOUT_MS = 4_000
+READ_TIMEOUT_MS = 60_000
+# One lock id for everything that must not run twice at once on one database (migrations, pruning).
+_MIGRATION_LOCK = 0x68772D6D  # "hw-m"
+_PRUNE_LOCK = 0x68772D70  # "hw-p"
+_PRUNE_BATCH = 50_000
+
+
+def _rollup_statements() -> tuple[str, ...]:
+    # What m006_rollup does in SQLite, for PostgreSQL: a statement-level trigger over the rows an INSERT
+    # really inserted (its transition table), so a batch costs one upsert per group, not per row, and a
+    # replayed row that ON CONFLICT skipped is never counted. Keys are upserted in order, so two writers
+    # adding to the same hour cannot deadlock.
+    key, sums = ", ".join(ROLLUP_KEY), ", ".join(ROLLUP_SUMS)
+    row = POSTGRES.row_values("i")
+    positions = ", ".join(str(n) for n in range(1, len(ROLLUP_KEY) + 1))
+    added = ", ".join(f"{c} = h.{c} + excluded.{c}" for c in ROLLUP_SUMS)
+    bounds = ", ".join(repr(le) for le in LATENCY_BOUNDS_MS)
+    return (
+        f"""CREATE TABLE requests_hourly (
+            hour timestamptz NOT NULL, route text NOT NULL, aspect text NOT NULL, model text NOT NULL,
+            outcome text NOT NULL, baseline_method text NOT NULL, places integer NOT NULL, llm_loops integer NOT NULL,
+            requests bigint NOT NULL, priced bigint NOT NULL, cost_usd double precision NOT NULL,
+            baseline_cost_usd double precision NOT NULL, tool_calls bigint NOT NULL, tool_failures bigint NOT NULL,
+            agreed bigint NOT NULL, judged bigint NOT NULL, invalid bigint NOT NULL,
+            PRIMARY KEY ({key}))""",
+        """CREATE TABLE latency_hourly (
+            hour timestamptz NOT NULL, route text NOT NULL, le double precision NOT NULL, requests bigint NOT NULL,
+            PRIMARY KEY (hour, route, le))""",
+        "CREATE TABLE latency_bounds (le double precision PRIMARY KEY)",
+        f"INSERT INTO latency_bounds SELECT unnest(ARRAY[{bounds}]::double precision[])",
+        f"""CREATE FUNCTION requests_rollup() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO requests_hourly AS h ({key}, {sums})
+            SELECT {", ".join(row[c] for c in ROLLUP_KEY)}, {", ".join(f"sum({row[c]})" for c in ROLLUP_SUMS)}
+            FROM inserted AS i GROUP BY {positions} ORDER BY {positions}
+            ON CONFLICT ({key}) DO UPDATE SET {added};
+            INSERT INTO latency_hourly AS l (hour, route, le, requests)
+            SELECT {row["hour"]}, i.route, {POSTGRES.latency_bucket("i")}, count(*)
+            FROM inserted AS i WHERE i.outcome = 'ok' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+            ON CONFLICT (hour, route, le) DO UPDATE SET requests = l.requests + excluded.requests;
+            RETURN NULL;
+        END $$""",
+        """CREATE TRIGGER requests_rollup AFTER INSERT ON requests REFERENCING NEW TABLE AS inserted
+            FOR EACH STATEMENT EXECUTE FUNCTION requests_rollup()""",
+        # No rows to roll up here: a PostgreSQL ledger is born with this migration's schema.
+    )
+
+
+#: migrations.MIGRATIONS in PostgreSQL's types, under the same names, so both ledgers record the same list.
+POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
+    ("m001_requests", (
+        """CREATE TABLE requests (
+            id text PRIMARY KEY, datetime_utc timestamptz NOT NULL, route text NOT NULL, reason text, aspect text,
+            places jsonb, provider text, cache_hit boolean, stale boolean, model text, prompt_tokens integer,
+            cached_tokens integer, completion_tokens integer, llm_attempts integer, cost_usd double precision,
+            baseline_cost_usd double precision, baseline_method text, latency_ms double precision,
+            outcome text NOT NULL, session_id text, query text, query_sha256 text)""",
+        "CREATE INDEX requests_datetime ON requests (datetime_utc)",
+    )),
+    ("m002_agent_health", (
+        "ALTER TABLE requests ADD COLUMN days integer, ADD COLUMN llm_loops integer, ADD COLUMN tool_calls integer,"
+        " ADD COLUMN tool_failures integer",
+    )),
+    ("m003_shadow", ("ALTER TABLE requests ADD COLUMN agreement boolean",)),
+    ("m004_misses", ("ALTER TABLE requests ADD COLUMN unknown_words jsonb, ADD COLUMN plain_lookup boolean",)),
+    ("m005_privacy", (
+        "ALTER TABLE requests ADD COLUMN query_hmac text, ADD COLUMN invalid jsonb",
+        # The hashing secret, shared by every process and host that writes here (SQLite keeps it in a file).
+        "CREATE TABLE _hybrid_weather_settings (name text PRIMARY KEY, value text NOT NULL)",
+    )),
+    ("m006_rollup", _rollup_statements()),
+]  # fmt: skip
+
+
+def migrate_postgres(db: psycopg.Connection[Any]) -> list[str]:
+    """Apply the migrations not yet recorded, in order, in one transaction under an advisory lock (many
+    processes may start at once); return their names."""
+    applied = []
+    with db.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        db.execute(
+            f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (name text PRIMARY KEY, applied_at timestamptz NOT NULL)"
+        )
+        done = {row[0] for row in db.execute(f"SELECT name FROM {MIGRATIONS_TABLE}")}
+        for name, statements in POSTGRES_MIGRATIONS:
+            if name in done:
+                continue
+            for statement in statements:
+                db.execute(statement)  # our own text, not a user's
+            db.execute(f"INSERT INTO {MIGRATIONS_TABLE} VALUES (%s, now())", (name,))
+            applied.append(name)
+    return applied
+
+
+class PostgresDatabase:
+    """A PostgreSQL ledger at URL: created on first use, written with COPY by each process's writer."""
+
+    #: What open() raises when the URL cannot hold a ledger, and what means the server is away (for now).
+    unusable: tuple[type[BaseException], ...] = (psycopg.Error, OSError)
+    away: tuple[type[BaseException], ...] = (psycopg.OperationalError,)
+    #: Write errors worth another try on the same connection.
+    retryable: tuple[type[BaseException], ...] = (
+        errors.DeadlockDetected, errors.SerializationFailure, errors.LockNotAvailable
+    )  # fmt: skip
+    replays = True
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.location = redact(url)
+
+    def _connect(self, timeout_ms: int) -> psycopg.Connection[Any]:
+        db = psycopg.connect(
+            self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT, application_name="hybrid-weather",
+            # A server that stops answering (not refusing) is given up in seconds, not the OS's minutes.
+            tcp_user_timeout=WRITE_TIMEOUT_MS + 1_000, keepalives=1, keepalives_idle=5, keepalives_interval=2,
+        )  # fmt: skip
+        try:
+            db.execute("SET TIME ZONE 'UTC'")  # timestamps read back as UTC, like SQLite's text
+            db.execute(f"SET statement_timeout = {int(timeout_ms)}")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def open(self) -> bytes:
+        """Create or migrate the schema; return the ledger's hashing secret (made by the first process)."""
+        with self._connect(READ_TIMEOUT_MS) as db:
+            migrate_postgres(db)
+            db.execute(
+                "INSERT INTO _hybrid_weather_settings VALUES ('hmac_secret', %s) ON CONFLICT DO NOTHING",
+                (secrets.token_hex(32),),
+            )
+            row = db.execute("SELECT value FROM _hybrid_weather_settings WHERE name = 'hmac_secret'").fetchone()
+            db.execute(f"SELECT {', '.join(COLUMNS)} FROM requests LIMIT 0")  # a foreign `requests` table
+        assert row is not None
+        return bytes.fromhex(row[0])
+
+    def writer(self) -> psycopg.Connection[Any]:
+        """A connection for the writer thread, with its staging table."""
+        db = self._connect(WRITE_TIMEOUT_MS)
+        try:
+            db.execute("CREATE TEMP TABLE incoming (LIKE requests) ON COMMIT DELETE ROWS")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def connect(self) -> psycopg.Connection[Any]:
+        """A new read connection (for reports)."""
+        return self._connect(READ_TIMEOUT_MS)
+
+    def write(
+        self,
+        db: psycopg.Connection[Any],
+        rows: list[tuple[object, ...]],
+        *,
+        once: bool = False,
+        columns: tuple[str, ...] = COLUMNS,
+    ) -> int:
+        """ROWS (values of COLUMNS) stored in one transaction: COPY into the staging table, then one INSERT
+        that skips ids already stored — so a batch retried after a lost acknowledgement, or replayed from
+        the spool, never counts twice (ONCE is always so here). Returns how many were new."""
+        names = ", ".join(columns)
+        with db.transaction(), db.cursor() as cursor:
+            with cursor.copy(f"COPY incoming ({names}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            cursor.execute(
+                f"INSERT INTO requests ({names}) SELECT {names} FROM incoming ORDER BY id ON CONFLICT (id) DO NOTHING"
+            )
+            return cursor.rowcount
+
+    def prune(self, db: psycopg.Connection[Any], before: dt.datetime) -> int:
+        """Delete rows that arrived before BEFORE, in batches, by one process of the fleet at a time."""
+        deleted = 0
+        while True:
+            with db.transaction():
+                locked = db.execute("SELECT pg_try_advisory_xact_lock(%s)", (_PRUNE_LOCK,)).fetchone()
+                if not locked or not locked[0]:
+                    return deleted
+                cursor = db.execute(
+                    "DELETE FROM requests WHERE id IN (SELECT id FROM requests WHERE datetime_utc < %s LIMIT %s)",
+                    (before, _PRUNE_BATCH),
+                )
+            deleted += cursor.rowcount
+            if cursor.rowcount < _PRUNE_BATCH:
+                return deleted
+
+    def count(self, db: psycopg.Connection[Any]) -> int:
+        row = db.execute("SELECT count(*) FROM requests").fetchone()
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        """Nothing to close: each connection belongs to the thread that opened it."""

@@ -1,0 +1,103 @@
+"""The ledger's SQLite database (the single-machine default): a WAL file, or a shared in-memory one."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import itertools
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from .migrations import migrate
+from .rollup import moment
+from .rows import COLUMNS, load_secret
+
+# How long one SQLite call may wait for a lock: the writer's tries and pauses stay well inside its close
+# timeout, so a stuck database cannot hang close() and the writer spools its batch before it.
+_BUSY_TIMEOUT_MS = 1_000
+_INSERT = f"INSERT INTO requests ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+# A replayed row may already be stored (a replay cut short, the same spool line twice): its id says so.
+_INSERT_ONCE = _INSERT.replace("INSERT", "INSERT OR IGNORE", 1)
+_memory_ids = itertools.count()
+
+
+class SQLiteDatabase:
+    """One SQLite ledger file (or ":memory:"): opened and migrated by open(), written in transactions."""
+
+    #: What open() raises when LOCATION cannot hold a ledger.
+    unusable: tuple[type[BaseException], ...] = (OSError, sqlite3.Error)
+    away: tuple[type[BaseException], ...] = ()  #: a file is never away for a while: it works or it does not
+    #: Write errors worth another try: a database locked by another process.
+    retryable: tuple[type[BaseException], ...] = (sqlite3.OperationalError,)
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self.replays = location != ":memory:"  # an in-memory ledger's spool is not read back
+        self._keeper: sqlite3.Connection | None = None
+
+    def open(self) -> bytes:
+        """Create or check the database; return the installation's hashing secret."""
+        if self.location == ":memory:":
+            # A named shared-cache database: the writer and readers see the same rows.
+            self._uri = f"file:hybrid-weather-ledger-{os.getpid()}-{next(_memory_ids)}?mode=memory&cache=shared"
+            self._keeper = self._connect()
+            migrate(self._keeper)
+            return load_secret(None)
+        path = Path(self.location).expanduser()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a folder")
+        self._uri = path.resolve().as_uri()
+        setup = self._connect()
+        try:
+            setup.execute("PRAGMA journal_mode=WAL")
+            migrate(setup)
+            setup.execute(f"SELECT {', '.join(COLUMNS)} FROM requests LIMIT 0")  # a foreign `requests` table
+        finally:
+            setup.close()
+        return load_secret(path.with_name(path.name + ".key"))
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=1)
+        db.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        # In WAL mode NORMAL keeps every committed transaction through a crash of the process (SIGKILL);
+        # only a power loss may take the last ones.
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
+    def writer(self) -> sqlite3.Connection:
+        """A connection for the writer thread."""
+        return self._connect()
+
+    def connect(self) -> sqlite3.Connection:
+        """A new read connection (for reports)."""
+        db = self._connect()
+        db.row_factory = sqlite3.Row
+        return db
+
+    def write(self, db: sqlite3.Connection, rows: Sequence[Sequence[object]], *, once: bool = False) -> int:
+        """ROWS stored in one transaction (rolled back when refused); ONCE skips rows already stored.
+        Returns how many were stored."""
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            stored = db.executemany(_INSERT_ONCE if once else _INSERT, rows).rowcount
+            db.execute("COMMIT")
+            return stored
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+            raise
+
+    def prune(self, db: sqlite3.Connection, before: dt.datetime) -> int:
+        """Delete rows that arrived before BEFORE; the rollup keeps their sums."""
+        return db.execute("DELETE FROM requests WHERE datetime_utc < ?", (moment(db, before),)).rowcount
+
+    def count(self, db: sqlite3.Connection) -> int:
+        return int(db.execute("SELECT count(*) FROM requests").fetchone()[0])
+
+    def close(self) -> None:
+        if self._keeper is not None:
+            self._keeper.close()
