@@ -15,7 +15,7 @@ import pytest
 
 from hybrid_weather.router import HybridRouter, Settings
 
-from conftest import FAST_HTTP, TODAY, subprocess_env
+from conftest import FAST_HTTP, TODAY, service_missing, subprocess_env
 
 REDIS_URL = os.environ.get("HYBRID_WEATHER_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
@@ -50,10 +50,9 @@ def redis_prefix():
     try:
         client.ping()
     except redis.RedisError as error:
-        reason = f"no Redis at {REDIS_URL} ({error}); start one (redis-server) or set HYBRID_WEATHER_TEST_REDIS_URL"
-        if os.environ.get("HYBRID_WEATHER_REQUIRE_SERVICES") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        service_missing(
+            f"no Redis at {REDIS_URL} ({error}); start one (redis-server) or set HYBRID_WEATHER_TEST_REDIS_URL"
+        )
     prefix = f"hw-test-{uuid.uuid4().hex[:12]}:"
     yield prefix
     for key in client.scan_iter(match=f"{prefix}*"):

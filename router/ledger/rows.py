@@ -87,7 +87,7 @@ class RowFormat:
             cost,
             baseline, method,
             round(e.latency_ms, 3) if math.isfinite(e.latency_ms) and e.latency_ms >= 0 else None,
-            e.outcome, e.session_id,
+            e.outcome, None if e.session_id is None else _safe_text(e.session_id, invalid, "session_id"),
             None if hashed else masked,
             hmac.new(self.secret, masked.encode("utf-8"), hashlib.sha256).hexdigest(),
             e.days, e.llm_loops, e.tool_calls, e.tool_failures, _flag(e.agreement), words, _flag(e.plain_lookup),
@@ -127,13 +127,17 @@ def load_secret(path: Path | None) -> bytes:
 
 
 def _safe_text(value: object, invalid: list[str], field: str) -> str:
-    """VALUE as storable UTF-8 text: a lone surrogate (from undecodable CLI bytes) becomes U+FFFD."""
+    """VALUE as text every backend stores: a lone surrogate (from undecodable CLI bytes) or a NUL (which
+    PostgreSQL's text refuses) becomes U+FFFD."""
     text = value if isinstance(value, str) else f"{value}"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         invalid.append(f"{field}:repaired")
-        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in text)
+        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF or ch == "\x00" else ch for ch in text)
+    if "\x00" in text:
+        invalid.append(f"{field}:repaired")
+        return text.replace("\x00", "\ufffd")
     return text
 
 

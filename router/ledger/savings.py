@@ -93,7 +93,13 @@ def savings_report(db: Any, days: int, *, now: dt.datetime | None = None, by: st
         "groups": {
             "by": by or "day",
             "rows": {
-                k: {**v, "saved_usd": round(v["baseline_cost_usd"] - v["actual_cost_usd"], 8)}
+                # Rounded like the totals: sums of doubles in another order differ past the 15th digit.
+                k: {
+                    "requests": int(v["requests"]),
+                    "actual_cost_usd": round(v["actual_cost_usd"], 8),
+                    "baseline_cost_usd": round(v["baseline_cost_usd"], 8),
+                    "saved_usd": round(v["baseline_cost_usd"] - v["actual_cost_usd"], 8),
+                }
                 for k, v in sorted(groups.items())
             },
         },

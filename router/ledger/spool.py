@@ -5,6 +5,7 @@ Rows are appended already formatted (masked, hashed), so a spool holds nothing t
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..settings import is_postgres
+from .rows import load_secret
 
 
 class Spool:
@@ -27,27 +29,56 @@ class Spool:
         self._lock = threading.Lock()
 
     def append(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        """Append ROWS; raises OSError when even the spool cannot be written."""
-        lines = "".join(json.dumps(dict(zip(columns, row, strict=True)), ensure_ascii=False) + "\n" for row in rows)
+        """Append ROWS; raises OSError when even the spool cannot be written.
+
+        Many processes append to one spool and any of them may take() it: each append holds an exclusive
+        lock on the file and checks that the file it locked is still the one at PATH (not one a take()
+        renamed away meanwhile, whose rows are already read), so no line is interleaved or lost."""
+        data = "".join(json.dumps(dict(zip(columns, row, strict=True)), ensure_ascii=False) + "\n" for row in rows)
+        self._append(data.encode("utf-8"))
+        self.rows += len(rows)
+
+    def _append(self, data: bytes) -> None:
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            with os.fdopen(fd, "a", encoding="utf-8") as file:
-                file.write(lines)
-                file.flush()
-                os.fsync(file.fileno())
-            self.rows += len(rows)
+            while True:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    if _same_file(fd, self.path):
+                        _write_all(fd, data)
+                        os.fsync(fd)
+                        return
+                finally:
+                    os.close(fd)  # and the lock with it
+
+    def secret(self) -> bytes:
+        """The hashing key of rows spooled before any ledger could be reached, kept beside the spool (one
+        for every process that spools there); a fresh one when even that cannot be written (rows stay
+        unlinkable even to each other)."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return load_secret(self.path.with_name(self.path.name + ".key"))
+        except OSError:
+            return load_secret(None)
 
     def take(self) -> list[dict[str, Any]]:
-        """Every row spooled so far (by any process), moved out of the file: the file is renamed first, so
-        rows appended meanwhile start a new one. A line that is not a whole row (a write cut short) is put
-        back for the next time rather than lost."""
+        """Every row spooled so far (by any process), moved out of the file: the file is renamed under its
+        lock, so rows appended meanwhile start a new one. A line that is not a whole row (a write cut
+        short) is put back for the next time rather than lost."""
         taken = self.path.with_name(f"{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.replaying")
         with self._lock:
             try:
-                os.rename(self.path, taken)
+                fd = os.open(self.path, os.O_RDONLY)
             except FileNotFoundError:
                 return []
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                if not _same_file(fd, self.path):
+                    return []  # another process took it first
+                os.rename(self.path, taken)
+            finally:
+                os.close(fd)
         rows, broken = [], []
         with taken.open(encoding="utf-8", errors="replace") as file:
             for line in file:
@@ -59,8 +90,7 @@ class Spool:
                 if isinstance(row, dict) and isinstance(row.get("id"), str):
                     rows.append(row)
         if broken:
-            with self._lock, open(self.path, "a", encoding="utf-8") as file:
-                file.writelines(line if line.endswith("\n") else line + "\n" for line in broken)
+            self._append("".join(line if line.endswith("\n") else line + "\n" for line in broken).encode("utf-8"))
         taken.unlink()
         return rows
 
@@ -71,6 +101,19 @@ class Spool:
                 return sum(1 for _ in file)
         except FileNotFoundError:
             return 0
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.fstat(fd).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def spool_path(ledger: str, home: Path | None = None) -> Path:

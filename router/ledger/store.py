@@ -30,7 +30,7 @@ from hybrid_weather.agent.llm.models import ModelTable
 
 from ..settings import is_postgres, redact
 from .entry import LedgerEntry
-from .rows import COLUMNS, RowFormat, load_secret
+from .rows import COLUMNS, RowFormat
 from .spool import Spool, spool_path
 
 logger = logging.getLogger("hybrid_weather")
@@ -133,7 +133,7 @@ class Ledger:
             # A server that is down when this process starts: rows are spooled under a local hashing key
             # until the writer reaches it, then written back.
             self._opened = False
-            secret = load_secret(self.spool.path.with_name(self.spool.path.name + ".key"))
+            secret = self.spool.secret()
             self._note(f"the ledger at {self.location} could not be reached ({_first_line(error)}); rows kept in "
                        f"{self.spool.path} until it can")  # fmt: skip
             logger.warning("ledger: %s", self.problem)
@@ -250,9 +250,25 @@ class Ledger:
                     db = None
                 away_until = time.monotonic() + AWAY_PAUSE
             self._release(markers)
+        if self._replay_due and self.database.replays:
+            db = self._last_replay(db)
         if db is not None:
             with contextlib.suppress(Exception):
                 db.close()
+
+    def _last_replay(self, db: Any) -> Any:
+        """At close, what this process spooled while the database was away, written back if it answers now
+        (close() spools the rows again should this outlast its timeout)."""
+        try:
+            if not self._opened:
+                self._format.secret = self.database.open()
+                self._opened = True
+            db = db or self.database.writer()
+            self._replay(db)
+        except Exception as error:
+            self._spool_rows(self._in_hand, f"spooled rows could not be written back yet ({error})")
+            self._in_hand = []
+        return db
 
     @staticmethod
     def _release(markers: list[_Flush]) -> None:
@@ -368,10 +384,7 @@ class SpoolLedger:
         self.problem: str | None = problem
         self.spool = Spool(spool or spool_path(location))
         models = models or ModelTable()
-        try:
-            secret = load_secret(self.spool.path.with_name(self.spool.path.name + ".key"))
-        except OSError:
-            secret = load_secret(None)  # no room anywhere: rows stay unlinkable even to each other
+        secret = self.spool.secret()
         self._format = RowFormat(models=models, model=model or models.default_model, store_queries=store_queries,
                                  secret=secret)  # fmt: skip
         self._lock = threading.Lock()

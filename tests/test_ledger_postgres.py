@@ -1,0 +1,318 @@
+"""The ledger in PostgreSQL (issue 13, part 2), against the real server this machine runs
+(HYBRID_WEATHER_TEST_POSTGRES_URL, default postgresql://postgres@127.0.0.1:5432/test), each test in a
+schema of its own, dropped after. No mocks: the writers are real processes, the faults real ones
+(connections terminated by the server, a process killed, a server that is not there yet)."""
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+
+from hybrid_weather.agent.llm.models import ModelTable, Usage
+from hybrid_weather.router.ledger import MIGRATIONS, Ledger, LedgerEntry
+
+from conftest import service_missing, subprocess_env
+
+BASE_URL = os.environ.get("HYBRID_WEATHER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _in_schema(url, schema):
+    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture
+def admin():
+    """A connection to the test database; skips (or fails under HYBRID_WEATHER_REQUIRE_SERVICES=1)
+    when no PostgreSQL answers."""
+    import psycopg
+
+    try:
+        db = psycopg.connect(BASE_URL, autocommit=True, connect_timeout=2)
+    except psycopg.Error as error:
+        service_missing(
+            f"no PostgreSQL at {BASE_URL} ({error}); start one (e.g. pg_ctlcluster 15 main start) "
+            "or set HYBRID_WEATHER_TEST_POSTGRES_URL"
+        )
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def pg_url(admin):
+    """A ledger URL whose tables live in a schema of this test's own."""
+    schema = f"hw_test_{uuid.uuid4().hex[:12]}"
+    admin.execute(f"CREATE SCHEMA {schema}")
+    yield _in_schema(BASE_URL, schema)
+    admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def stored(url, sql="SELECT count(*), count(DISTINCT id) FROM requests"):
+    import psycopg
+
+    with psycopg.connect(url) as db:
+        return db.execute(sql).fetchall()
+
+
+_ASKER = """
+import sys, time
+from hybrid_weather.router import HybridRouter
+url, asks, pause_every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+places = ["上海", "北京", "广州", "深圳", "成都"]
+with HybridRouter(provider="demo", ledger=url) as router:
+    for i in range(asks):
+        router.ask(f"{places[i % 5]}{'今天' if i % 2 else '明天'}天气")
+        if pause_every and i % pause_every == pause_every - 1:
+            time.sleep(0.05)  # spread the run out, so faults land in the middle of it
+    problem = router.ledger_problem
+print(problem or "", flush=True)
+"""
+
+
+def askers(url, count=4, asks=5_000, pause_every=0):
+    return [
+        subprocess.Popen(
+            [sys.executable, "-c", _ASKER, url, str(asks), str(pause_every)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=subprocess_env(),
+        )
+        for _ in range(count)
+    ]
+
+
+def finish(processes):
+    problems = []
+    for process in processes:
+        out, err = process.communicate(timeout=180)
+        assert process.returncode == 0, err
+        problems.append(out.strip())
+    return problems
+
+
+def test_the_schema_is_created_on_first_use_with_the_same_migrations_in_postgres_types(pg_url):
+    ledger = Ledger(pg_url)
+    ledger.close()
+    names = [row[0] for row in stored(pg_url, "SELECT name FROM _hybrid_weather_migrations ORDER BY name")]
+    assert names == [m.__name__ for m in MIGRATIONS]
+    types = dict(
+        stored(
+            pg_url,
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'requests'"
+            " AND table_schema = current_schema()",
+        )
+    )
+    assert types["datetime_utc"] == "timestamp with time zone" and types["cost_usd"] == "double precision"
+    assert types["places"] == "jsonb" and types["cache_hit"] == "boolean" and types["agreement"] == "boolean"
+    again = Ledger(pg_url)  # a second process (or host) opening it finds it made: nothing applied twice
+    again.close()
+    assert stored(pg_url, "SELECT count(*) FROM _hybrid_weather_migrations")[0][0] == len(MIGRATIONS)
+
+
+def test_four_processes_of_5000_asks_store_exactly_20000_rows(pg_url):
+    problems = finish(askers(pg_url))
+    assert problems == ["", "", "", ""]
+    assert stored(pg_url) == [(20_000, 20_000)]
+    assert stored(pg_url, "SELECT sum(requests) FROM requests_hourly") == [(20_000,)]
+
+
+def test_connections_killed_mid_run_lose_nothing_and_count_nothing_twice(pg_url, admin):
+    processes = askers(pg_url, pause_every=250)
+    killed = 0
+    while any(p.poll() is None for p in processes):
+        time.sleep(0.15)
+        killed += sum(
+            1
+            for (done,) in admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'hybrid-weather'"
+                " AND datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            if done
+        )
+    problems = finish(processes)
+    assert killed >= 3, "the fault was not exercised"
+    assert any(problems), "no writer noticed a killed connection"
+    # What the writers spooled while their connections died is replayed by the next process to open the
+    # ledger (here `ledger status`; any ask would do), by id: nothing lost, nothing twice.
+    status = json.loads(_cli("ledger", "status", "--json", HYBRID_WEATHER_LEDGER=pg_url))
+    assert status["spooled"] == 0 and status["rows"] == 20_000
+    assert stored(pg_url) == [(20_000, 20_000)]
+    assert stored(pg_url, "SELECT sum(requests) FROM requests_hourly") == [(20_000,)]
+
+
+_COMMITTER = """
+import sys, time
+from hybrid_weather.router.ledger import Ledger, LedgerEntry
+ledger = Ledger(sys.argv[1])
+sent = 0
+while True:
+    for _ in range(500):
+        ledger.record(LedgerEntry(started_at=time.time(), route="rule", query="上海今天天气"))
+    sent += 500
+    ledger.flush()  # acknowledged: committed (or spooled)
+    print(sent, flush=True)
+"""
+
+
+def test_a_process_killed_after_a_commit_loses_nothing_that_was_committed(pg_url):
+    writer = subprocess.Popen([sys.executable, "-c", _COMMITTER, pg_url], stdout=subprocess.PIPE, text=True,
+                              env=subprocess_env())  # fmt: skip
+    acknowledged = 0
+    while acknowledged < 3_000:
+        acknowledged = int(writer.stdout.readline())
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    count, distinct = stored(pg_url)[0]
+    assert count == distinct >= acknowledged
+
+
+class _Proxy:
+    """A TCP relay on 127.0.0.1:PORT to PostgreSQL: the server 'coming back' on an address a ledger was
+    already told to use."""
+
+    def __init__(self, port, target=("127.0.0.1", 5432)):
+        self.listener = socket.create_server(("127.0.0.1", port))
+        self.target = target
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+    def close(self):
+        self.listener.close()
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_server_away_at_start_gets_the_spooled_rows_once_it_is_back(pg_url, tmp_path):
+    from urllib.parse import urlsplit
+
+    port = _free_port()
+    url = pg_url.replace(f"{urlsplit(pg_url).hostname}:{urlsplit(pg_url).port}", f"127.0.0.1:{port}")
+    ledger = Ledger(url, spool=tmp_path / "spool.jsonl")
+    assert "could not be reached" in ledger.problem
+    for i in range(10):
+        ledger.record(LedgerEntry(started_at=time.time(), route="rule", query=f"q{i}"))
+    ledger.flush()
+    assert ledger.spool.count() == 10
+    assert stored(pg_url, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()") == [(0,)]
+    proxy = _Proxy(port)
+    try:
+        time.sleep(1.1)  # the writer's pause after a failure
+        ledger.record(LedgerEntry(started_at=time.time(), route="rule", query="back"))
+        ledger.flush()
+        ledger.close()
+    finally:
+        proxy.close()
+    assert stored(pg_url) == [(11, 11)] and ledger.spool.count() == 0
+
+
+def _traffic(now):
+    """A day of varied requests: rule, clarify, LLM (priced and not), shadow runs, failures, empty ones."""
+    models, entries = ModelTable(), []
+    for i in range(400):
+        at = now - 3 * 86400 + i * 613.7  # across hours and days, inside a 30-day window
+        kind = i % 8
+        if kind < 4:
+            entries.append(LedgerEntry(started_at=at, route="rule", query=f"上海{i}", places=("上海市",) * (1 + i % 3),
+                                       latency_ms=0.05 + i % 7, aspect="weather", provider="demo"))  # fmt: skip
+        elif kind == 4:
+            entries.append(LedgerEntry(started_at=at, route="clarify", query="明天呢", latency_ms=0.02))
+        elif kind == 5:
+            usage = Usage(800 + i, 100, 60)
+            entries.append(LedgerEntry(
+                started_at=at, route="llm", query=f"北京适合出游吗{i}", model="gpt-4o-mini", usage=usage,
+                cost_usd=models.cost("gpt-4o-mini", usage), latency_ms=900.0 + i, llm_loops=1 + i % 3, tool_calls=2,
+                tool_failures=i % 2, places=("北京市",), unknown_words=("出游",), plain_lookup=bool(i % 2),
+            ))  # fmt: skip
+        elif kind == 6:
+            entries.append(LedgerEntry(started_at=at, route="shadow", query=f"上海{i}", cost_usd=0.00021,
+                                       agreement=bool(i % 3), places=("上海市",)))  # fmt: skip
+        else:
+            entries.append(LedgerEntry(started_at=at, route="llm", query="q", outcome="LLMUnavailable", cost_usd=None))
+    entries.append(LedgerEntry(started_at=now - 40 * 86400, route="rule", query="too old"))
+    return entries
+
+
+def _cli(*args, **env):
+    result = subprocess.run([sys.executable, "-m", "hybrid_weather.router", *args], capture_output=True, text=True,
+                            env=subprocess_env(**env), timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_savings_and_misses_are_the_same_on_sqlite_and_postgres(pg_url, tmp_path):
+    lite = str(tmp_path / "ledger.db")
+    entries = _traffic(time.time())
+    for location in (lite, pg_url):
+        ledger = Ledger(location, model="gpt-4o-mini")
+        for entry in entries:
+            ledger.record(entry)
+        ledger.close()
+    for command in (["savings", "--json"], ["savings", "--json", "--by", "model"], ["misses", "--json"]):
+        on_sqlite = json.loads(_cli(*command, HYBRID_WEATHER_LEDGER=lite, HYBRID_WEATHER_MODEL="gpt-4o-mini"))
+        on_postgres = json.loads(_cli(*command, HYBRID_WEATHER_LEDGER=pg_url, HYBRID_WEATHER_MODEL="gpt-4o-mini"))
+        if command[0] == "misses":  # the same questions, in the same order, whichever database keeps them
+            assert on_sqlite["plain_lookups"] == 50 and on_sqlite["words"][0]["word"] == "出游"
+        else:
+            assert on_sqlite["requests"] == 400 - 50  # shadow runs are not requests; the old row is out of the window
+        assert on_sqlite == on_postgres
+
+
+def test_ledger_migrate_copies_a_sqlite_ledger_once(pg_url, tmp_path):
+    lite = tmp_path / "ledger.db"
+    ledger = Ledger(lite, model="gpt-4o-mini")
+    for entry in _traffic(time.time()):
+        ledger.record(entry)
+    ledger.close()
+    first = json.loads(_cli("ledger", "migrate", "--to", pg_url, "--from", str(lite), "--json"))
+    assert first["read"] == first["copied"] == 401 and first["same_hash_key"] is True
+    again = json.loads(_cli("ledger", "migrate", "--to", pg_url, "--from", str(lite), "--json"))
+    assert again["copied"] == 0 and again["already_there"] == 401
+    columns = "id, route, query, query_hmac, cost_usd, latency_ms, outcome"
+    with sqlite3.connect(lite) as db:
+        expected = db.execute(f"SELECT {columns} FROM requests ORDER BY id").fetchall()
+    assert stored(pg_url, f"SELECT {columns} FROM requests ORDER BY id") == expected
+    assert stored(pg_url, "SELECT sum(requests) FROM requests_hourly") == [(401,)]
+    for command in (["savings", "--json"], ["misses", "--json"]):
+        assert json.loads(_cli(*command, HYBRID_WEATHER_LEDGER=str(lite))) == json.loads(
+            _cli(*command, HYBRID_WEATHER_LEDGER=pg_url)
+        )
+    # New rows are hashed with the migrated ledger's key: a repeated question matches its old self.
+    ledger = Ledger(pg_url)
+    ledger.record(LedgerEntry(started_at=time.time(), route="rule", query="上海0"))
+    ledger.close()
+    hashes = stored(pg_url, "SELECT count(DISTINCT query_hmac), count(*) FROM requests WHERE query = '上海0'")
+    assert hashes == [(1, 2)]
