@@ -318,3 +318,57 @@ def test_simulate(tmp_path):
     assert projection["daily_hybrid_usd"] == pytest.approx(round(250 * one, 6))
     bad = CliRunner().invoke(cli, ["simulate", str(log), "--model", "nope"])
     assert bad.exit_code == 2 and "no price" in bad.output
+
+
+# -- the rollup and retention ------------------------------------------------------------------------
+
+
+def test_the_rollup_counts_what_the_rows_count_and_outlives_their_deletion(tmp_path):
+    path = tmp_path / "kept.db"
+    ledger = Ledger(path, model="gpt-4o-mini")
+    now = time.time()
+    for i in range(50):  # 20 days of rows, some of them older than the ledger keeps
+        ledger.record(LedgerEntry(started_at=now - i * 0.4 * 86400, route="rule", query=f"q{i}", places=("上海市",),
+                                  latency_ms=1.0 + i % 5))  # fmt: skip
+    ledger.close()
+    db = sqlite3.connect(path)
+    whole = savings_report(db, 30)
+    by_rows = db.execute("SELECT count(*), sum(baseline_cost_usd) FROM requests").fetchone()
+    assert whole["requests"] == by_rows[0] == 50
+    assert whole["baseline_cost_usd"] == pytest.approx(by_rows[1])
+    db.close()
+    pruning = Ledger(path, model="gpt-4o-mini", keep_days=7)
+    pruning.flush()  # the writer deletes rows older than 7 days when it starts, then hourly
+    pruning.close()
+    db = sqlite3.connect(path)
+    left = db.execute("SELECT count(*) FROM requests").fetchone()[0]
+    assert left == sum(1 for i in range(50) if i * 0.4 < 7)  # the older rows are gone...
+    after = savings_report(db, 30)
+    assert after["requests"] == 50 and after["baseline_cost_usd"] == whole["baseline_cost_usd"]  # ...not their sums
+    assert after["latency_ms"] == whole["latency_ms"]
+    db.close()
+
+
+def test_a_window_that_starts_mid_hour_counts_the_rows_of_that_hour_from_the_rows(tmp_path):
+    path = tmp_path / "edge.db"
+    ledger = Ledger(path)
+    now = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+    since = now - dt.timedelta(days=1)  # 2026-11-29T12:00 — shifted to mid-hour below
+    for minutes in (-20, -10, 5, 15, 25, 70):  # around 12:12 the day before
+        at = since + dt.timedelta(minutes=12 + minutes)
+        ledger.record(LedgerEntry(started_at=at.timestamp(), route="rule", query="q"))
+    ledger.close()
+    db = sqlite3.connect(path)
+    report = savings_report(db, 1, now=now + dt.timedelta(minutes=12))
+    assert report["requests"] == 4  # the rows at or after 12:12, not the hour's other two
+    db.close()
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon"])
+def test_a_keep_days_that_is_not_one_is_a_configuration_error(value, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "hybrid_weather.router", "--provider", "demo", "上海今天天气"],
+        capture_output=True, text=True, env={**os.environ, "HYBRID_WEATHER_LEDGER_KEEP_DAYS": value},
+    )  # fmt: skip
+    assert result.returncode == 2 and "HYBRID_WEATHER_LEDGER_KEEP_DAYS" in result.stderr
+    assert "Traceback" not in result.stderr

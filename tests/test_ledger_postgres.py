@@ -316,3 +316,18 @@ def test_ledger_migrate_copies_a_sqlite_ledger_once(pg_url, tmp_path):
     ledger.close()
     hashes = stored(pg_url, "SELECT count(DISTINCT query_hmac), count(*) FROM requests WHERE query = '上海0'")
     assert hashes == [(1, 2)]
+
+
+def test_rows_past_the_kept_days_are_deleted_and_their_sums_kept(pg_url):
+    now = time.time()
+    ledger = Ledger(pg_url, keep_days=None)
+    for i in range(30):
+        ledger.record(LedgerEntry(started_at=now - i * 86400, route="rule", query=f"q{i}", places=("上海市",)))
+    ledger.close()
+    pruning = Ledger(pg_url, keep_days=10)
+    pruning.flush()
+    pruning.close()
+    assert stored(pg_url, "SELECT count(*) FROM requests") == [(10,)]  # days 0 to 9
+    assert stored(pg_url, "SELECT sum(requests) FROM requests_hourly") == [(30,)]
+    status = json.loads(_cli("savings", "--json", HYBRID_WEATHER_LEDGER=pg_url))
+    assert status["requests"] == 30

@@ -97,10 +97,11 @@ _STOP = object()
 
 
 class Ledger:
-    """Append-only request log in SQLite (WAL). Thread-safe; one per process and location.
+    """Append-only request log in SQLite (WAL) or PostgreSQL. Thread-safe; one per process and location.
 
     Raises LedgerUnavailable when LOCATION cannot hold a ledger (a folder, a read-only or corrupt file,
-    a foreign `requests` table, no room); writing problems later are handled, never raised.
+    a foreign `requests` table, no room, a database that refuses us); writing problems later, and a
+    server that is away for now, are handled, never raised.
     """
 
     def __init__(
@@ -124,7 +125,7 @@ class Ledger:
         self.commit_interval = commit_interval
         self.keep_days = keep_days  #: rows older than this are deleted (the rollup keeps their sums); None: kept
         self.problem: str | None = None  #: the first problem writing rows, for the CLI to say once
-        self.spool = Spool(spool or spool_path(self.location))
+        self.spool = Spool(spool or spool_path(str(location)))
         models = models or ModelTable()
         self._opened = True
         try:
@@ -149,7 +150,7 @@ class Ledger:
         self._closed = False
         self._in_hand: list[tuple[object, ...]] = []  # the writer's batch: spooled by close() if it hangs
         self._replay_due = True  # rows spooled by anyone: tried at start and when the database is back
-        self._pruned_at = 0.0
+        self._pruned_at = -PRUNE_INTERVAL  # monotonic time can be small: the first prune runs at once
         self._writer_lock = threading.Lock()
         self._writer = self._start_writer()
         atexit.register(self.close)
