@@ -426,6 +426,49 @@ def misses(days: int, as_json: bool) -> None:
         click.echo(json.dumps(report, ensure_ascii=False) if as_json else render_misses(report))
 
 
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every one).")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Worker processes.")
+@click.option("--grace", default=10, show_default=True, type=click.IntRange(0, 600),
+              help="Seconds in-flight requests get to finish at shutdown (SIGTERM, Ctrl-C).")  # fmt: skip
+def serve(host: str, port: int, workers: int, grace: int) -> None:
+    """Serve the router over HTTP, with an OpenAI-compatible endpoint (README: "Serving over HTTP").
+
+    \b
+        hybrid-weather serve --port 8080 --workers 2
+        curl -s localhost:8080/v1/ask -d '{"query": "上海今天天气"}'
+
+    Each worker process keeps one router. SIGTERM or Ctrl-C stops accepting, lets requests in flight
+    finish (up to --grace seconds) and flushes the ledger.
+    """
+    import shutil
+    import tempfile
+
+    with _errors_as_exit_codes():
+        try:
+            import uvicorn
+        except ImportError:
+            raise ConfigurationError("serve needs its server: pip install 'hybrid-weather[serve]'") from None
+        from .settings import Settings
+
+        Settings.from_env()  # a setting that is wrong fails here, once, not in every worker
+        # Metrics of every worker, summed: prometheus_client's multiprocess mode keeps them in files here.
+        metrics_dir = None
+        if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            metrics_dir = tempfile.mkdtemp(prefix="hybrid-weather-metrics-")
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+        click.echo(f"hybrid-weather serving on http://{host}:{port} ({workers} worker{'s' * (workers > 1)})",
+                   err=True)  # fmt: skip
+        try:
+            uvicorn.run("hybrid_weather.router.serve:create_app", factory=True, host=host, port=port,
+                        workers=workers, timeout_graceful_shutdown=grace, access_log=False, log_level="warning",
+                        lifespan="on")  # fmt: skip
+        finally:
+            if metrics_dir:
+                shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
 @cli.group()
 def ledger() -> None:
     """Look after the request ledger.

@@ -48,6 +48,9 @@ class Settings:
     model: str | None = None
     openai_api_key: str | None = None
     openai_base_url: str | None = None
+    api_keys: str | None = None  #: keys `serve` accepts (comma-separated), or None
+    api_keys_file: str | None = None  #: a file of SHA-256 hex digests of accepted keys, one per line
+    rate_limit: str | None = None  #: per-key (or per-address) rate of `serve`, e.g. 20/s; None: none
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -102,6 +105,9 @@ class Settings:
             model=env.get("HYBRID_WEATHER_MODEL") or None,
             openai_api_key=env.get("OPENAI_API_KEY") or None,
             openai_base_url=_base_url(env, "OPENAI_BASE_URL"),
+            api_keys=env.get("HYBRID_WEATHER_API_KEYS") or None,
+            api_keys_file=env.get("HYBRID_WEATHER_API_KEYS_FILE") or None,
+            rate_limit=env.get("HYBRID_WEATHER_RATE_LIMIT") or None,
         )
 
     def ledger_location(self) -> str | None:

@@ -42,6 +42,22 @@ for i = 1, n do
 end
 return 0
 """
+# A token bucket (HTTP rate limits): KEYS[1] holds tokens and the time they were counted; ARGV: tokens a
+# second, burst, now (ms, the server's clock so every host agrees). Returns the ms to wait, 0 to go on.
+_TAKE = """
+local t = redis.call('time')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local state = redis.call('hmget', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1]) or burst
+local at = tonumber(state[2]) or now
+tokens = math.min(burst, tokens + (now - at) * rate / 1000)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = math.ceil((1 - tokens) * 1000 / rate) end
+redis.call('hset', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('pexpire', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+return wait
+"""
 _UNITS = {"s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
 
 
@@ -81,6 +97,7 @@ class SharedCache:
         )
         self._unlock = self._client.register_script(_UNLOCK)
         self._spend = self._client.register_script(_SPEND)
+        self._take = self._client.register_script(_TAKE)
         self._down_until = 0.0
         self._lock = threading.Lock()
 
@@ -128,6 +145,12 @@ class SharedCache:
             return 0.0
         length = windows[int(full) - 1][1]
         return length - now % length
+
+    def take_token(self, bucket: str, per_s: float, burst: float) -> float | None:
+        """Spend one token of BUCKET (PER_S a second, up to BURST): 0 to go on, else the seconds to wait;
+        None while Redis is down (the caller keeps its own bucket meanwhile)."""
+        waited = self._call(self._take, keys=[f"{self.prefix}{bucket}"], args=[per_s, burst])
+        return None if waited is None else int(waited) / 1000
 
     def close(self) -> None:
         self._client.close()

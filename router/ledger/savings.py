@@ -33,9 +33,11 @@ def savings_report(db: Any, days: int, *, now: dt.datetime | None = None, by: st
         lambda: {"requests": 0, "actual_cost_usd": 0.0, "baseline_cost_usd": 0.0}
     )
     outcomes: Counter[str] = Counter()
+    timeline: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(ROUTES, 0))
     for g in groups_in:
         n = g["requests"]
         by_route[g["route"]] = by_route.get(g["route"], 0) + n
+        timeline[g["day"]][g["route"]] = timeline[g["day"]].get(g["route"], 0) + n
         outcomes[g["outcome"]] += n
         group = groups[_group_key(g, by or "day")]
         group["requests"] += n
@@ -90,6 +92,7 @@ def savings_report(db: Any, days: int, *, now: dt.datetime | None = None, by: st
             "agreement_rate": round(sum(g["agreed"] for g in shadows) / judged, 4) if judged else None,
             "judged": judged,
         },
+        "timeline": {day: timeline[day] for day in sorted(timeline)},  # requests per day (UTC) and route
         "groups": {
             "by": by or "day",
             "rows": {

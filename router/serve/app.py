@@ -1,0 +1,335 @@
+"""The ASGI application: one HybridRouter per worker process behind Starlette.
+
+    POST /v1/ask                 the `--json` object           POST /v1/route     the Decision
+    POST /v1/chat/completions    OpenAI-compatible              GET  /v1/savings   GET /v1/misses
+    GET  /healthz  /readyz  /metrics  /openapi.json  /  (the savings dashboard)
+
+Every error is an OpenAI-style JSON body with the right status; nothing the service raises reaches the
+client as a stack trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from cachetools import TTLCache
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from hybrid_weather.agent.errors import HybridWeatherError, LedgerUnavailable, WeatherUnavailable
+from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range, today_in_china
+
+from ..facade import HybridRouter
+from ..session import Session
+from ..settings import Settings
+from . import chat
+from .access import Access, Rate, load_keys
+from .errors import ApiError, from_library, invalid
+from .metrics import Metrics
+from .openapi import OPENAPI
+
+logger = logging.getLogger("hybrid_weather")
+
+#: Bytes a request body may hold; past this the answer is 413.
+MAX_BODY_BYTES = 64 * 1024
+#: Characters a question may hold (the router reads the first 200 of them).
+MAX_QUERY_CHARS = 2_000
+#: Server-side sessions of /v1/ask per worker, and how long an idle one is kept (seconds).
+MAX_SESSIONS = 10_000
+SESSION_IDLE_S = 1_800.0
+_SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+#: Days a report may cover.
+MAX_REPORT_DAYS = 3_650
+
+
+class Service:
+    """What one worker holds: its router, the access rules, the sessions and the metrics."""
+
+    def __init__(self, router: HybridRouter | None, settings: Settings | None) -> None:
+        self._given = router
+        self.settings = settings or (router.settings if router else Settings.from_env())
+        self.router: HybridRouter = router or HybridRouter(settings=self.settings)
+        self.metrics = Metrics()
+        shared = self.router.weather.shared
+        self._own_shared = None
+        if shared is None and self.settings.cache_url:  # rate limits are shared even where forecasts are not (demo)
+            from hybrid_weather.agent.weather.shared_cache import SharedCache
+
+            shared = self._own_shared = SharedCache(
+                self.settings.cache_url, keep_s=60, prefix=self.settings.cache_prefix
+            )
+        self.access = Access(load_keys(self.settings.api_keys, self.settings.api_keys_file),
+                             Rate.parse(self.settings.rate_limit), shared)  # fmt: skip
+        self._sessions: TTLCache[str, Session] = TTLCache(maxsize=MAX_SESSIONS, ttl=SESSION_IDLE_S)
+        self._sessions_lock = threading.Lock()
+        self._upstream: Any = None  # httpx.AsyncClient for pass-through requests, made on first use
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        yield
+        # Shutdown (SIGTERM, SIGINT): uvicorn has stopped accepting and finished the requests in flight;
+        # the router flushes its ledger, so no row is lost.
+        if self._upstream is not None:
+            await self._upstream.aclose()
+        if self._own_shared is not None:
+            self._own_shared.close()
+        if self._given is None:
+            await run_in_threadpool(self.router.close)
+
+    # -- the endpoints -----------------------------------------------------------------------------------
+
+    async def ask(self, request: Request) -> Response:
+        body = await self._json(request)
+        query = _query(body)
+        today = _today(body)
+        session = self._session(body.get("session_id"))
+        answer = await self._answer("ask", query, today, session)
+        return JSONResponse(answer.to_json(query))
+
+    async def route(self, request: Request) -> Response:
+        body = await self._json(request)
+        query = _query(body)
+        decision = self.router.route(query, today=_today(body))
+        self.metrics.requests.labels("route", decision.route, "ok").inc()
+        return JSONResponse(decision.to_json(query))
+
+    async def chat_completions(self, request: Request) -> Response:
+        body = await self._json(request)
+        messages = chat.check_messages(body)
+        if chat.wants_upstream(body, messages):
+            return await self._pass_through(body)
+        today = _today(body)
+        question = chat.text_of(messages[-1].get("content"))
+        if len(question) > MAX_QUERY_CHARS:
+            raise invalid(f"the last message is longer than {MAX_QUERY_CHARS} characters", "query_too_long")
+        session = chat.session_from(self.router, messages, today or today_in_china())
+        answer = await self._answer("chat", question, today, session)
+        headers = {"x-hybrid-weather-route": answer.route}
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(chat.chunks(answer, include_usage), media_type="text/event-stream",
+                                     headers={**headers, "cache-control": "no-cache"})  # fmt: skip
+        return JSONResponse(chat.completion(answer), headers=headers)
+
+    async def savings(self, request: Request) -> Response:
+        from ..ledger import savings_report
+
+        days = _days(request)
+        return JSONResponse(await run_in_threadpool(self._report, lambda db: savings_report(db, days)))
+
+    async def misses(self, request: Request) -> Response:
+        from ..ledger import misses_report
+
+        days = _days(request)
+        return JSONResponse(await run_in_threadpool(self._report, lambda db: misses_report(db, days)))
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(self, request: Request) -> Response:
+        checks = await run_in_threadpool(self._readiness)
+        ready = all(check["ok"] for check in checks.values())
+        return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
+                            status_code=200 if ready else 503)  # fmt: skip
+
+    async def metrics_text(self, request: Request) -> Response:
+        self._check(request)
+        return Response(self.metrics.render(), media_type=self.metrics.content_type)
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(OPENAPI)
+
+    async def dashboard(self, request: Request) -> Response:
+        from ..ledger import misses_report, savings_report
+        from .dashboard import render
+
+        self._check(request)
+        days = _days(request)
+        savings, misses = await run_in_threadpool(
+            self._report, lambda db: (savings_report(db, days), misses_report(db, days))
+        )
+        return HTMLResponse(render(savings, misses))
+
+    # -- the parts ---------------------------------------------------------------------------------------
+
+    def _check(self, request: Request) -> str:
+        return self.access.check(request.headers.get("authorization"), request.client.host if request.client else "-")
+
+    async def _json(self, request: Request) -> dict[str, Any]:
+        """The request's JSON object, after its key and rate are checked; 413 past MAX_BODY_BYTES."""
+        self._check(request)
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            raise ApiError(413, "invalid_request_error", f"the body is over {MAX_BODY_BYTES} bytes", "body_too_large")
+        raw = bytearray()
+        async for piece in request.stream():
+            raw += piece
+            if len(raw) > MAX_BODY_BYTES:
+                raise ApiError(413, "invalid_request_error", f"the body is over {MAX_BODY_BYTES} bytes",
+                               "body_too_large")  # fmt: skip
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            raise invalid("the body is not JSON", "invalid_json", status=400) from None
+        if not isinstance(body, dict):
+            raise invalid("the body must be a JSON object", "invalid_body")
+        return body
+
+    def _session(self, session_id: Any) -> Session | None:
+        if session_id is None:
+            return None
+        if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+            raise invalid("'session_id' must be 1 to 128 letters, digits or . _ : -", "invalid_session_id")
+        with self._sessions_lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                session = self._sessions[session_id] = Session(id=session_id)
+            else:
+                self._sessions[session_id] = session  # touched: kept another SESSION_IDLE_S
+            return session
+
+    async def _answer(self, endpoint: str, query: str, today: dt.date | None, session: Session | None) -> Any:
+        started = time.perf_counter()
+        try:
+            answer = await self.router.aask(query, today=today, session=session)
+        except HybridWeatherError as error:
+            self.metrics.failed(endpoint, "-", type(error).__name__, time.perf_counter() - started)
+            if isinstance(error, WeatherUnavailable):
+                self.metrics.upstream.labels(self.settings.provider, "error").inc()
+            raise from_library(error) from None
+        self.metrics.answered(endpoint, answer, self._saved(answer))
+        return answer
+
+    def _saved(self, answer: Any) -> float | None:
+        """What answering without a model saved: the all-LLM baseline of this answer (rule and clarify)."""
+        if answer.route == "llm":
+            return None
+        from ..ledger import default_baseline_cost
+
+        parts = self.router.parts
+        return default_baseline_cost(parts.models, parts.settings.model or parts.models.default_model,
+                                     len(answer.decision.cities))  # fmt: skip
+
+    def _report(self, read: Any) -> Any:
+        ledger = self.router.ledger
+        if ledger is None:
+            raise ApiError(404, "invalid_request_error", "the ledger is off (HYBRID_WEATHER_LEDGER=off)", "ledger_off")
+        ledger.flush()  # this worker's latest rows are in the report (at most one batch interval's wait)
+        try:
+            db = ledger.connect()
+        except LedgerUnavailable as error:
+            raise ApiError(503, "service_unavailable", str(error), "ledger_unavailable") from None
+        try:
+            return read(db)
+        finally:
+            db.close()
+
+    def _readiness(self) -> dict[str, dict[str, Any]]:
+        checks: dict[str, dict[str, Any]] = {}
+        ledger = self.router.ledger
+        if ledger is not None:
+            problem = ledger.problem
+            from ..ledger import SpoolLedger
+
+            writable = problem is None and not isinstance(ledger, SpoolLedger)
+            checks["ledger"] = {"ok": writable, "location": ledger.location, "problem": problem}
+        breaker = getattr(getattr(self.router.weather.provider, "http", None), "breaker", None)
+        if breaker is not None:
+            checks["provider"] = {"ok": breaker.state != "open", "circuit": breaker.state}
+        shared = self.router.weather.shared
+        if shared is not None:
+            checks["cache"] = {"ok": not shared.down, "down": shared.down}
+        return checks
+
+    async def _pass_through(self, body: dict[str, Any]) -> Response:
+        """A request the router does not answer, sent to the configured OpenAI-compatible endpoint as it
+        came (with the service's key), its answer returned as it came — scrubbed of that key."""
+        from .upstream import forward
+
+        if self._upstream is None:
+            import httpx2 as httpx
+
+            self._upstream = httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0), follow_redirects=False)
+        return await forward(self._upstream, self.settings, body, self.metrics)
+
+
+def _query(body: dict[str, Any]) -> str:
+    query = body.get("query")
+    if not isinstance(query, str):
+        raise invalid("'query' must be a string: the question, e.g. 上海今天天气", "invalid_query")
+    if len(query) > MAX_QUERY_CHARS:
+        raise invalid(f"'query' is longer than {MAX_QUERY_CHARS} characters", "query_too_long")
+    return query
+
+
+def _today(body: dict[str, Any]) -> dt.date | None:
+    today = body.get("today")
+    if today is None:
+        return None
+    try:
+        day = dt.date.fromisoformat(today) if isinstance(today, str) and len(today) == 10 else None
+    except ValueError:
+        day = None
+    if day is None or not in_supported_range(day):
+        raise invalid(f"'today' must be a date YYYY-MM-DD from {FIRST_DAY} to {LAST_DAY}", "invalid_today")
+    return day
+
+
+def _days(request: Request) -> int:
+    text = request.query_params.get("days", "30")
+    if not text.isdigit() or not 1 <= int(text) <= MAX_REPORT_DAYS:
+        raise invalid(f"'days' must be a whole number from 1 to {MAX_REPORT_DAYS}", "invalid_days")
+    return int(text)
+
+
+async def _api_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, ApiError)
+    return error.response()
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, HTTPException)
+    kind = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "invalid_request")
+    return ApiError(error.status_code, "invalid_request_error", str(error.detail), kind).response()
+
+
+async def _unexpected(request: Request, error: Exception) -> Response:
+    logger.exception("unexpected error answering %s %s", request.method, request.url.path)
+    return ApiError(500, "server_error", "the service failed unexpectedly; the log says where", "internal").response()
+
+
+def create_app(router: HybridRouter | None = None, *, settings: Settings | None = None) -> Starlette:
+    """The ASGI app. ROUTER: a router to serve (the caller closes it); else one is made from SETTINGS (or
+    the environment) and closed at shutdown."""
+    service = Service(router, settings)
+    routes = [
+        Route("/v1/ask", service.ask, methods=["POST"]),
+        Route("/v1/route", service.route, methods=["POST"]),
+        Route("/v1/chat/completions", service.chat_completions, methods=["POST"]),
+        Route("/v1/savings", service.savings, methods=["GET"]),
+        Route("/v1/misses", service.misses, methods=["GET"]),
+        Route("/healthz", service.healthz, methods=["GET"]),
+        Route("/readyz", service.readyz, methods=["GET"]),
+        Route("/metrics", service.metrics_text, methods=["GET"]),
+        Route("/openapi.json", service.openapi, methods=["GET"]),
+        Route("/", service.dashboard, methods=["GET"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=service.lifespan,
+        exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _unexpected},
+    )
+    app.state.service = service
+    return app

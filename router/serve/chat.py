@@ -1,0 +1,128 @@
+"""The OpenAI-compatible endpoint: chat.completion objects and their Server-Sent Events, from an Answer.
+
+A request's earlier messages become a Session by replaying them through the router (no I/O), so a
+follow-up (那上海呢？) works without any state on the server and on any worker.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from .errors import invalid
+
+if TYPE_CHECKING:
+    from ..answer import Answer
+    from ..facade import HybridRouter
+    from ..session import Session
+
+#: The `model` a rule or clarify answer names: no model was used.
+RULES_MODEL = "hybrid-weather-rules"
+#: Characters per streamed content chunk of an answer that is already whole.
+_CHUNK_CHARS = 24
+
+
+def text_of(content: Any) -> str:
+    """A message's text: a string, or OpenAI's list of content parts (the text parts, joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"] for part in content
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+        )  # fmt: skip
+    if content is None:
+        return ""
+    raise invalid("a message's content must be a string or a list of content parts", "invalid_content")
+
+
+def check_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise invalid("'messages' must be a non-empty list of {role, content} objects", "invalid_messages")
+    for message in messages:
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise invalid("each message must be an object with a 'role'", "invalid_messages")
+    return messages
+
+
+def wants_upstream(body: dict[str, Any], messages: list[dict[str, Any]]) -> bool:
+    """A request the router does not answer itself: it carries its own tools (or functions), or its last
+    message is not the user's (a tool result, an assistant prefix)."""
+    return bool(body.get("tools") or body.get("functions")) or messages[-1].get("role") != "user"
+
+
+def session_from(router: HybridRouter, messages: list[dict[str, Any]], today: dt.date) -> Session:
+    """The conversation before the last message, as a Session: each user turn routed again (no I/O) and
+    paired with the assistant's reply that followed it."""
+    from ..session import Session
+
+    session = Session()
+    question: str | None = None
+    for message in messages[:-1]:
+        role = message["role"]
+        if role == "user":
+            question = text_of(message.get("content"))
+        elif role == "assistant" and question is not None:
+            session.remember(question, text_of(message.get("content")), router.route(question, today=today,
+                                                                                     session=session))  # fmt: skip
+            question = None
+    return session
+
+
+def completion(answer: Answer) -> dict[str, Any]:
+    """ANSWER as a chat.completion object: the rules' answers name no model and use no tokens."""
+    return {
+        "id": f"chatcmpl-hw-{secrets.token_hex(12)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": _model(answer),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": answer.text},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": _usage(answer),
+    }
+
+
+def chunks(answer: Answer, include_usage: bool) -> Iterator[bytes]:
+    """ANSWER as Server-Sent Events of chat.completion.chunk objects, then `data: [DONE]`."""
+    base = {"id": f"chatcmpl-hw-{secrets.token_hex(12)}", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": _model(answer)}  # fmt: skip
+
+    def event(delta: dict[str, Any], finish: str | None, **extra: Any) -> bytes:
+        chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **extra}
+        return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode()
+
+    yield event({"role": "assistant", "content": ""}, None)
+    text = answer.text
+    for start in range(0, len(text), _CHUNK_CHARS):
+        yield event({"content": text[start : start + _CHUNK_CHARS]}, None)
+    yield event({}, "stop")
+    if include_usage:
+        yield f"data: {json.dumps({**base, 'choices': [], 'usage': _usage(answer)})}\n\n".encode()
+    yield b"data: [DONE]\n\n"
+
+
+def _model(answer: Answer) -> str:
+    return answer.model if answer.route == "llm" and answer.model else RULES_MODEL
+
+
+def _usage(answer: Answer) -> dict[str, Any]:
+    if answer.llm is None:
+        return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    usage = answer.llm.usage
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+    }

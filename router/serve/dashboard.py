@@ -1,0 +1,132 @@
+"""The savings dashboard at /: one HTML page, its charts drawn as inline SVG on the server, no external
+asset (it works offline), readable on a phone. Every figure comes from the /v1/savings and /v1/misses
+objects; each chart's marks carry their numbers in data-* attributes."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+_COLOURS = {"rule": "#2f9e44", "clarify": "#f59f00", "llm": "#e03131"}
+_WIDTH, _HEIGHT, _PAD = 640, 220, 36
+
+
+def _svg(body: str, label: str, height: int = _HEIGHT) -> str:
+    return (f'<svg viewBox="0 0 {_WIDTH} {height}" role="img" aria-label="{escape(label)}" '
+            f'preserveAspectRatio="xMidYMid meet">{body}</svg>')  # fmt: skip
+
+
+def _routes_over_time(timeline: dict[str, dict[str, int]]) -> str:
+    """Stacked bars: requests per day by route."""
+    days = list(timeline)
+    if not days:
+        return "<p>No requests in this window.</p>"
+    peak = max(sum(v.values()) for v in timeline.values()) or 1
+    slot = (_WIDTH - 2 * _PAD) / len(days)
+    marks = []
+    for i, day in enumerate(days):
+        y = float(_HEIGHT - _PAD)
+        for route, colour in _COLOURS.items():
+            count = timeline[day].get(route, 0)
+            height = (_HEIGHT - 2 * _PAD) * count / peak
+            y -= height
+            marks.append(
+                f'<rect class="bar route-{route}" data-day="{day}" data-route="{route}" data-value="{count}" '
+                f'x="{_PAD + i * slot + 1:.1f}" y="{y:.1f}" width="{max(1.0, slot - 2):.1f}" height="{height:.1f}" '
+                f'fill="{colour}"><title>{day} {route}: {count}</title></rect>'
+            )
+        if len(days) <= 10 or i % max(1, len(days) // 6) == 0:
+            marks.append(f'<text x="{_PAD + (i + 0.5) * slot:.1f}" y="{_HEIGHT - 12}" text-anchor="middle" '
+                         f'font-size="11">{day[5:]}</text>')  # fmt: skip
+    marks.append(f'<text x="{_PAD}" y="16" font-size="11">peak {peak} requests/day</text>')
+    return _svg("".join(marks), "requests per day by route")
+
+
+def _spend(rows: dict[str, dict[str, float]]) -> str:
+    """Per day: what was spent (solid) against what an all-LLM design would have (outline)."""
+    days = list(rows)
+    if not days:
+        return ""
+    peak = max(max(v["baseline_cost_usd"], v["actual_cost_usd"]) for v in rows.values()) or 1.0
+    slot = (_WIDTH - 2 * _PAD) / len(days)
+    marks = []
+    for i, day in enumerate(days):
+        for kind, offset, style in (("baseline_cost_usd", 0.0, 'fill="none" stroke="#495057"'),
+                                    ("actual_cost_usd", 0.5, 'fill="#1c7ed6"')):  # fmt: skip
+            value = rows[day][kind]
+            height = (_HEIGHT - 2 * _PAD) * value / peak
+            marks.append(
+                f'<rect class="spend {kind}" data-day="{day}" data-value="{value}" '
+                f'x="{_PAD + (i + offset) * slot + 1:.1f}" y="{_HEIGHT - _PAD - height:.1f}" '
+                f'width="{max(1.0, slot / 2 - 2):.1f}" height="{height:.1f}" {style}>'
+                f"<title>{day} {kind.replace('_cost_usd', '')}: ${value:.6f}</title></rect>"
+            )
+    marks.append(f'<text x="{_PAD}" y="16" font-size="11">peak ${peak:.6f}/day</text>')
+    return _svg("".join(marks), "spend against the all-LLM baseline per day")
+
+
+def _latency(latency: dict[str, dict[str, float | None]]) -> str:
+    rows = [(route, v["p50"] or 0.0, v["p95"] or 0.0) for route, v in latency.items()]
+    if not rows:
+        return ""
+    peak = max(p95 for _, _, p95 in rows) or 1.0
+    height = 28 * len(rows) + 10
+    marks = []
+    for i, (route, p50, p95) in enumerate(rows):
+        y = 8 + i * 28
+        for kind, value, opacity in (("p95", p95, "0.35"), ("p50", p50, "1")):
+            width = (_WIDTH - 220) * value / peak
+            marks.append(
+                f'<rect class="latency {kind}" data-route="{route}" data-value="{value}" x="80" y="{y}" '
+                f'width="{max(1.0, width):.1f}" height="18" fill="{_COLOURS.get(route, "#868e96")}" '
+                f'fill-opacity="{opacity}"><title>{route} {kind}: {value} ms</title></rect>'
+            )
+        marks.append(f'<text x="4" y="{y + 14}" font-size="12">{route}</text>')
+        marks.append(f'<text x="{_WIDTH - 132}" y="{y + 14}" font-size="12">p50 {p50:g} · p95 {p95:g} ms</text>')
+    return _svg("".join(marks), "latency per route", height)
+
+
+def render(savings: dict[str, Any], misses: dict[str, Any]) -> str:
+    """The page for one window (SAVINGS and MISSES: the /v1/savings and /v1/misses objects)."""
+    saved_pct = savings["saved_pct"]
+    headline = f"{saved_pct:.1f}%" if saved_pct is not None else "–"
+    words = "".join(
+        f'<tr class="miss"><td>{escape(w["word"])}</td><td data-value="{w["count"]}">{w["count"]}</td>'
+        f"<td>${w['cost_usd']:.6f}</td><td>{escape(' | '.join(w['examples']))}</td></tr>"
+        for w in misses["words"][:10]
+    )
+    by_route = " · ".join(f"{route} {n}" for route, n in savings["by_route"].items())
+    legend = " ".join(f'<span style="color:{c}">■</span> {r}' for r, c in _COLOURS.items())
+    return f"""<!doctype html>
+<html lang="zh-CN"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>hybrid-weather · savings</title>
+<style>
+body {{ font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 720px; padding: 12px; color: #212529; }}
+h1 {{ font-size: 1.3em; }} h2 {{ font-size: 1.05em; margin-top: 1.6em; }}
+.figures {{ display: flex; flex-wrap: wrap; gap: 12px; }}
+.figure {{ flex: 1 1 140px; background: #f1f3f5; border-radius: 8px; padding: 10px; }}
+.figure b {{ display: block; font-size: 1.5em; }}
+svg {{ width: 100%; height: auto; background: #fff; }}
+table {{ border-collapse: collapse; width: 100%; font-size: .9em; }} td, th {{ border-bottom: 1px solid #dee2e6;
+padding: 4px; text-align: left; vertical-align: top; }}
+</style></head><body>
+<h1>What routing saved · last {savings["days"]} days</h1>
+<div class="figures">
+<div class="figure">saved<b id="saved-pct">{headline}</b>${savings["saved_usd"]:.6f}</div>
+<div class="figure">spent<b id="spent">${savings["actual_cost_usd"]:.4f}</b>all-LLM
+<span id="baseline">${savings["baseline_cost_usd"]:.4f}</span></div>
+<div class="figure">requests<b id="requests">{savings["requests"]}</b>{by_route}</div>
+</div>
+<h2>Requests by route, per day</h2><p>{legend}</p>
+{_routes_over_time(savings["timeline"])}
+<h2>Spend against the all-LLM baseline, per day</h2>
+<p><span style="color:#1c7ed6">■</span> spent <span>□</span> all-LLM baseline</p>
+{_spend(savings["groups"]["rows"]) if savings["groups"]["by"] == "day" else ""}
+<h2>Latency per route</h2>
+{_latency(savings["latency_ms"])}
+<h2>Top misses: plain lookups the LLM answered</h2>
+<table><tr><th>word</th><th>requests</th><th>cost</th><th>examples</th></tr>{words}</table>
+<p><small>Baseline: {escape(savings["baseline_method"])}. Data: <a href="v1/savings?days={savings["days"]}">
+/v1/savings</a>, <a href="v1/misses?days={savings["days"]}">/v1/misses</a>.</small></p>
+</body></html>"""

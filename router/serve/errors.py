@@ -1,0 +1,53 @@
+"""Every error the service answers with: an OpenAI-style body, the right status, never a stack trace."""
+
+from __future__ import annotations
+
+from starlette.responses import JSONResponse
+
+from hybrid_weather.agent.errors import (
+    BudgetExhausted,
+    ConfigurationError,
+    HybridWeatherError,
+    LLMUnavailable,
+    UpstreamTimeout,
+    WeatherUnavailable,
+)
+
+
+class ApiError(Exception):
+    """An error to answer with STATUS and an OpenAI-style body."""
+
+    def __init__(self, status: int, kind: str, message: str, code: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:  # fmt: skip
+        super().__init__(message)
+        self.status, self.kind, self.message, self.code = status, kind, message, code
+        self.headers = headers or {}
+
+    def response(self) -> JSONResponse:
+        body = {"error": {"type": self.kind, "message": self.message, "code": self.code}}
+        return JSONResponse(body, status_code=self.status, headers=self.headers)
+
+
+def invalid(message: str, code: str = "invalid_request", status: int = 422) -> ApiError:
+    """A request the service understood but cannot take (422), or could not read (400)."""
+    return ApiError(status, "invalid_request_error", message, code)
+
+
+def from_library(error: HybridWeatherError) -> ApiError:
+    """The library's typed errors as HTTP: what failed upstream is the service's 503 (or 504 for time),
+    with retry-after where the library knows when to retry."""
+    message = str(error)
+    if isinstance(error, BudgetExhausted):
+        headers = {"retry-after": str(max(1, round(error.retry_after_s)))}
+        return ApiError(503, "upstream_budget_exhausted", message, "upstream_budget_exhausted", headers)
+    if isinstance(error, UpstreamTimeout):
+        return ApiError(504, "timeout", message, "weather_timeout")
+    if isinstance(error, WeatherUnavailable):
+        return ApiError(503, "service_unavailable", message, "weather_unavailable")
+    if isinstance(error, LLMUnavailable):
+        timed_out = "deadline" in message or "timed out" in message
+        return ApiError(504 if timed_out else 503, "timeout" if timed_out else "service_unavailable", message,
+                        "llm_timeout" if timed_out else "llm_unavailable")  # fmt: skip
+    if isinstance(error, ConfigurationError):
+        return ApiError(503, "service_unavailable", message, "configuration_error")
+    return ApiError(503, "service_unavailable", message, type(error).__name__)

@@ -1,0 +1,74 @@
+"""What /metrics shows, in Prometheus's text format, summed over every worker process.
+
+With several workers, prometheus_client's multiprocess mode keeps each process's values in files under
+PROMETHEUS_MULTIPROC_DIR (the serve command makes a fresh one per start) and /metrics sums them, so any
+worker answers for all. Without it (one process, tests), the values live in memory.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+
+if TYPE_CHECKING:
+    from ..answer import Answer
+
+#: Latency buckets (seconds): rule answers take microseconds, LLM answers seconds.
+_LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+                    30)  # fmt: skip
+
+
+class Metrics:
+    """The service's counters and histograms; one per worker process."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.multiprocess = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+        # In multiprocess mode values go to files and are collected from there; else to this registry.
+        own = None if self.multiprocess else CollectorRegistry()
+        self._registry = own
+        self.requests = Counter("hybrid_weather_requests", "HTTP requests by endpoint, route and outcome",
+                                ["endpoint", "route", "outcome"], registry=own)  # fmt: skip
+        self.latency = Histogram("hybrid_weather_request_seconds", "Time to answer, by endpoint and route",
+                                 ["endpoint", "route"], buckets=_LATENCY_BUCKETS, registry=own)  # fmt: skip
+        self.upstream = Counter("hybrid_weather_upstream_fetches", "Answers that needed the weather provider, by "
+                                "provider and whether it answered", ["provider", "result"], registry=own)  # fmt: skip
+        self.cache_hits = Counter("hybrid_weather_cache_hits", "Rule answers served from the forecast cache",
+                                  registry=own)  # fmt: skip
+        self.tokens = Counter("hybrid_weather_llm_tokens", "LLM tokens, by kind (prompt, completion)", ["kind"],
+                              registry=own)  # fmt: skip
+        self.cost = Counter("hybrid_weather_llm_cost_usd", "What the LLM answers cost (USD)", registry=own)
+        self.saved = Counter("hybrid_weather_saved_usd", "What answering without a model saved against the all-LLM "
+                             "baseline (USD)", registry=own)  # fmt: skip
+
+    def answered(self, endpoint: str, answer: Answer, saved_usd: float | None) -> None:
+        self.requests.labels(endpoint, answer.route, "ok").inc()
+        self.latency.labels(endpoint, answer.route).observe(answer.latency_ms / 1000)
+        if answer.source is not None and answer.route != "llm":
+            if answer.cache_hit:
+                self.cache_hits.inc()
+            else:
+                self.upstream.labels(answer.source, "stale" if answer.stale else "ok").inc()
+        if answer.llm is not None:
+            self.tokens.labels("prompt").inc(answer.llm.usage.prompt_tokens)
+            self.tokens.labels("completion").inc(answer.llm.usage.completion_tokens)
+        if answer.cost_usd:
+            self.cost.inc(answer.cost_usd)
+        if saved_usd:
+            self.saved.inc(saved_usd)
+
+    def failed(self, endpoint: str, route: str, outcome: str, seconds: float) -> None:
+        self.requests.labels(endpoint, route, outcome).inc()
+        self.latency.labels(endpoint, route).observe(seconds)
+
+    def render(self) -> bytes:
+        if self._registry is not None:
+            return generate_latest(self._registry)
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return generate_latest(registry)

@@ -1,0 +1,246 @@
+"""The service's OpenAPI 3.1 description, served at /openapi.json (and fuzzed by the test suite)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_ERROR_CODES = {
+    "400": "The body is not JSON",
+    "401": "A valid API key is required (Authorization: Bearer KEY)",
+    "413": "The body is larger than 64 KiB",
+    "422": "The request is JSON but not what this endpoint takes",
+    "429": "Rate limit reached; retry-after says when to try again",
+    "503": "The weather provider or the model is unavailable (or the ledger cannot be read)",
+    "504": "The weather provider or the model did not answer within the deadline",
+}
+
+
+def _errors(*codes: str) -> dict[str, Any]:
+    return {code: {"description": _ERROR_CODES[code], "content": {"application/json": {"schema": _ref("Error")}}}
+            for code in codes}  # fmt: skip
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(name: str, description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _ref(name)}}}
+
+
+def _body(name: str) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": _ref(name)}}}
+
+
+_DATE = {"type": "string", "format": "date", "description": "YYYY-MM-DD, from 1970-01-01 to 2099-12-31"}
+_NULLABLE_STRING = {"type": ["string", "null"]}
+_DAYS = [{"name": "days", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1,
+          "maximum": 3650, "default": 30}}]  # fmt: skip
+
+_DECISION = {
+    "type": "object",
+    "required": ["query", "route", "cities", "dates", "aspect", "reason"],
+    "properties": {
+        "query": {"type": "string"},
+        "route": {"enum": ["rule", "clarify", "llm"]},
+        "cities": {"type": "array", "items": {"type": "string"}},
+        "dates": {"type": "array", "items": {"type": "string", "format": "date"}},
+        "aspect": _NULLABLE_STRING,
+        "reason": {"type": "string"},
+    },
+}
+
+SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["type", "message", "code"],
+                "properties": {"type": {"type": "string"}, "message": {"type": "string"}, "code": _NULLABLE_STRING},
+            }
+        },
+    },
+    "AskRequest": {
+        "type": "object",
+        "required": ["query"],
+        "properties": {
+            "query": {"type": "string", "maxLength": 2000, "examples": ["上海今天天气"]},
+            "today": _DATE,
+            "session_id": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$"},
+        },
+    },
+    "RouteRequest": {
+        "type": "object",
+        "required": ["query"],
+        "properties": {"query": {"type": "string", "maxLength": 2000}, "today": _DATE},
+    },
+    "Decision": _DECISION,
+    "Answer": {
+        "type": "object",
+        "required": [
+            "query",
+            "route",
+            "answer",
+            "decision",
+            "data",
+            "source",
+            "stale",
+            "latency_ms",
+            "cost_usd",
+            "stale_age_s",
+            "attribution",
+        ],
+        "properties": {
+            "query": {"type": "string"},
+            "route": {"enum": ["rule", "clarify", "llm"]},
+            "answer": {"type": "string"},
+            "decision": {k: v for k, v in _DECISION.items() if k != "required"}
+            | {"required": ["route", "cities", "dates", "aspect", "reason"]},
+            "data": {"type": "object"},
+            "source": _NULLABLE_STRING,
+            "stale": {"type": "boolean"},
+            "latency_ms": {"type": "number"},
+            "cost_usd": {"type": ["number", "null"]},
+            "stale_age_s": {"type": ["number", "null"]},
+            "attribution": _NULLABLE_STRING,
+        },
+    },
+    "ChatRequest": {
+        "type": "object",
+        "required": ["messages"],
+        "properties": {
+            "model": {"type": "string"},
+            "messages": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "required": ["role"],
+                    "properties": {
+                        "role": {"enum": ["system", "developer", "user", "assistant", "tool"]},
+                        "content": {"type": ["string", "array", "null"]},
+                    },
+                },
+            },
+            "stream": {"type": "boolean"},
+            "stream_options": {"type": "object", "properties": {"include_usage": {"type": "boolean"}}},
+            "today": _DATE,
+            "tools": {"type": "array", "description": "present: the request goes upstream as it came"},
+        },
+    },
+    "ChatCompletion": {
+        "type": "object",
+        "required": ["id", "object", "created", "model", "choices", "usage"],
+        "properties": {
+            "id": {"type": "string"},
+            "object": {"const": "chat.completion"},
+            "created": {"type": "integer"},
+            "model": {"type": "string"},
+            "choices": {"type": "array", "items": {"type": "object"}},
+            "usage": {"type": ["object", "null"]},
+        },
+    },
+    "Report": {"type": "object", "required": ["days"], "properties": {"days": {"type": "integer"}}},
+    "Health": {"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}},
+}
+
+_LIMITED = ("401", "429")
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {
+        "title": "hybrid-weather",
+        "version": "1",
+        "description": "Chinese weather questions answered "
+        "without a model when they can be, with an OpenAI-compatible drop-in endpoint.",
+    },
+    "components": {
+        "schemas": SCHEMAS,
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+    },
+    "security": [{}, {"bearer": []}],
+    "paths": {
+        "/v1/ask": {
+            "post": {
+                "summary": "Answer a question (the CLI's --json object)",
+                "requestBody": _body("AskRequest"),
+                "responses": {
+                    "200": _json("Answer", "The answer"),
+                    **_errors("400", *_LIMITED, "413", "422", "503", "504"),
+                },
+            }
+        },
+        "/v1/route": {
+            "post": {
+                "summary": "Decide what to do with a question (no I/O)",
+                "requestBody": _body("RouteRequest"),
+                "responses": {"200": _json("Decision", "The decision"), **_errors("400", *_LIMITED, "413", "422")},
+            }
+        },
+        "/v1/chat/completions": {
+            "post": {
+                "summary": "OpenAI-compatible chat completions: rule questions without a model, others through it",
+                "requestBody": _body("ChatRequest"),
+                "responses": {
+                    "200": {
+                        "description": "A chat.completion object, or Server-Sent Events of chat.completion.chunk "
+                        "objects when stream is true",
+                        "headers": {
+                            "x-hybrid-weather-route": {"schema": {"enum": ["rule", "clarify", "llm", "pass-through"]}}
+                        },
+                        "content": {
+                            "application/json": {"schema": _ref("ChatCompletion")},
+                            "text/event-stream": {"schema": {"type": "string"}},
+                        },
+                    },
+                    **_errors("400", *_LIMITED, "413", "422", "503", "504"),
+                },
+            }
+        },
+        "/v1/savings": {
+            "get": {
+                "summary": "What routing saved (the `savings --json` object)",
+                "parameters": _DAYS,
+                "responses": {"200": _json("Report", "The report"), **_errors(*_LIMITED, "422", "503")},
+            }
+        },
+        "/v1/misses": {
+            "get": {
+                "summary": "What the router missed (the `misses --json` object)",
+                "parameters": _DAYS,
+                "responses": {"200": _json("Report", "The report"), **_errors(*_LIMITED, "422", "503")},
+            }
+        },
+        "/healthz": {"get": {"summary": "Alive", "security": [], "responses": {"200": _json("Health", "Alive")}}},
+        "/readyz": {
+            "get": {
+                "summary": "Ready: the ledger writable, the provider's circuit closed, the cache reachable",
+                "security": [],
+                "responses": {"200": _json("Health", "Ready"), "503": _json("Health", "Not ready")},
+            }
+        },
+        "/metrics": {
+            "get": {
+                "summary": "Prometheus metrics of every worker",
+                "responses": {
+                    "200": {
+                        "description": "Prometheus text format",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    },
+                    **_errors(*_LIMITED),
+                },
+            }
+        },
+        "/": {
+            "get": {
+                "summary": "The savings dashboard",
+                "parameters": _DAYS,
+                "responses": {
+                    "200": {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}},
+                    **_errors(*_LIMITED, "422", "503"),
+                },
+            }
+        },
+    },
+}

@@ -1,0 +1,229 @@
+"""`hybrid-weather serve` (issue 14), in-process through Starlette's test client: the endpoints, the
+OpenAI-compatible one with context, errors, keys, rate limits (shared through the real Redis), pass-through
+and metrics. tests/test_serve_live.py drives the real server with the openai SDK."""
+
+import json
+import os
+import uuid
+
+import pytest
+from starlette.testclient import TestClient
+
+from hybrid_weather.router import HybridRouter, Settings
+from hybrid_weather.router.serve import create_app
+
+from conftest import FAST_HTTP, FAST_LLM, TODAY, service_missing
+from fake_openai import answer, tool_calls
+
+KEY = "sk-test-upstream-0123456789"
+
+
+def client_for(tmp_path, llm_server=None, **settings):
+    values = {"provider": "demo"}
+    if llm_server is not None:
+        values |= {"openai_api_key": KEY, "openai_base_url": llm_server.base_url, "model": "gpt-4o-mini"}
+    router = HybridRouter(settings=Settings(**(values | settings)), ledger=str(tmp_path / "ledger.db"),
+                          llm_options=FAST_LLM, http_options=FAST_HTTP)  # fmt: skip
+    return TestClient(create_app(router)), router
+
+
+@pytest.fixture
+def service(tmp_path, llm_server):
+    client, router = client_for(tmp_path, llm_server)
+    with client:
+        yield client
+    router.close()
+
+
+def error_of(response, status, code=None):
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"type", "message", "code"}
+    if code:
+        assert body["error"]["code"] == code
+    assert "Traceback" not in response.text
+    return body["error"]
+
+
+def test_ask_route_and_a_session_over_http(service):
+    answer_ = service.post("/v1/ask", json={"query": "上海明天天气", "today": TODAY.isoformat(), "session_id": "s1"})
+    assert answer_.status_code == 200
+    body = answer_.json()
+    assert body["route"] == "rule" and body["decision"]["cities"] == ["上海市"] and body["source"] == "demo"
+    follow = service.post(
+        "/v1/ask", json={"query": "那北京呢？", "today": TODAY.isoformat(), "session_id": "s1"}
+    ).json()
+    assert follow["route"] == "rule" and follow["decision"]["cities"] == ["北京市"]
+    assert follow["decision"]["dates"] == body["decision"]["dates"]  # borrowed from the session
+    alone = service.post("/v1/ask", json={"query": "那北京呢？", "today": TODAY.isoformat()}).json()
+    assert alone["route"] != "rule" or alone["decision"]["dates"] != body["decision"]["dates"]
+    decision = service.post("/v1/route", json={"query": "魔都明天会下雨吗", "today": TODAY.isoformat()}).json()
+    assert decision == {"query": "魔都明天会下雨吗", "route": "rule", "cities": ["上海市"], "dates": ["2026-11-30"],
+                        "aspect": "rain", "reason": decision["reason"]}  # fmt: skip
+
+
+def test_chat_completions_answer_rule_questions_without_a_model(service, llm_server):
+    messages = [
+        {"role": "system", "content": "你是天气助手"},
+        {"role": "user", "content": "北京明天天气怎么样"},
+        {"role": "assistant", "content": "北京明天晴。"},
+        {"role": "user", "content": [{"type": "text", "text": "那上海呢？"}]},
+    ]
+    response = service.post("/v1/chat/completions", json={"model": "gpt-4o-mini", "messages": messages,
+                                                          "today": TODAY.isoformat()})  # fmt: skip
+    assert response.status_code == 200 and response.headers["x-hybrid-weather-route"] == "rule"
+    completion = response.json()
+    assert completion["object"] == "chat.completion" and completion["model"] == "hybrid-weather-rules"
+    assert completion["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    assert "上海明天" in completion["choices"][0]["message"]["content"]  # the date came from the context
+    assert completion["choices"][0]["finish_reason"] == "stop" and llm_server.requests == []
+
+
+def test_chat_completions_send_open_questions_through_the_tool_loop(service, llm_server):
+    llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25),
+                    answer("明天北京多云，适合出游。", prompt=560, completion=30))  # fmt: skip
+    question = {"messages": [{"role": "user", "content": "北京明天适合出游吗"}], "today": TODAY.isoformat()}
+    response = service.post("/v1/chat/completions", json=question)
+    assert response.status_code == 200 and response.headers["x-hybrid-weather-route"] == "llm"
+    completion = response.json()
+    assert completion["model"] == "gpt-4o-mini" and completion["choices"][0]["message"]["content"].startswith(
+        "明天北京"
+    )
+    assert completion["usage"]["prompt_tokens"] == 980 and completion["usage"]["completion_tokens"] == 55
+    assert len(llm_server.requests) == 2
+
+
+def test_streaming_gives_chunks_then_done(service):
+    with service.stream("POST", "/v1/chat/completions", json={"stream": True, "stream_options": {"include_usage": True},
+                        "messages": [{"role": "user", "content": "上海今天天气"}]}) as response:  # fmt: skip
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
+    assert "上海今天" in text and chunks[-2]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[-1]["usage"]["total_tokens"] == 0
+
+
+def test_requests_with_their_own_tools_go_upstream_untouched_and_the_key_never_comes_back(service, llm_server):
+    llm_server.then({"echo_headers": True, "status": 400})  # an endpoint that quotes our headers back
+    body = {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": "上海今天天气"}],
+        "tools": [{"type": "function", "function": {"name": "my_tool", "parameters": {"type": "object"}}}],
+    }
+    response = service.post("/v1/chat/completions", json=body)
+    assert response.headers["x-hybrid-weather-route"] == "pass-through" and response.status_code == 400
+    assert llm_server.requests[-1] == body  # as it came
+    assert KEY not in response.text and "[redacted]" in response.text
+    llm_server.then(answer("用你的工具", prompt=10, completion=2))
+    passed = service.post("/v1/chat/completions", json=body).json()
+    assert passed["choices"][0]["message"]["content"] == "用你的工具" and passed["usage"]["prompt_tokens"] == 10
+
+
+@pytest.mark.parametrize(
+    ("request_", "status", "code"),
+    [
+        ({"content": b"{not json"}, 400, "invalid_json"),
+        ({"json": ["a list"]}, 422, "invalid_body"),
+        ({"json": {}}, 422, "invalid_query"),
+        ({"json": {"query": "上海", "today": "2026-13-01"}}, 422, "invalid_today"),
+        ({"json": {"query": "上海", "session_id": "no spaces allowed"}}, 422, "invalid_session_id"),
+        ({"json": {"query": "天" * 2001}}, 422, "query_too_long"),
+        ({"content": b'{"query": "' + b"x" * 70_000 + b'"}'}, 413, "body_too_large"),
+    ],
+)
+def test_bad_requests_get_a_clear_error_never_a_trace(service, request_, status, code):
+    error_of(service.post("/v1/ask", headers={"content-type": "application/json"}, **request_), status, code)
+
+
+def test_unknown_paths_methods_and_report_windows(service):
+    error_of(service.get("/v1/nothing"), 404, "not_found")
+    error_of(service.get("/v1/ask"), 405, "method_not_allowed")
+    error_of(service.get("/v1/savings?days=0"), 422, "invalid_days")
+    error_of(service.post("/v1/chat/completions", json={"messages": []}), 422, "invalid_messages")
+
+
+def test_a_weather_outage_is_a_503_with_the_reason(tmp_path, weather_server):
+    weather_server.fail("/v1/forecast", *["500"] * 10)
+    client, router = client_for(tmp_path, provider="open-meteo", open_meteo_url=weather_server.url)
+    with client:
+        error = error_of(client.post("/v1/ask", json={"query": "上海今天天气"}), 503, "weather_unavailable")
+    assert "open-meteo" in error["message"].lower() or "weather" in error["message"].lower()
+    router.close()
+
+
+def test_api_keys_and_rate_limits(tmp_path):
+    client, router = client_for(tmp_path, api_keys="k1,k2", rate_limit="2/s")
+    with client:
+        error_of(client.post("/v1/ask", json={"query": "上海今天天气"}), 401, "invalid_api_key")
+        error_of(client.post("/v1/ask", json={"query": "上海"}, headers={"authorization": "Bearer nope"}), 401)
+        ok = {"authorization": "Bearer k1"}
+        assert client.post("/v1/route", json={"query": "上海"}, headers=ok).status_code == 200
+        assert client.post("/v1/route", json={"query": "上海"}, headers=ok).status_code == 200
+        limited = client.post("/v1/route", json={"query": "上海"}, headers=ok)
+        error_of(limited, 429, "rate_limit_exceeded")
+        assert int(limited.headers["retry-after"]) >= 1
+        assert (
+            client.post("/v1/route", json={"query": "上海"}, headers={"authorization": "Bearer k2"}).status_code == 200
+        )
+        assert client.get("/healthz").status_code == 200  # health needs no key
+    router.close()
+
+
+def test_a_file_of_hashed_keys(tmp_path):
+    import hashlib
+
+    keys = tmp_path / "keys"
+    keys.write_text(f"# team A\n{hashlib.sha256(b'secret-a').hexdigest()}\n", "utf-8")
+    client, router = client_for(tmp_path, api_keys_file=str(keys))
+    with client:
+        assert client.post("/v1/route", json={"query": "上海"}, headers={"authorization": "Bearer secret-a"}).is_success
+        error_of(client.post("/v1/route", json={"query": "上海"}, headers={"authorization": "Bearer secret-b"}), 401)
+    router.close()
+
+
+def test_rate_limits_hold_across_workers_through_redis(tmp_path):
+    import redis
+
+    url = os.environ.get("HYBRID_WEATHER_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+    except redis.RedisError as error:
+        service_missing(f"no Redis at {url} ({error}); start one (redis-server) or set HYBRID_WEATHER_TEST_REDIS_URL")
+    prefix = f"hw-test-{uuid.uuid4().hex[:12]}:"
+    settings = {"api_keys": "k", "rate_limit": "3/min", "cache_url": url, "cache_prefix": prefix}
+    one, first = client_for(tmp_path / "a", **settings)
+    two, second = client_for(tmp_path / "b", **settings)
+    ok = {"authorization": "Bearer k"}
+    with one, two:
+        statuses = [c.post("/v1/route", json={"query": "上海"}, headers=ok).status_code for c in (one, two, one, two)]
+    assert statuses == [200, 200, 200, 429]  # three a minute between them, not three each
+    first.close()
+    second.close()
+
+
+def test_metrics_count_what_was_served(service):
+    for query in ("上海今天天气", "北京明天天气", "上海今天天气"):
+        assert service.post("/v1/ask", json={"query": query}).status_code == 200
+    text = service.get("/metrics").text
+    assert 'hybrid_weather_requests_total{endpoint="ask",outcome="ok",route="rule"} 3.0' in text
+    assert "hybrid_weather_saved_usd_total" in text and "hybrid_weather_request_seconds_bucket" in text
+    assert KEY not in text
+
+
+def test_readyz_says_what_is_not_ready(tmp_path):
+    client, router = client_for(tmp_path, ledger=None)
+    router.parts.ledger  # noqa: B018 - built, so readiness can judge it
+    with client:
+        ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["checks"]["ledger"]["ok"] is True
+    router.close()
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    broken = HybridRouter(settings=Settings(provider="demo"), ledger=str(folder))
+    with TestClient(create_app(broken)) as client:
+        not_ready = client.get("/readyz")
+    assert not_ready.status_code == 503 and not_ready.json()["checks"]["ledger"]["ok"] is False
+    broken.close()
