@@ -75,14 +75,15 @@ def _latency(latency: dict[str, dict[str, float | None]]) -> str:
     for i, (route, p50, p95) in enumerate(rows):
         y = 8 + i * 28
         for kind, value, opacity in (("p95", p95, "0.35"), ("p50", p50, "1")):
-            width = (_WIDTH - 220) * value / peak
+            width = (_WIDTH - 260) * value / peak
             marks.append(
                 f'<rect class="latency {kind}" data-route="{route}" data-value="{value}" x="80" y="{y}" '
                 f'width="{max(1.0, width):.1f}" height="18" fill="{_COLOURS.get(route, "#868e96")}" '
                 f'fill-opacity="{opacity}"><title>{route} {kind}: {value} ms</title></rect>'
             )
         marks.append(f'<text x="4" y="{y + 14}" font-size="12">{route}</text>')
-        marks.append(f'<text x="{_WIDTH - 132}" y="{y + 14}" font-size="12">p50 {p50:g} · p95 {p95:g} ms</text>')
+        marks.append(f'<text x="{_WIDTH - 4}" y="{y + 14}" font-size="11" text-anchor="end">p50 {p50:g} · p95 '
+                     f"{p95:g} ms</text>")  # fmt: skip
     return _svg("".join(marks), "latency per route", height)
 
 

@@ -32,7 +32,8 @@ def _body(name: str) -> dict[str, Any]:
     return {"required": True, "content": {"application/json": {"schema": _ref(name)}}}
 
 
-_DATE = {"type": "string", "format": "date", "description": "YYYY-MM-DD, from 1970-01-01 to 2099-12-31"}
+_DATE = {"type": "string", "format": "date", "pattern": r"^(19[7-9][0-9]|20[0-9]{2})-[0-9]{2}-[0-9]{2}$",
+         "description": "YYYY-MM-DD, from 1970-01-01 to 2099-12-31"}  # fmt: skip
 _NULLABLE_STRING = {"type": ["string", "null"]}
 _DAYS = [{"name": "days", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1,
           "maximum": 3650, "default": 30}}]  # fmt: skip
@@ -132,12 +133,13 @@ SCHEMAS: dict[str, Any] = {
     },
     "ChatCompletion": {
         "type": "object",
-        "required": ["id", "object", "created", "model", "choices", "usage"],
+        "description": "Ours carry every key; a pass-through answer is the upstream's, as it came",
+        "required": ["id", "object", "choices"],
         "properties": {
             "id": {"type": "string"},
             "object": {"const": "chat.completion"},
             "created": {"type": "integer"},
-            "model": {"type": "string"},
+            "model": {"type": ["string", "null"]},
             "choices": {"type": "array", "items": {"type": "object"}},
             "usage": {"type": ["object", "null"]},
         },
@@ -191,7 +193,9 @@ OPENAPI: dict[str, Any] = {
                         },
                         "content": {
                             "application/json": {"schema": _ref("ChatCompletion")},
-                            "text/event-stream": {"schema": {"type": "string"}},
+                            "text/event-stream": {
+                                "schema": {"description": "data: chat.completion.chunk objects, then data: [DONE]"}
+                            },
                         },
                     },
                     **_errors("400", *_LIMITED, "413", "422", "503", "504"),
@@ -210,6 +214,18 @@ OPENAPI: dict[str, Any] = {
                 "summary": "What the router missed (the `misses --json` object)",
                 "parameters": _DAYS,
                 "responses": {"200": _json("Report", "The report"), **_errors(*_LIMITED, "422", "503")},
+            }
+        },
+        "/openapi.json": {
+            "get": {
+                "summary": "This description",
+                "security": [],
+                "responses": {
+                    "200": {
+                        "description": "OpenAPI 3.1",
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    }
+                },
             }
         },
         "/healthz": {"get": {"summary": "Alive", "security": [], "responses": {"200": _json("Health", "Alive")}}},

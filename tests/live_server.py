@@ -1,0 +1,63 @@
+"""`hybrid-weather serve` in its own process, for the tests that need the real server."""
+
+import contextlib
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from conftest import subprocess_env
+
+KEY = "sk-test-upstream-live-42"
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(tmp_path, llm_server, workers=1, **env):
+    port = _free_port()
+    ledger = tmp_path / "ledger.db"
+    values = {"HYBRID_WEATHER_PROVIDER": "demo", "HYBRID_WEATHER_LEDGER": str(ledger), "OPENAI_API_KEY": KEY,
+              "OPENAI_BASE_URL": llm_server.base_url, "HYBRID_WEATHER_MODEL": "gpt-4o-mini", **env}  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hybrid_weather.router", "serve", "--port", str(port), "--workers", str(workers)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(**values),
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=1) as response:
+                if response.status == 200:
+                    break
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"the server did not start: {process.communicate()[1][-2000:]}")
+        time.sleep(0.1)
+    server = type("Server", (), {"url": url, "process": process, "ledger": ledger})
+    try:
+        yield server
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def post(url, body, headers=None):
+    request = urllib.request.Request(url, json.dumps(body).encode(), {"content-type": "application/json",
+                                                                       **(headers or {})})  # fmt: skip
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status, json.loads(response.read())

@@ -1,0 +1,73 @@
+"""The savings dashboard in a real headless browser (Debian's chromium, driven through chromedriver by
+selenium): the page renders offline, its charts carry the numbers of /v1/savings, and a screenshot is
+kept as a test artefact (HYBRID_WEATHER_ARTIFACTS, default tests/artifacts/)."""
+
+import json
+import os
+import shutil
+import urllib.request
+from pathlib import Path
+
+import pytest
+from live_server import post, serving
+
+from conftest import TODAY, service_missing
+from fake_openai import answer, tool_calls
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+ARTIFACTS = Path(os.environ.get("HYBRID_WEATHER_ARTIFACTS", Path(__file__).parent / "artifacts"))
+
+
+@pytest.fixture
+def browser():
+    if not (CHROMIUM and CHROMEDRIVER):
+        service_missing("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=412,1400"):  # fmt: skip  # a phone's width
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def test_the_dashboard_draws_the_savings_numbers(tmp_path, llm_server, browser):
+    with serving(tmp_path, llm_server) as server:
+        for query in ["上海今天天气", "北京明天天气", "明天呢", "广州后天会下雨吗", "深圳今天多少度"] * 3:
+            post(f"{server.url}/v1/ask", {"query": query})
+        llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25),
+                        answer("明天北京多云，适合出游。", prompt=560, completion=30))  # fmt: skip
+        post(f"{server.url}/v1/ask", {"query": "北京明天适合出游吗", "today": TODAY.isoformat()})
+        with urllib.request.urlopen(f"{server.url}/v1/savings?days=30", timeout=10) as response:
+            savings = json.loads(response.read())
+        browser.get(f"{server.url}/?days=30")
+        page = browser.find_element("tag name", "body")
+        assert "What routing saved" in page.text
+        assert browser.find_element("id", "requests").text == str(savings["requests"]) == "16"
+        bars = browser.find_elements("css selector", "rect.bar")
+        drawn = {}
+        for bar in bars:
+            drawn.setdefault(bar.get_attribute("data-day"), {})[bar.get_attribute("data-route")] = int(
+                bar.get_attribute("data-value")
+            )
+            assert bar.size["height"] >= 0 and bar.size["width"] > 0
+        assert drawn == savings["timeline"]
+        tallest = max(bars, key=lambda bar: int(bar.get_attribute("data-value")))
+        assert tallest.size["height"] > 20  # drawn, not only present
+        assert {r.get_attribute("data-route") for r in browser.find_elements("css selector", "rect.latency")} == set(
+            savings["latency_ms"]
+        )
+        spent = [
+            float(r.get_attribute("data-value")) for r in browser.find_elements("css selector", "rect.actual_cost_usd")
+        ]
+        assert sum(spent) == pytest.approx(savings["actual_cost_usd"])
+        # Fits a phone's width: nothing wider than the window (headless Chrome's narrowest is 500 px).
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shot = ARTIFACTS / "dashboard.png"
+        assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000

@@ -1,0 +1,115 @@
+"""The real service: `hybrid-weather serve` in its own process (uvicorn, worker processes), driven over
+HTTP by the real openai SDK and by plain clients: rule answers without a model call, open questions
+through the fake upstream, typed SDK errors, SIGTERM under load without a lost ledger row, and metrics
+summed over two workers."""
+
+import signal
+import sqlite3
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from live_server import KEY, post, serving
+
+from fake_openai import answer, tool_calls
+
+openai = pytest.importorskip("openai")
+
+
+def test_the_openai_sdk_gets_rule_answers_without_a_model_and_open_ones_through_it(tmp_path, llm_server):
+    with serving(tmp_path, llm_server) as server:
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
+        raw = client.chat.completions.with_raw_response.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "上海今天天气"}]
+        )
+        completion = raw.parse()
+        assert raw.headers["x-hybrid-weather-route"] == "rule"
+        assert "上海今天" in completion.choices[0].message.content and completion.usage.total_tokens == 0
+        stream = client.chat.completions.create(
+            model="gpt-4o-mini", stream=True,
+            messages=[{"role": "user", "content": "北京明天天气"}, {"role": "assistant", "content": "晴"},
+                      {"role": "user", "content": "那广州呢？"}],
+        )  # fmt: skip
+        text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+        assert "广州明天" in text
+        assert llm_server.requests == []  # neither question reached the model
+        llm_server.then(
+            tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25),
+            answer("明天北京多云，适合出游。", prompt=560, completion=30),
+        )
+        open_ended = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "北京明天适合出游吗"}]
+        )
+        assert open_ended.choices[0].message.content == "明天北京多云，适合出游。"
+        assert (open_ended.usage.prompt_tokens, open_ended.usage.completion_tokens) == (980, 55)
+        assert len(llm_server.requests) == 2
+        with pytest.raises(openai.UnprocessableEntityError) as bad:
+            client.chat.completions.create(model="gpt-4o-mini", messages=[])
+        assert bad.value.status_code == 422 and "messages" in str(bad.value)
+
+
+def test_the_sdk_sees_missing_keys_and_rate_limits_as_typed_errors(tmp_path, llm_server):
+    with serving(tmp_path, llm_server, HYBRID_WEATHER_API_KEYS="team-key", HYBRID_WEATHER_RATE_LIMIT="2/min") as server:
+        anonymous = openai.OpenAI(base_url=f"{server.url}/v1", api_key="wrong", max_retries=0)
+        with pytest.raises(openai.AuthenticationError):
+            anonymous.chat.completions.create(model="m", messages=[{"role": "user", "content": "上海今天天气"}])
+        member = openai.OpenAI(base_url=f"{server.url}/v1", api_key="team-key", max_retries=0)
+        for _ in range(2):
+            member.chat.completions.create(model="m", messages=[{"role": "user", "content": "上海今天天气"}])
+        with pytest.raises(openai.RateLimitError) as limited:
+            member.chat.completions.create(model="m", messages=[{"role": "user", "content": "上海今天天气"}])
+        assert int(limited.value.response.headers["retry-after"]) >= 1
+    assert KEY not in server.process.stderr.read()
+
+
+def _load(url, stop, counts, lock):
+    questions = ["上海今天天气", "北京明天天气", "广州后天会下雨吗", "深圳今天多少度"]
+    i = 0
+    while not stop.is_set():
+        try:
+            status, _ = post(f"{url}/v1/ask", {"query": questions[i % 4]})
+            with lock:
+                counts["ok"] += status == 200
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            with lock:
+                counts["refused"] += 1
+            time.sleep(0.02)
+        i += 1
+
+
+def test_sigterm_under_load_loses_no_ledger_row(tmp_path, llm_server):
+    with serving(tmp_path, llm_server, workers=2) as server:
+        stop, lock, counts = threading.Event(), threading.Lock(), {"ok": 0, "refused": 0}
+        clients = [threading.Thread(target=_load, args=(server.url, stop, counts, lock)) for _ in range(8)]
+        for thread in clients:
+            thread.start()
+        time.sleep(2.0)
+        server.process.send_signal(signal.SIGTERM)  # while requests are in flight
+        assert server.process.wait(timeout=30) == 0
+        stop.set()
+        for thread in clients:
+            thread.join()
+    with sqlite3.connect(server.ledger) as db:
+        rows = db.execute("SELECT count(*) FROM requests").fetchone()[0]
+    assert counts["ok"] > 100, counts
+    # Every answered request has its row; a request the server finished as the client gave up may add one.
+    assert counts["ok"] <= rows <= counts["ok"] + 8, (counts, rows)
+    assert not list(tmp_path.glob("*.spool.jsonl"))
+
+
+def test_metrics_are_summed_over_the_workers(tmp_path, llm_server):
+    with serving(tmp_path, llm_server, workers=2) as server:
+        for i in range(40):
+            assert post(f"{server.url}/v1/ask", {"query": ["上海今天天气", "北京明天天气"][i % 2]})[0] == 200
+        pids = set()
+        for _ in range(10):  # any worker answers /metrics, for all of them
+            with urllib.request.urlopen(f"{server.url}/metrics", timeout=5) as response:
+                text = response.read().decode()
+            total = sum(
+                float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                if line.startswith('hybrid_weather_requests_total{endpoint="ask"')
+            )  # fmt: skip
+            assert total == 40, text
+            pids.add(text)
