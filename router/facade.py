@@ -55,6 +55,7 @@ class HybridRouter:
         shadow_rate: float = 0.0,
         disk_cache: bool = False,
         cache_url: str | None = None,
+        ledger_queue: int | None = None,
     ) -> None:
         if provider is not None:
             check_provider(provider)
@@ -72,6 +73,7 @@ class HybridRouter:
             llm_options=llm_options or {},
             disk_cache=disk_cache,
             cache_url=cache_url,
+            ledger_queue=ledger_queue,
         )
 
     # -- the parts a caller may reach (built on first use) ------------------------------------------

@@ -53,9 +53,11 @@ class Parts:
         llm_options: dict[str, Any],
         disk_cache: bool = False,
         cache_url: str | None = None,
+        ledger_queue: int | None = None,
     ) -> None:
         self._settings, self._provider, self._ledger, self._cache_ttl = settings, provider, ledger, cache_ttl
         self._cache_url = cache_url
+        self._ledger_queue = ledger_queue
         #: Keep fetched forecasts in $HYBRID_WEATHER_HOME/forecast-cache.db too (for one-shot processes).
         self.disk_cache = disk_cache
         self.deadline = deadline
@@ -121,9 +123,10 @@ class Parts:
         models, model, queries = self.models, self.settings.model, self.settings.ledger_queries
         setting = "the ledger= argument" if self._ledger else self.settings.ledger_setting()
         spool, keep_days = self.settings.spool_for(location), self.settings.keep_days(location)
+        sizing = {"queue_size": self._ledger_queue} if self._ledger_queue else {}
         try:
             return Ledger(location, setting=setting, models=models, model=model, store_queries=queries, spool=spool,
-                          keep_days=keep_days)  # fmt: skip
+                          keep_days=keep_days, **sizing)  # fmt: skip
         except LedgerUnavailable as error:
             logger.warning("%s", error)
             return SpoolLedger(location, str(error), models=models, model=model, store_queries=queries, spool=spool)

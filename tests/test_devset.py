@@ -86,3 +86,24 @@ def test_no_open_ended_trap_takes_the_rule_route(router):
         if c["route"] == "llm" and router.route(c["query"], today=dt.date.fromisoformat(c["today"])).route == "rule"
     ]
     assert leaks == []
+
+
+def test_the_memo_gives_every_question_the_decision_a_fresh_parse_gives():
+    memo = HybridRouter()
+    questions = [(case["query"], dt.date.fromisoformat(case["today"])) for case in CASES]
+    first = [memo.route(q, today=day) for q, day in questions]  # fills the memo
+    again = [memo.route(q, today=day) for q, day in questions]  # read from it
+    parser = memo.parts.parser
+    fresh = [parser._decide_text(q, day) for q, day in questions]  # the same parser, bypassing the memo
+    assert again == first == fresh
+
+
+def test_a_caller_cannot_change_what_the_memo_gives_the_next_caller():
+    router = HybridRouter()
+    day = dt.date(2026, 11, 29)
+    decision = router.route("北京和上海明天哪个冷", today=day)
+    decision.cities.append("广州市")
+    decision.dates.clear()
+    decision.places.clear()
+    again = router.route("北京和上海明天哪个冷", today=day)
+    assert again.cities == ["北京市", "上海市"] and again.dates == [dt.date(2026, 11, 30)] and len(again.places) == 2

@@ -3,8 +3,11 @@ HTTP by the real openai SDK and by plain clients: rule answers without a model c
 through the fake upstream, typed SDK errors, SIGTERM under load without a lost ledger row, and metrics
 summed over two workers."""
 
+import json
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -113,3 +116,23 @@ def test_metrics_are_summed_over_the_workers(tmp_path, llm_server):
             )  # fmt: skip
             assert total == 40, text
             pids.add(text)
+
+
+def test_the_readme_serving_examples_work_as_written(tmp_path, llm_server):
+    from test_readme import SERVED
+
+    assert len(SERVED) == 2
+    with serving(tmp_path, llm_server) as server:
+        port = server.url.rsplit(":", 1)[1]
+        for example in SERVED:
+            code = example.replace("127.0.0.1:8080", f"127.0.0.1:{port}")
+            if "import " in code:
+                result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+                assert result.returncode == 0, result.stderr
+                assert result.stdout.startswith("rule 【演示数据】") and "上海明天" in result.stdout
+                continue
+            for line in code.splitlines():
+                if line.startswith("$ curl"):
+                    result = subprocess.run(["bash", "-c", line[2:]], capture_output=True, text=True, timeout=60)
+                    assert result.returncode == 0 and json.loads(result.stdout)["route"] == "rule", result
+    assert llm_server.requests == []

@@ -57,7 +57,10 @@ class RuleAnswerer:
 
         if decision.route == "clarify":
             return clarify_answer(decision, started), []
-        fetched = list(await asyncio.gather(*(self._afetch(decision, p, today, deadline) for p in decision.places)))
+        if len(decision.places) == 1:  # most questions: no task to schedule, and a cached place never yields
+            fetched = [await self._afetch(decision, decision.places[0], today, deadline)]
+        else:
+            fetched = list(await asyncio.gather(*(self._afetch(decision, p, today, deadline) for p in decision.places)))
         return self.compose(decision, fetched, today, emoji=emoji, started=started), fetched
 
     def _fetch(self, decision: Decision, place: Place, today: dt.date, deadline: float) -> Fetched[Any]:

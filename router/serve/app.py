@@ -49,6 +49,11 @@ MAX_QUERY_CHARS = 2_000
 #: Server-side sessions of /v1/ask per worker, and how long an idle one is kept (seconds).
 MAX_SESSIONS = 10_000
 SESSION_IDLE_S = 1_800.0
+#: Ledger rows a worker holds in memory at the most. An asyncio worker that waits for room in the queue
+#: stalls every request it is serving, so it gets more room than a library caller (1,000): at the rule
+#: path's measured peak (~2,000 answers/s a worker) that is 5 s of rows — what a SIGKILL of a worker can
+#: lose; SIGTERM loses none — where several workers share one SQLite file and wait for its write lock.
+LEDGER_QUEUE = 10_000
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 #: Days a report may cover.
 MAX_REPORT_DAYS = 3_650
@@ -60,7 +65,7 @@ class Service:
     def __init__(self, router: HybridRouter | None, settings: Settings | None) -> None:
         self._given = router
         self.settings = settings or (router.settings if router else Settings.from_env())
-        self.router: HybridRouter = router or HybridRouter(settings=self.settings)
+        self.router: HybridRouter = router or HybridRouter(settings=self.settings, ledger_queue=LEDGER_QUEUE)
         self.metrics = Metrics()
         shared = self.router.weather.shared
         self._own_shared = None

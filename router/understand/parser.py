@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 from collections.abc import Mapping
 
 from hybrid_weather.agent.weather import Horizon
@@ -47,6 +48,8 @@ _MAX_PLACE_ATTEMPT_CHARS = 6
 _ASK_FOR_PLACE = "请问您想查询哪个城市的天气？"
 # Sound-alike readings tried per unknown word before giving up (each is one more parse).
 _MAX_REPAIRS = 24
+#: Distinct (question, day) pairs whose Decision is kept, least recently used first out.
+MEMO_SIZE = 4_096
 
 
 class QueryParser:
@@ -56,6 +59,9 @@ class QueryParser:
         self.reader = reader
         self.horizon = horizon  #: the configured provider's, so a date it cannot answer is a clarify here
         self.provider_label = provider_label
+        # Questions repeat (a service hears 上海今天天气 all day): a question alone, without a conversation
+        # or geocoded places, is decided once per text and day. lru_cache is thread-safe and bounded.
+        self._alone = functools.lru_cache(maxsize=MEMO_SIZE)(self._decide_text)
 
     def parse(
         self,
@@ -68,6 +74,21 @@ class QueryParser:
         """Decide TEXT. CONTEXT is the last rule decision of a conversation and RECENT_PLACES the places it
         asked about, newest last, for follow-ups (那上海呢？ 后天呢？ 这两个城市哪个更热？). FOUND_PLACES are
         words the gazetteer lacks that a geocoder has since found (周庄)."""
+        if context is None and not found_places:
+            memo = self._alone(text, today)
+            # Each caller gets lists of its own: the memo's Decision must not change under the next caller.
+            return dataclasses.replace(memo, cities=list(memo.cities), dates=list(memo.dates),
+                                       places=list(memo.places))  # fmt: skip
+        return self._decide_text(text, today, context, recent_places, found_places)
+
+    def _decide_text(
+        self,
+        text: str,
+        today: dt.date,
+        context: Decision | None = None,
+        recent_places: list[Place] | None = None,
+        found_places: Mapping[str, PlaceMatch] | None = None,
+    ) -> Decision:
         if not in_supported_range(today):
             return clarify(
                 f"today out of range: {today.isoformat()}",
