@@ -448,11 +448,15 @@ def serve(host: str, port: int, workers: int, grace: int) -> None:
     with _errors_as_exit_codes():
         try:
             import uvicorn
+
+            from .serve.access import Rate, load_keys
         except ImportError:
             raise ConfigurationError("serve needs its server: pip install 'hybrid-weather[serve]'") from None
         from .settings import Settings
 
-        Settings.from_env()  # a setting that is wrong fails here, once, not in every worker
+        settings = Settings.from_env()  # a setting that is wrong fails here, once, not in every worker
+        load_keys(settings.api_keys, settings.api_keys_file)
+        Rate.parse(settings.rate_limit)
         # Metrics of every worker, summed: prometheus_client's multiprocess mode keeps them in files here.
         metrics_dir = None
         if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

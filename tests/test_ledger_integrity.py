@@ -349,3 +349,34 @@ def test_spooled_rows_are_replayed_once_when_the_ledger_is_back(tmp_path):
     again.close()
     assert sorted(row["query"] for row in rows(path)) == ["q0", "q1", "q2"]  # once each: ids are unique
     assert spool.read_text("utf-8") == '{"id": "cut short\n'  # the torn line waits, it is not dropped
+
+
+_OPENER = """
+import sys, time
+from hybrid_weather.router.ledger import Ledger, LedgerEntry
+path, start = sys.argv[1], float(sys.argv[2])
+time.sleep(max(0.0, start - time.time()))  # every process opens the new ledger at the same moment
+ledger = Ledger(path)
+ledger.record(LedgerEntry(started_at=time.time(), route="rule", query="q"))
+ledger.close()
+print(ledger.problem or "", flush=True)
+"""
+
+
+def test_workers_that_open_a_new_ledger_at_once_all_get_it(tmp_path):
+    # serve --workers N starts N processes that create the same ledger together; before the open was
+    # serialized, one of them met the other mid-migration and spooled every row of its life.
+    path = tmp_path / "new.db"
+    start = time.time() + 1.5
+    openers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _OPENER, str(path), str(start)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=subprocess_env(),
+        )
+        for _ in range(6)
+    ]
+    problems = [process.communicate(timeout=60)[0].strip() for process in openers]
+    assert problems == [""] * 6
+    assert len(rows(path)) == 6 and not (tmp_path / "new.db.spool.jsonl").exists()

@@ -136,3 +136,15 @@ def test_the_readme_serving_examples_work_as_written(tmp_path, llm_server):
                     result = subprocess.run(["bash", "-c", line[2:]], capture_output=True, text=True, timeout=60)
                     assert result.returncode == 0 and json.loads(result.stdout)["route"] == "rule", result
     assert llm_server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("HYBRID_WEATHER_RATE_LIMIT", "fast"), ("HYBRID_WEATHER_API_KEYS_FILE", "/nonexistent/keys")],
+)
+def test_serve_refuses_a_bad_setting_once_and_clearly(setting, value):
+    from conftest import subprocess_env
+
+    result = subprocess.run([sys.executable, "-m", "hybrid_weather.router", "serve", "--port", "0"],
+                            capture_output=True, text=True, env=subprocess_env(**{setting: value}), timeout=30)  # fmt: skip
+    assert result.returncode == 2 and setting in result.stderr and "Traceback" not in result.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fcntl
 import itertools
 import os
 import sqlite3
@@ -50,6 +51,10 @@ class SQLiteDatabase:
         if path.is_dir():
             raise IsADirectoryError(f"{path} is a folder")
         self._uri = path.resolve().as_uri()
+        # Workers started together (serve --workers N) open a new ledger together: one at a time, or one
+        # finds another mid-migration ("database is locked") and spools every row of its life.
+        turns = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(turns, fcntl.LOCK_EX)
         setup = self._connect()
         try:
             setup.execute("PRAGMA journal_mode=WAL")
@@ -57,6 +62,7 @@ class SQLiteDatabase:
             setup.execute(f"SELECT {', '.join(COLUMNS)} FROM requests LIMIT 0")  # a foreign `requests` table
         finally:
             setup.close()
+            os.close(turns)  # and the lock with it
         return load_secret(path.with_name(path.name + ".key"))
 
     def _connect(self) -> sqlite3.Connection:
