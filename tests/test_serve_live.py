@@ -145,6 +145,6 @@ def test_the_readme_serving_examples_work_as_written(tmp_path, llm_server):
 def test_serve_refuses_a_bad_setting_once_and_clearly(setting, value):
     from conftest import subprocess_env
 
-    result = subprocess.run([sys.executable, "-m", "hybrid_weather.router", "serve", "--port", "0"],
-                            capture_output=True, text=True, env=subprocess_env(**{setting: value}), timeout=30)  # fmt: skip
+    command = [sys.executable, "-m", "hybrid_weather.router", "serve", "--port", "0"]
+    result = subprocess.run(command, capture_output=True, text=True, env=subprocess_env(**{setting: value}), timeout=30)
     assert result.returncode == 2 and setting in result.stderr and "Traceback" not in result.stderr
