@@ -70,3 +70,20 @@ def test_router_construction_defers_the_tokenizer():
         "print('ok')\n"
     )
     assert run(code).strip() == "ok"
+
+
+def test_every_package_folder_is_in_the_wheel():
+    # setuptools installs only the packages pyproject.toml lists: a new folder left out works in an
+    # editable checkout and is missing from every real install (it happened to router/serve).
+    from pathlib import Path
+
+    import tomllib
+
+    root = Path(__file__).parents[1]
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["packages"])
+    folders = {
+        "hybrid_weather." + ".".join(init.parent.relative_to(root).parts)
+        for part in ("router", "agent", "rules")
+        for init in (root / part).rglob("__init__.py")
+    }
+    assert folders == listed

@@ -48,17 +48,33 @@ class RowFormat:
         if store_queries not in QUERY_STORAGE:
             raise ValueError(f"store_queries must be one of {QUERY_STORAGE}")
         self.models, self.model, self.store_queries = models, model, store_queries
-        self.secret = secret  #: the HMAC key; a PostgreSQL ledger reached late replaces a local one
+        self._secret = secret
         self._baselines: dict[int, float | None] = {}  # by number of places: the same few values all day
         self._places: dict[tuple[str, ...], str] = {}  # their JSON: the same few hundred places all day
+        # Questions and reasons repeat all day too: each is masked (two regex scans) and hashed once.
+        self._queries: dict[str, tuple[str, str, bool]] = {}  # query → masked, HMAC, repaired
+        self._reasons: dict[str, tuple[str, bool]] = {}  # reason → stored form, repaired
+
+    @property
+    def secret(self) -> bytes:
+        """The HMAC key; a PostgreSQL ledger reached late replaces a local one (and the hashes with it)."""
+        return self._secret
+
+    @secret.setter
+    def secret(self, secret: bytes) -> None:
+        self._secret = secret
+        self._queries.clear()
 
     def row(self, e: LedgerEntry) -> tuple[Any, ...]:
         """The stored values of E, in COLUMNS order."""
         invalid: list[str] = []
-        query = _safe_text(e.query, invalid, "query")
-        masked = mask_personal_data(query)
+        masked, query_hmac, repaired = self._query(e.query)
+        if repaired:
+            invalid.append("query:repaired")
         hashed = self.store_queries == "hash"
-        reason = _without_words(e.reason) if hashed else mask_personal_data(_safe_text(e.reason, invalid, "reason"))
+        reason, repaired = self._reason(e.reason)
+        if repaired:
+            invalid.append("reason:repaired")
         usage = e.usage
         cost = _money(e.cost_usd, invalid, "cost_usd")
         ok = e.outcome == "ok"
@@ -89,10 +105,36 @@ class RowFormat:
             round(e.latency_ms, 3) if math.isfinite(e.latency_ms) and e.latency_ms >= 0 else None,
             e.outcome, None if e.session_id is None else _safe_text(e.session_id, invalid, "session_id"),
             None if hashed else masked,
-            hmac.new(self.secret, masked.encode("utf-8"), hashlib.sha256).hexdigest(),
+            query_hmac,
             e.days, e.llm_loops, e.tool_calls, e.tool_failures, _flag(e.agreement), words, _flag(e.plain_lookup),
             json.dumps(invalid) if invalid else None,
         )  # fmt: skip
+
+    def _query(self, query: object) -> tuple[str, str, bool]:
+        query = query if isinstance(query, str) else f"{query}"  # a key the memo can hold, whatever came
+        known = self._queries.get(query)
+        if known is None:
+            if len(self._queries) > _MEMO_SIZE:
+                self._queries.clear()
+            repaired: list[str] = []
+            masked = mask_personal_data(_safe_text(query, repaired, "query"))
+            digest = hmac.new(self._secret, masked.encode("utf-8"), hashlib.sha256).hexdigest()
+            known = self._queries[query] = (masked, digest, bool(repaired))
+        return known
+
+    def _reason(self, reason: object) -> tuple[str, bool]:
+        reason = reason if isinstance(reason, str) else f"{reason}"
+        known = self._reasons.get(reason)
+        if known is None:
+            if len(self._reasons) > _MEMO_SIZE:
+                self._reasons.clear()
+            repaired: list[str] = []
+            if self.store_queries == "hash":
+                stored = _without_words(reason)
+            else:
+                stored = mask_personal_data(_safe_text(reason, repaired, "reason"))
+            known = self._reasons[reason] = (stored, bool(repaired))
+        return known
 
     def _places_json(self, places: tuple[str, ...]) -> str:
         text = self._places.get(places)
