@@ -245,11 +245,14 @@ class Ledger:
                     self._spool(batch, f"rows could not be written ({type(error).__name__}: {error})")
                 self._in_hand = []
                 self._replay_due = True  # what was spooled goes back once the database answers again
-                if db is not None:
-                    with contextlib.suppress(Exception):
-                        db.close()
-                    db = None
-                away_until = time.monotonic() + AWAY_PAUSE
+                if isinstance(error, self.database.retryable):
+                    pass  # busy (other writers), not away: the next batch tries again at once, same connection
+                else:
+                    if db is not None:
+                        with contextlib.suppress(Exception):
+                            db.close()
+                        db = None
+                    away_until = time.monotonic() + AWAY_PAUSE
             self._release(markers)
         if self._replay_due and self.database.replays:
             db = self._last_replay(db)
@@ -332,8 +335,12 @@ class Ledger:
         taken = self.spool.take()
         if not taken:
             return
-        self._in_hand = [tuple(row.get(column) for column in COLUMNS) for row in taken]
-        self.database.write(db, self._in_hand, once=True)
+        rows = [tuple(row.get(column) for column in COLUMNS) for row in taken]
+        # In batches, like any other rows: one long transaction would hold the database from the other
+        # writers (of other processes) until they spool in turn.
+        for start in range(0, len(rows), self.batch_size):
+            self._in_hand = rows[start:]  # what is not stored yet, should this batch fail
+            self.database.write(db, rows[start : start + self.batch_size], once=True)
         self._in_hand = []
         logger.info("ledger: %d spooled rows replayed into %s", len(taken), self.location)
 

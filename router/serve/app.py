@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import logging
 import re
 import threading
@@ -25,7 +24,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from hybrid_weather.agent.errors import HybridWeatherError, LedgerUnavailable, WeatherUnavailable
@@ -36,6 +35,7 @@ from ..session import Session
 from ..settings import Settings
 from . import chat
 from .access import Access, Rate, load_keys
+from .encoding import JSONResponse, loads
 from .errors import ApiError, from_library, invalid
 from .metrics import Metrics
 from .openapi import OPENAPI
@@ -80,6 +80,7 @@ class Service:
         self._sessions: TTLCache[str, Session] = TTLCache(maxsize=MAX_SESSIONS, ttl=SESSION_IDLE_S)
         self._sessions_lock = threading.Lock()
         self._upstream: Any = None  # httpx.AsyncClient for pass-through requests, made on first use
+        self._baselines: dict[int, float | None] = {}  # what an all-LLM answer costs, by number of places
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -178,14 +179,18 @@ class Service:
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             raise ApiError(413, "invalid_request_error", f"the body is over {MAX_BODY_BYTES} bytes", "body_too_large")
-        raw = bytearray()
-        async for piece in request.stream():
-            raw += piece
-            if len(raw) > MAX_BODY_BYTES:
-                raise ApiError(413, "invalid_request_error", f"the body is over {MAX_BODY_BYTES} bytes",
-                               "body_too_large")  # fmt: skip
+        raw: bytes | bytearray
+        if declared and declared.isdigit():
+            raw = await request.body()  # its length is known and within the cap
+        else:  # chunked: counted as it comes
+            raw = bytearray()
+            async for piece in request.stream():
+                raw += piece
+                if len(raw) > MAX_BODY_BYTES:
+                    raise ApiError(413, "invalid_request_error", f"the body is over {MAX_BODY_BYTES} bytes",
+                                   "body_too_large")  # fmt: skip
         try:
-            body = json.loads(raw)
+            body = loads(bytes(raw))
         except ValueError:
             raise invalid("the body is not JSON", "invalid_json", status=400) from None
         if not isinstance(body, dict):
@@ -221,11 +226,14 @@ class Service:
         """What answering without a model saved: the all-LLM baseline of this answer (rule and clarify)."""
         if answer.route == "llm":
             return None
-        from ..ledger import default_baseline_cost
+        places = len(answer.decision.cities)
+        if places not in self._baselines:  # the same few values all day
+            from ..ledger import default_baseline_cost
 
-        parts = self.router.parts
-        return default_baseline_cost(parts.models, parts.settings.model or parts.models.default_model,
-                                     len(answer.decision.cities))  # fmt: skip
+            parts = self.router.parts
+            self._baselines[places] = default_baseline_cost(parts.models, parts.settings.model or
+                                                            parts.models.default_model, places)  # fmt: skip
+        return self._baselines[places]
 
     def _report(self, read: Any) -> Any:
         ledger = self.router.ledger

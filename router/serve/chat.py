@@ -56,11 +56,13 @@ def wants_upstream(body: dict[str, Any], messages: list[dict[str, Any]]) -> bool
     return bool(body.get("tools") or body.get("functions")) or messages[-1].get("role") != "user"
 
 
-def session_from(router: HybridRouter, messages: list[dict[str, Any]], today: dt.date) -> Session:
+def session_from(router: HybridRouter, messages: list[dict[str, Any]], today: dt.date) -> Session | None:
     """The conversation before the last message, as a Session: each user turn routed again (no I/O) and
-    paired with the assistant's reply that followed it."""
+    paired with the assistant's reply that followed it. None when there is none (a single question)."""
     from ..session import Session
 
+    if not any(message["role"] in ("user", "assistant") for message in messages[:-1]):
+        return None
     session = Session()
     question: str | None = None
     for message in messages[:-1]:

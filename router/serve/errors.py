@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from starlette.responses import JSONResponse
-
 from hybrid_weather.agent.errors import (
     BudgetExhausted,
     ConfigurationError,
@@ -12,6 +10,8 @@ from hybrid_weather.agent.errors import (
     UpstreamTimeout,
     WeatherUnavailable,
 )
+
+from .encoding import JSONResponse
 
 
 class ApiError(Exception):

@@ -1,0 +1,23 @@
+"""JSON in and out of the service with orjson: encoding an answer with the standard library cost more than
+the bare framework's whole request (the bench_serve profile: ~20 us of a rule answer's ~170)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
+
+class JSONResponse(Response):
+    """A JSON body, UTF-8 as it is (Chinese unescaped), like Starlette's but several times faster."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+def loads(raw: bytes) -> Any:
+    """RAW parsed; ValueError (orjson.JSONDecodeError is one) when it is not JSON."""
+    return orjson.loads(raw)
