@@ -107,3 +107,15 @@ def test_a_caller_cannot_change_what_the_memo_gives_the_next_caller():
     decision.places.clear()
     again = router.route("北京和上海明天哪个冷", today=day)
     assert again.cities == ["北京市", "上海市"] and again.dates == [dt.date(2026, 11, 30)] and len(again.places) == 2
+
+
+def test_a_decision_with_its_own_lists_keeps_every_field():
+    import dataclasses
+
+    from hybrid_weather.router.understand import Decision
+
+    values = {f.name: f"value of {f.name}" for f in dataclasses.fields(Decision)}
+    values |= {"cities": ["a"], "dates": [dt.date(2026, 1, 1)], "places": ["p"]}
+    original = Decision(**values)
+    copy = original.with_own_lists()
+    assert copy == original and copy.cities is not original.cities and copy.places is not original.places

@@ -44,6 +44,15 @@ class Decision:
         """Whether the question asked nothing at all ("", whitespace, only emoji)."""
         return self.reason == EMPTY_REASON
 
+    def with_own_lists(self) -> Decision:
+        """An equal Decision whose lists are its own: what the parser's memo hands out, so a caller that
+        changes one changes nobody else's. Positional, for speed (a repeated question costs ~2 us);
+        tests/test_devset.py checks it keeps every field."""
+        return Decision(
+            self.route, list(self.cities), list(self.dates), self.aspect, self.reason, list(self.places), self.compare,
+            self.clarification, self.hours, self.unknown_words, self.unknown_place,
+        )  # fmt: skip
+
     def to_json(self, query: str) -> dict[str, Any]:
         """The `route --json` object (docs/contracts.md): exactly these keys."""
         return {

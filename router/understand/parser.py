@@ -75,10 +75,8 @@ class QueryParser:
         asked about, newest last, for follow-ups (那上海呢？ 后天呢？ 这两个城市哪个更热？). FOUND_PLACES are
         words the gazetteer lacks that a geocoder has since found (周庄)."""
         if context is None and not found_places:
-            memo = self._alone(text, today)
             # Each caller gets lists of its own: the memo's Decision must not change under the next caller.
-            return dataclasses.replace(memo, cities=list(memo.cities), dates=list(memo.dates),
-                                       places=list(memo.places))  # fmt: skip
+            return self._alone(text, today).with_own_lists()
         return self._decide_text(text, today, context, recent_places, found_places)
 
     def _decide_text(
