@@ -6,6 +6,7 @@ import contextlib
 import datetime as dt
 import fcntl
 import itertools
+import json
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -18,7 +19,12 @@ from .rows import COLUMNS, load_secret
 # How long one SQLite call may wait for a lock: the writer's tries and pauses stay well inside its close
 # timeout, so a stuck database cannot hang close() and the writer spools its batch before it.
 _BUSY_TIMEOUT_MS = 1_000
-_INSERT = f"INSERT INTO requests ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+# A whole batch is one statement over one JSON parameter (a list of rows), not executemany: sqlite3 lets
+# go of the interpreter around every row's step, and a writer thread that must win it back after each
+# row from a busy request thread (an event loop) managed 157 rows/s where this manages ~2,500
+# (measured with a spinning main thread); the rollup trigger still runs for each row, inside SQLite.
+_VALUES = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(COLUMNS)))
+_INSERT = f"INSERT INTO requests ({', '.join(COLUMNS)}) SELECT {_VALUES} FROM json_each(?) ORDER BY key"
 # A replayed row may already be stored (a replay cut short, the same spool line twice): its id says so.
 _INSERT_ONCE = _INSERT.replace("INSERT", "INSERT OR IGNORE", 1)
 _memory_ids = itertools.count()
@@ -88,7 +94,8 @@ class SQLiteDatabase:
         Returns how many were stored."""
         try:
             db.execute("BEGIN IMMEDIATE")
-            stored = db.executemany(_INSERT_ONCE if once else _INSERT, rows).rowcount
+            batch = json.dumps(rows, ensure_ascii=False, allow_nan=False)
+            stored = db.execute(_INSERT_ONCE if once else _INSERT, (batch,)).rowcount
             db.execute("COMMIT")
             return stored
         except sqlite3.Error:
