@@ -331,3 +331,22 @@ def test_rows_past_the_kept_days_are_deleted_and_their_sums_kept(pg_url):
     assert stored(pg_url, "SELECT sum(requests) FROM requests_hourly") == [(30,)]
     status = json.loads(_cli("savings", "--json", HYBRID_WEATHER_LEDGER=pg_url))
     assert status["requests"] == 30
+
+
+def test_readyz_follows_the_database(pg_url, tmp_path):
+    from starlette.testclient import TestClient
+
+    from hybrid_weather.router import HybridRouter, Settings
+    from hybrid_weather.router.serve import create_app
+
+    router = HybridRouter(settings=Settings(provider="demo"), ledger=pg_url)
+    with TestClient(create_app(router)) as client:
+        ready = client.get("/readyz").json()
+        assert ready["status"] == "ready" and ready["checks"]["ledger"]["ok"] is True
+    router.close()
+    gone = pg_url.replace("5432", str(_free_port()))  # a database that is not there
+    away = HybridRouter(settings=Settings(provider="demo"), ledger=gone)
+    with TestClient(create_app(away)) as client:
+        not_ready = client.get("/readyz")
+    assert not_ready.status_code == 503 and not_ready.json()["checks"]["ledger"]["ok"] is False
+    away.close()

@@ -253,11 +253,20 @@ class Service:
         checks: dict[str, dict[str, Any]] = {}
         ledger = self.router.ledger
         if ledger is not None:
-            problem = ledger.problem
+            # Reachable now (a PostgreSQL server that came back is ready again; `problem` keeps the first
+            # one for the record), and not a stand-in that spools every row.
             from ..ledger import SpoolLedger
 
-            writable = problem is None and not isinstance(ledger, SpoolLedger)
-            checks["ledger"] = {"ok": writable, "location": ledger.location, "problem": problem}
+            reachable, problem = False, ledger.problem
+            if not isinstance(ledger, SpoolLedger):
+                try:
+                    with contextlib.closing(ledger.connect()) as db:
+                        db.execute("SELECT 1").fetchone()
+                    reachable = True
+                except Exception as error:  # any driver's error: the check's answer, not a failure of it
+                    problem = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error) else ''}"
+            checks["ledger"] = {"ok": reachable, "location": ledger.location, "problem": problem,
+                                "pending": ledger.pending, "spooled": ledger.spool.count()}  # fmt: skip
         breaker = getattr(getattr(self.router.weather.provider, "http", None), "breaker", None)
         if breaker is not None:
             checks["provider"] = {"ok": breaker.state != "open", "circuit": breaker.state}
