@@ -227,3 +227,31 @@ def test_readyz_says_what_is_not_ready(tmp_path):
         not_ready = client.get("/readyz")
     assert not_ready.status_code == 503 and not_ready.json()["checks"]["ledger"]["ok"] is False
     broken.close()
+
+
+def test_a_session_goes_on_in_another_worker(tmp_path):
+    # Two apps with one home: two worker processes of one host, a follow-up reaching the other one.
+    one, first = client_for(tmp_path / "one")
+    two, second = client_for(tmp_path / "two")
+    today = TODAY.isoformat()
+    with one, two:
+        asked = one.post("/v1/ask", json={"query": "上海后天会下雨吗", "today": today, "session_id": "w"})
+        follow = two.post("/v1/ask", json={"query": "那北京呢？", "today": today, "session_id": "w"}).json()
+    assert follow["route"] == "rule" and follow["decision"]["cities"] == ["北京市"]
+    assert follow["decision"]["dates"] == asked.json()["decision"]["dates"] and follow["decision"]["aspect"] == "rain"
+    first.close()
+    second.close()
+
+
+def test_session_turns_are_stored_masked_and_expire(tmp_path):
+    from hybrid_weather.router.serve.sessions import SessionStore
+
+    store = SessionStore(tmp_path / "s.db", idle_s=0.2)
+    store.save("s", [("我的电话13812345678，上海明天天气", "晴")])
+    assert store.turns("s") == [("我的电话[phone]，上海明天天气", "晴")]
+    assert b"13812345678" not in (tmp_path / "s.db").read_bytes() + (tmp_path / "s.db-wal").read_bytes()
+    import time
+
+    time.sleep(0.3)
+    assert store.turns("s") == []  # idle too long: a new conversation
+    store.close()

@@ -14,12 +14,10 @@ import contextlib
 import datetime as dt
 import logging
 import re
-import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from cachetools import TTLCache
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -39,6 +37,7 @@ from .encoding import JSONResponse, loads
 from .errors import ApiError, from_library, invalid
 from .metrics import Metrics
 from .openapi import OPENAPI
+from .sessions import SessionStore
 
 logger = logging.getLogger("hybrid_weather")
 
@@ -46,9 +45,6 @@ logger = logging.getLogger("hybrid_weather")
 MAX_BODY_BYTES = 64 * 1024
 #: Characters a question may hold (the router reads the first 200 of them).
 MAX_QUERY_CHARS = 2_000
-#: Server-side sessions of /v1/ask per worker, and how long an idle one is kept (seconds).
-MAX_SESSIONS = 10_000
-SESSION_IDLE_S = 1_800.0
 #: Ledger rows a worker holds in memory at the most. An asyncio worker that waits for room in the queue
 #: stalls every request it is serving, so it gets more room than a library caller (1,000): at the rule
 #: path's measured peak (~2,000 answers/s a worker) that is 5 s of rows — what a SIGKILL of a worker can
@@ -77,8 +73,7 @@ class Service:
             )
         self.access = Access(load_keys(self.settings.api_keys, self.settings.api_keys_file),
                              Rate.parse(self.settings.rate_limit), shared)  # fmt: skip
-        self._sessions: TTLCache[str, Session] = TTLCache(maxsize=MAX_SESSIONS, ttl=SESSION_IDLE_S)
-        self._sessions_lock = threading.Lock()
+        self.sessions = SessionStore(self.router.parts.settings.home_dir() / "serve-sessions.db")
         self._upstream: Any = None  # httpx.AsyncClient for pass-through requests, made on first use
         self._baselines: dict[int, float | None] = {}  # what an all-LLM answer costs, by number of places
 
@@ -91,6 +86,7 @@ class Service:
             await self._upstream.aclose()
         if self._own_shared is not None:
             self._own_shared.close()
+        self.sessions.close()
         if self._given is None:
             await run_in_threadpool(self.router.close)
 
@@ -100,8 +96,10 @@ class Service:
         body = await self._json(request)
         query = _query(body)
         today = _today(body)
-        session = self._session(body.get("session_id"))
+        session = await self._session(body.get("session_id"), today or today_in_china())
         answer = await self._answer("ask", query, today, session)
+        if session is not None:
+            await run_in_threadpool(self.sessions.save, session.id, session.turns)
         return JSONResponse(answer.to_json(query))
 
     async def route(self, request: Request) -> Response:
@@ -197,18 +195,17 @@ class Service:
             raise invalid("the body must be a JSON object", "invalid_body")
         return body
 
-    def _session(self, session_id: Any) -> Session | None:
+    async def _session(self, session_id: Any, today: dt.date) -> Session | None:
+        """The conversation SESSION_ID names, rebuilt from its stored turns (each routed again, no I/O), so
+        any worker can continue it; None when the request names none."""
         if session_id is None:
             return None
         if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
             raise invalid("'session_id' must be 1 to 128 letters, digits or . _ : -", "invalid_session_id")
-        with self._sessions_lock:
-            session = self._sessions.get(session_id)
-            if session is None:
-                session = self._sessions[session_id] = Session(id=session_id)
-            else:
-                self._sessions[session_id] = session  # touched: kept another SESSION_IDLE_S
-            return session
+        session = Session(id=session_id)
+        for question, reply in await run_in_threadpool(self.sessions.turns, session_id):
+            session.remember(question, reply, self.router.route(question, today=today, session=session))
+        return session
 
     async def _answer(self, endpoint: str, query: str, today: dt.date | None, session: Session | None) -> Any:
         started = time.perf_counter()
