@@ -8,7 +8,7 @@ worker answers for all. Without it (one process, tests), the values live in memo
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
@@ -41,12 +41,19 @@ class Metrics:
         self.tokens = Counter("hybrid_weather_llm_tokens", "LLM tokens, by kind (prompt, completion)", ["kind"],
                               registry=own)  # fmt: skip
         self.cost = Counter("hybrid_weather_llm_cost_usd", "What the LLM answers cost (USD)", registry=own)
+        self._children: dict[tuple[str, str], tuple[Any, Any]] = {}
         self.saved = Counter("hybrid_weather_saved_usd", "What answering without a model saved against the all-LLM "
                              "baseline (USD)", registry=own)  # fmt: skip
 
     def answered(self, endpoint: str, answer: Answer, saved_usd: float | None) -> None:
-        self.requests.labels(endpoint, answer.route, "ok").inc()
-        self.latency.labels(endpoint, answer.route).observe(answer.latency_ms / 1000)
+        # The labelled children of a route, kept: labels() looks them up under a lock on every call.
+        children = self._children.get((endpoint, answer.route))
+        if children is None:
+            children = self._children[(endpoint, answer.route)] = (
+                self.requests.labels(endpoint, answer.route, "ok"), self.latency.labels(endpoint, answer.route)
+            )  # fmt: skip
+        children[0].inc()
+        children[1].observe(answer.latency_ms / 1000)
         if answer.source is not None and answer.route != "llm":
             if answer.cache_hit:
                 self.cache_hits.inc()
