@@ -255,3 +255,13 @@ def test_session_turns_are_stored_masked_and_expire(tmp_path):
     time.sleep(0.3)
     assert store.turns("s") == []  # idle too long: a new conversation
     store.close()
+
+
+def test_odd_but_harmless_fields_do_not_break_a_chat_request(service):
+    odd = {
+        "stream": True,
+        "stream_options": ["not", "an", "object"],
+        "messages": [{"role": "user", "content": "上海今天天气"}],
+    }
+    with service.stream("POST", "/v1/chat/completions", json=odd) as response:
+        assert response.status_code == 200 and list(response.iter_lines())[-2] == "data: [DONE]"

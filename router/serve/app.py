@@ -122,7 +122,8 @@ class Service:
         answer = await self._answer("chat", question, today, session)
         headers = {"x-hybrid-weather-route": answer.route}
         if body.get("stream"):
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            options = body.get("stream_options")
+            include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
             return StreamingResponse(chat.chunks(answer, include_usage), media_type="text/event-stream",
                                      headers={**headers, "cache-control": "no-cache"})  # fmt: skip
         return JSONResponse(chat.completion(answer), headers=headers)
