@@ -420,3 +420,16 @@ def test_rain_comparison_says_by_how_much(router, weather_server):
     weather_server.set_day(*SHANGHAI, TOMORROW, weather_code=61, precipitation_probability_max=80)
     first = ask(router, "北京和上海明天哪里更可能下雨").text.splitlines()[0]
     assert first == "明天上海更可能下雨，降水概率高60个百分点（降水概率：北京20%，上海80%）。"
+
+
+def test_an_answers_data_is_its_own(router, weather_server):
+    # Days of a cached forecast are converted once and copied into each answer: a caller that edits its
+    # answer's data must not change the next caller's.
+    first = router.ask("上海今天天气", today=TODAY)
+    expected = {"days": [dict(d) for d in first.data["places"][0]["days"]],
+                "current": dict(first.data["places"][0]["current"])}  # fmt: skip
+    first.data["places"][0]["days"][0]["temp_max"] = 99.0
+    first.data["places"][0]["current"]["condition"] = "edited"
+    second = router.ask("上海今天天气", today=TODAY)
+    assert second.data["places"][0]["days"] == expected["days"]
+    assert second.data["places"][0]["current"] == expected["current"]
