@@ -23,7 +23,6 @@ from .errors import ApiError
 if TYPE_CHECKING:
     from hybrid_weather.agent.weather.shared_cache import SharedCache
 
-_UNITS = {"s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0}
 #: Buckets the process keeps at the most (one per key or client address); the least recently used go.
 MAX_BUCKETS = 10_000
 
@@ -63,20 +62,17 @@ class Rate:
 
     @classmethod
     def parse(cls, text: str | None) -> Rate | None:
-        """'20/s', '600/min' (up to that many at once, refilled evenly over the window), or 'off'/None."""
-        if not text or text.strip().lower() in ("off", "none", "0"):
+        """'20/s', '600/min' (up to that many at once, refilled evenly over the window), or 'off'/None: the
+        grammar of the fleet's upstream budget, with one window."""
+        from hybrid_weather.agent.weather.shared_cache import parse_limit
+
+        windows = parse_limit(text or "off", "HYBRID_WEATHER_RATE_LIMIT")
+        if not windows:
             return None
-        count, _, unit = text.strip().partition("/")
-        try:
-            burst = float(count)
-            per_s = burst / _UNITS[unit.strip().lower()]
-        except (ValueError, KeyError):
-            burst = per_s = -1.0
-        if not per_s > 0:
-            raise ConfigurationError(
-                f"HYBRID_WEATHER_RATE_LIMIT={text!r} is not a rate; use requests per window, e.g. 20/s or 600/min"
-            )
-        return cls(per_s=per_s, burst=max(1.0, burst))
+        if len(windows) > 1:
+            raise ConfigurationError(f"HYBRID_WEATHER_RATE_LIMIT={text!r} names several windows; give one, e.g. 20/s")
+        count, seconds = windows[0]
+        return cls(per_s=count / seconds, burst=float(count))
 
 
 class Access:
