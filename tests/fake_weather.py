@@ -323,9 +323,13 @@ def _key(latitude: float, longitude: float) -> str:
     return f"{latitude:.2f},{longitude:.2f}"
 
 
-def refused_url() -> str:
-    """A URL on 127.0.0.1 where nothing listens: connections are refused."""
+def free_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (until someone binds it)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+        return int(sock.getsockname()[1])
+
+
+def refused_url() -> str:
+    """A URL on 127.0.0.1 where nothing listens: connections are refused."""
+    return f"http://127.0.0.1:{free_port()}"

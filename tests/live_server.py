@@ -3,7 +3,6 @@
 import contextlib
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -11,19 +10,14 @@ import urllib.error
 import urllib.request
 
 from conftest import subprocess_env
+from fake_weather import free_port
 
 KEY = "sk-test-upstream-live-42"
 
 
-def _free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextlib.contextmanager
 def serving(tmp_path, llm_server, workers=1, **env):
-    port = _free_port()
+    port = free_port()
     ledger = tmp_path / "ledger.db"
     values = {"HYBRID_WEATHER_PROVIDER": "demo", "HYBRID_WEATHER_LEDGER": str(ledger), "OPENAI_API_KEY": KEY,
               "OPENAI_BASE_URL": llm_server.base_url, "HYBRID_WEATHER_MODEL": "gpt-4o-mini", **env}  # fmt: skip

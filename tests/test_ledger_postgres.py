@@ -21,6 +21,7 @@ from hybrid_weather.agent.llm.models import ModelTable, Usage
 from hybrid_weather.router.ledger import MIGRATIONS, Ledger, LedgerEntry
 
 from conftest import service_missing, subprocess_env
+from fake_weather import free_port
 
 BASE_URL = os.environ.get("HYBRID_WEATHER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -210,16 +211,10 @@ class _Proxy:
         self.listener.close()
 
 
-def _free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_a_server_away_at_start_gets_the_spooled_rows_once_it_is_back(pg_url, tmp_path):
     from urllib.parse import urlsplit
 
-    port = _free_port()
+    port = free_port()
     url = pg_url.replace(f"{urlsplit(pg_url).hostname}:{urlsplit(pg_url).port}", f"127.0.0.1:{port}")
     ledger = Ledger(url, spool=tmp_path / "spool.jsonl")
     assert "could not be reached" in ledger.problem
@@ -344,7 +339,7 @@ def test_readyz_follows_the_database(pg_url, tmp_path):
         ready = client.get("/readyz").json()
         assert ready["status"] == "ready" and ready["checks"]["ledger"]["ok"] is True
     router.close()
-    gone = pg_url.replace("5432", str(_free_port()))  # a database that is not there
+    gone = pg_url.replace("5432", str(free_port()))  # a database that is not there
     away = HybridRouter(settings=Settings(provider="demo"), ledger=gone)
     with TestClient(create_app(away)) as client:
         not_ready = client.get("/readyz")
