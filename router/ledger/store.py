@@ -229,10 +229,7 @@ class Ledger:
                 self._release(markers)
                 continue
             try:
-                if not self._opened:
-                    self._format.secret = self.database.open()
-                    self._opened = True
-                db = db or self.database.writer()
+                db = self._reach(db)
                 if batch:
                     self._commit(db, batch)
                     batch = []  # stored: a fault after this point must not spool it again
@@ -260,14 +257,19 @@ class Ledger:
             with contextlib.suppress(Exception):
                 db.close()
 
+    def _reach(self, db: Any) -> Any:
+        """DB, or a new writer connection; a database away when this process started is opened first
+        (its hashing key replaces the local one)."""
+        if not self._opened:
+            self._format.secret = self.database.open()
+            self._opened = True
+        return db or self.database.writer()
+
     def _last_replay(self, db: Any) -> Any:
         """At close, what this process spooled while the database was away, written back if it answers now
         (close() spools the rows again should this outlast its timeout)."""
         try:
-            if not self._opened:
-                self._format.secret = self.database.open()
-                self._opened = True
-            db = db or self.database.writer()
+            db = self._reach(db)
             self._replay(db)
         except Exception as error:
             self._spool_rows(self._in_hand, f"spooled rows could not be written back yet ({error})")
