@@ -30,6 +30,7 @@ from hybrid_weather.agent.llm.models import ModelTable
 
 from ..settings import is_postgres, redact
 from .entry import LedgerEntry
+from .handoff import Handoff
 from .rows import COLUMNS, RowFormat
 from .spool import Spool, spool_path
 
@@ -38,7 +39,7 @@ logger = logging.getLogger("hybrid_weather")
 #: Rows waiting for the writer at the most; past this, record() waits for room (it never drops a row).
 DEFAULT_QUEUE_SIZE = 1_000
 #: Rows per transaction at the most.
-DEFAULT_BATCH_SIZE = 500
+DEFAULT_BATCH_SIZE = 512
 #: Seconds a row waits for its transaction at the most: the window a SIGKILL can lose.
 COMMIT_INTERVAL = 0.1
 #: Tries of one batch before it goes to the spool, and the pause between them (seconds).
@@ -146,7 +147,7 @@ class Ledger:
         self._format = RowFormat(
             models=models, model=model or models.default_model, store_queries=store_queries, secret=secret
         )
-        self._queue: queue.Queue[LedgerEntry | _Flush | object] = queue.Queue(maxsize=queue_size)
+        self._queue: Handoff[LedgerEntry | _Flush | object] = Handoff(queue_size, batch_size)
         self._closed = False
         self._in_hand: list[tuple[object, ...]] = []  # the writer's batch: spooled by close() if it hangs
         self._replay_due = True  # rows spooled by anyone: tried at start and when the database is back
@@ -162,7 +163,7 @@ class Ledger:
     @property
     def pending(self) -> int:
         """Rows this process has queued that are not yet stored or spooled."""
-        return self._queue.qsize() + len(self._in_hand)
+        return len(self._queue) + len(self._in_hand)
 
     def record(self, entry: LedgerEntry) -> None:
         """Queue ENTRY for writing. Returns at once unless the queue is full; then waits for room, and
@@ -182,7 +183,7 @@ class Ledger:
         if self._closed:
             return
         marker = _Flush()
-        self._queue.put(marker)
+        self._queue.put(marker, urgent=True)
         marker.done.wait(CLOSE_TIMEOUT + COMMIT_ATTEMPTS * COMMIT_PAUSE)
 
     def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
@@ -191,8 +192,7 @@ class Ledger:
         if self._closed:
             return
         self._closed = True
-        with contextlib.suppress(queue.Full):
-            self._queue.put(_STOP, timeout=timeout)
+        self._queue.put(_STOP, urgent=True)
         self._writer.join(timeout)
         if self._writer.is_alive():
             # The batch in the writer's hands too: should its commit still land, the replay skips those
@@ -285,22 +285,14 @@ class Ledger:
         """Entries until BATCH_SIZE rows, COMMIT_INTERVAL seconds after the first, a flush or the stop."""
         batch: list[LedgerEntry] = []
         markers: list[_Flush] = []
-        item = self._queue.get()
-        deadline = time.monotonic() + self.commit_interval
-        while True:
+        for item in self._queue.take(self.commit_interval):
             if item is _STOP:
                 return batch, markers, True
             if isinstance(item, _Flush):
                 markers.append(item)
-                return batch, markers, False
-            if isinstance(item, LedgerEntry):
+            elif isinstance(item, LedgerEntry):
                 batch.append(item)
-            if len(batch) >= self.batch_size:
-                return batch, markers, False
-            try:
-                item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                return batch, markers, False
+        return batch, markers, False
 
     def _commit(self, db: Any, batch: list[LedgerEntry]) -> None:
         """BATCH stored, tried COMMIT_ATTEMPTS times; spooled when the database keeps refusing it. A
@@ -348,15 +340,12 @@ class Ledger:
 
     def _drain(self) -> list[LedgerEntry]:
         left: list[LedgerEntry] = []
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return left
+        for item in self._queue.take_all():
             if isinstance(item, LedgerEntry):
                 left.append(item)
             elif isinstance(item, _Flush):
                 item.done.set()
+        return left
 
     def _spool(self, entries: list[LedgerEntry], why: str) -> None:
         if entries:
