@@ -2,7 +2,7 @@
 
 The request path only queues an entry. The writer commits at least every COMMIT_INTERVAL seconds or
 BATCH_SIZE rows, whichever comes first. Rows held only in memory — what a SIGKILL can lose — are never
-more than QUEUE_SIZE + BATCH_SIZE (past QUEUE_SIZE, callers wait for room): 1,500 rows, about a third of
+more than QUEUE_SIZE + BATCH_SIZE (past QUEUE_SIZE, callers wait for room): 1,512 rows, about a third of
 a second of the fastest traffic one process makes; at a lighter load, the last COMMIT_INTERVAL of it.
 
 Nothing is dropped: a row that cannot be stored as given is stored in a safe form; a batch the database
