@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 from hybrid_weather.agent.errors import HybridWeatherError, WeatherUnavailable
 from hybrid_weather.agent.llm.models import ModelTable
 from hybrid_weather.agent.weather import WeatherService
-from hybrid_weather.rules import PlaceMatch, contains_personal_data, mask_personal_data, normalize, today_in_china
+from hybrid_weather.rules import (
+    WEATHER_ADVICE,
+    PlaceMatch,
+    contains_personal_data,
+    mask_personal_data,
+    normalize,
+    today_in_china,
+)
 
 from ._lazy import built
 from .answer import DEGRADED_NOTE, Answer, elapsed_ms, llm_answer
@@ -166,7 +173,13 @@ class HybridRouter:
         For a degraded answer when no LLM is available: 北京明天适合出游吗 → 北京明天的天气.
         """
         today = today or today_in_china()
-        decision = self._route(self.parts.parser.reader.lexicon.strip_open_ended(normalize(text)), today, None)
+        reader, clean = self.parts.parser.reader, normalize(text)
+        weather_words = reader.lexicon.strip_open_ended(clean)
+        if not reader.lexicon.open_ended_kinds(clean) <= WEATHER_ADVICE and not reader.names_weather(
+            weather_words, today
+        ):
+            return None  # 北京到上海多远 names two places but asks nothing about their weather
+        decision = self._route(weather_words, today, None)
         if decision.route != "rule":
             return None
         try:

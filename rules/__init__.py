@@ -16,7 +16,7 @@ from .china_time import (
 )
 from .dates import DateSpan, find_dates, parse_number
 from .gazetteer import Gazetteer, Place, PlaceLevel, PlaceMatch
-from .lexicon import ASPECTS, Aspect, Lexicon
+from .lexicon import ASPECTS, WEATHER_ADVICE, Aspect, Lexicon
 from .normalize import MAX_QUERY_CHARS, normalize
 from .privacy import contains_personal_data, mask_personal_data
 from .reader import Reader, Reading, Tokens
@@ -28,6 +28,7 @@ __all__ = [
     "FIRST_DAY",
     "LAST_DAY",
     "MAX_QUERY_CHARS",
+    "WEATHER_ADVICE",
     "WEEKDAY_CHARS",
     "Aspect",
     "DateSpan",

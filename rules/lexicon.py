@@ -11,6 +11,9 @@ from ._data import load_table
 #: What a weather question asks about; the Decision contract's `aspect` values.
 Aspect = Literal["weather", "temperature", "rain", "snow", "wind", "humidity", "air"]
 ASPECTS: tuple[Aspect, ...] = get_args(Aspect)
+#: Open-ended questions whose answer rests on the weather (适合出游吗, 穿什么): without a model, their
+#: weather part still helps. Any other kind (多远, 订机票, 行程) has a weather part only where it names one.
+WEATHER_ADVICE = frozenset({"advice"})
 
 
 class Lexicon:
@@ -87,6 +90,10 @@ class Lexicon:
     def strip_open_ended(self, text: str) -> str:
         """TEXT with every open-ended marker removed (北京明天适合出游吗 → 北京明天吗), for degraded answers."""
         return self._open_pattern.sub(" ", text)
+
+    def open_ended_kinds(self, text: str) -> set[str]:
+        """The categories of every open-ended marker in TEXT."""
+        return {self._open_category[found.group(0)] for found in self._open_pattern.finditer(text)}
 
     def open_ended(self, text: str) -> tuple[str, str] | None:
         """(category, marker) of the first open-ended marker in TEXT, or None."""

@@ -228,6 +228,25 @@ def test_unknown_model_cost_is_null(weather_server, llm_server):
     assert result.cost_usd is None and rows[0]["cost_usd"] is None
 
 
+@pytest.mark.parametrize(
+    "question",
+    ["北京到上海多远", "从成都到重庆有多远", "北京到上海开车要多久", "帮我规划上海两天行程", "上海的人口是多少",
+     "深圳明天的新闻", "给杭州写首诗", "广州明天放假吗"],
+)  # fmt: skip
+def test_no_weather_part_for_a_question_that_asks_nothing_about_the_weather(question):
+    # Naming places is not asking about their weather: a degraded answer gives only a part really asked.
+    with HybridRouter(settings=Settings(provider="demo", ledger="off")) as router:
+        assert router.route(question, today=TODAY).route == "llm"
+        assert router.weather_part(question, today=TODAY) is None
+
+
+@pytest.mark.parametrize("question", ["北京明天适合出游吗", "上海明天穿什么", "广州后天适合爬山吗", "北京明天下雨吗，适合跑步吗"])  # fmt: skip
+def test_a_weather_part_for_advice_that_rests_on_the_weather(question):
+    with HybridRouter(settings=Settings(provider="demo", ledger="off")) as router:
+        part = router.weather_part(question, today=TODAY)
+        assert part is not None and part.route == "rule" and part.decision.cities
+
+
 def test_no_key_is_exit_4_with_the_weather_part_answered(weather_server):
     result = CliRunner().invoke(
         cli,
