@@ -240,7 +240,10 @@ def test_no_weather_part_for_a_question_that_asks_nothing_about_the_weather(ques
         assert router.weather_part(question, today=TODAY) is None
 
 
-@pytest.mark.parametrize("question", ["北京明天适合出游吗", "上海明天穿什么", "广州后天适合爬山吗", "北京明天下雨吗，适合跑步吗"])  # fmt: skip
+ADVICE = ["北京明天适合出游吗", "上海明天穿什么", "广州后天适合爬山吗", "北京明天下雨吗，适合跑步吗"]
+
+
+@pytest.mark.parametrize("question", ADVICE)
 def test_a_weather_part_for_advice_that_rests_on_the_weather(question):
     with HybridRouter(settings=Settings(provider="demo", ledger="off")) as router:
         part = router.weather_part(question, today=TODAY)
