@@ -16,6 +16,7 @@ from .china_time import (
 )
 from .dates import DateSpan, find_dates, parse_number
 from .gazetteer import Gazetteer, Place, PlaceLevel, PlaceMatch
+from .geo import great_circle_km
 from .lexicon import ASPECTS, WEATHER_ADVICE, Aspect, Lexicon
 from .normalize import MAX_QUERY_CHARS, normalize
 from .privacy import contains_personal_data, mask_personal_data
@@ -42,6 +43,7 @@ __all__ = [
     "Tokens",
     "contains_personal_data",
     "find_dates",
+    "great_circle_km",
     "in_supported_range",
     "mask_personal_data",
     "normalize",

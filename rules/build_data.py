@@ -34,6 +34,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from hybrid_weather.rules.geo import great_circle_km
+
 DATA_DIR = Path(__file__).resolve().parent / "data"
 WORLD_MIN_POPULATION = 150_000
 # Towns take only names of this many characters or more: shorter ones are ordinary words too often.
@@ -195,7 +197,7 @@ def english_names(china: list[dict[str, Any]], taken: set[str]) -> None:
         key = latin_key(city["name"])
         for alt in city["alternatenames"]:
             for unit in by_word.get(alt, ()):
-                if _km(unit["lat"], unit["lon"], city["latitude"], city["longitude"]) <= 60:
+                if great_circle_km(unit["lat"], unit["lon"], city["latitude"], city["longitude"]) <= 60:
                     claims.setdefault(key, set()).add(unit["code"])
     units = {u["code"]: u for u in china}
     for key, codes in claims.items():
@@ -212,14 +214,6 @@ def latin_key(name: str) -> str:
 
     folded = unicodedata.normalize("NFKD", name)
     return re.sub(r"[^a-z]", "", "".join(ch for ch in folded if not unicodedata.combining(ch)).lower())
-
-
-def _km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
-    import math
-
-    p1, p2 = math.radians(lat1), math.radians(lat2)
-    a = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lon2 - lon1) / 2) ** 2
-    return 6371.0 * 2 * math.asin(math.sqrt(a))
 
 
 def build_towns(

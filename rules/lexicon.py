@@ -9,7 +9,7 @@ from typing import Literal, cast, get_args
 from ._data import load_table
 
 #: What a weather question asks about; the Decision contract's `aspect` values.
-Aspect = Literal["weather", "temperature", "rain", "snow", "wind", "humidity", "air"]
+Aspect = Literal["weather", "temperature", "rain", "snow", "wind", "humidity", "air", "distance"]
 ASPECTS: tuple[Aspect, ...] = get_args(Aspect)
 #: Open-ended questions whose answer rests on the weather (适合出游吗, 穿什么): without a model, their
 #: weather part still helps. Any other kind (多远, 订机票, 行程) has a weather part only where it names one.
@@ -51,6 +51,8 @@ class Lexicon:
         self.place_leaders = frozenset(data["place_leaders"])
         #: 古城, 景区, 古镇: after a place's name they mean the place itself (平遥古城, 黄山景区).
         self.place_suffixes = frozenset(data["place_suffixes"])
+        #: 离, 从, 之间: they join the two places of a distance question (广州离深圳多远) and nothing else.
+        self.distance_links = frozenset(data["distance_links"])
         #: 温差: the day's range of temperature, or the difference between places.
         self.spread = frozenset(data["spread"])
         #: 降温 / 回暖: a change from today, so the asked day is compared with today.
@@ -71,6 +73,7 @@ class Lexicon:
         yield from self.corrections
         yield from self.negations
         yield from self.place_suffixes
+        yield from self.distance_links
         yield from self._open_category
 
     def question_words(self) -> Iterable[str]:

@@ -41,6 +41,7 @@ class Reading:
     leader_at: set[int] = field(default_factory=set)
     correction_at: list[int] = field(default_factory=list)  #: 不对, 我是说: what follows replaces what came before
     negation_at: list[int] = field(default_factory=list)  #: 不是, 不要: the place or date that follows is excluded
+    link_at: list[int] = field(default_factory=list)  #: 离, 从, 之间: what joins the places of a distance question
     unknown: list[tuple[int, int, str]] = field(default_factory=list)  #: (first, last, text) token runs
 
 
@@ -138,6 +139,8 @@ class Reader:
             elif token in lexicon.fillers:
                 if token in lexicon.place_leaders:
                     reading.leader_at.add(index)
+            elif token in lexicon.distance_links:
+                reading.link_at.append(index)
             elif not lexicon.is_particles(token):
                 _add_unknown(reading, index, token)
             index += 1

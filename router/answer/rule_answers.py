@@ -19,11 +19,11 @@ from hybrid_weather.agent.weather import (
     past_days_for,
     to_jsonable,
 )
-from hybrid_weather.rules import Place
+from hybrid_weather.rules import Place, great_circle_km
 
 from ..understand import Decision
 from .answer import Answer, elapsed_ms
-from .render import Facts, render
+from .render import Facts, render, render_distance
 
 _STALE_NOTE = "\n（天气服务暂时无法访问，以上为缓存数据，数据更新于{age}前）"
 _DEMO_MARK = "【演示数据】"
@@ -48,6 +48,8 @@ class RuleAnswerer:
         """The answer to DECISION, and what was fetched for it (nothing for a clarify)."""
         if decision.route == "clarify":
             return clarify_answer(decision, started), []
+        if decision.aspect == "distance":
+            return distance_answer(decision, started, emoji=emoji), []
         fetched = [self._fetch(decision, place, today, deadline) for place in decision.places]
         return self.compose(decision, fetched, today, emoji=emoji, started=started), fetched
 
@@ -59,6 +61,8 @@ class RuleAnswerer:
 
         if decision.route == "clarify":
             return clarify_answer(decision, started), []
+        if decision.aspect == "distance":
+            return distance_answer(decision, started, emoji=emoji), []
         if len(decision.places) == 1:  # most questions: no task to schedule, and a cached place never yields
             fetched = [await self._afetch(decision, decision.places[0], today, deadline)]
         else:
@@ -203,6 +207,20 @@ def _hours_json(value: Any, decision: Decision) -> list[Any] | None:
 def clarify_answer(decision: Decision, started: float) -> Answer:
     """A clarify decision answered as it stands: its question or notice, at no cost."""
     return Answer(decision.clarification or "", "clarify", decision, {}, None, False, 0.0, elapsed_ms(started))
+
+
+def distance_answer(decision: Decision, started: float, *, emoji: bool) -> Answer:
+    """The straight-line distance between a distance decision's two places, from the gazetteer's
+    coordinates: no weather service is asked, and nothing is said of roads or rails."""
+    first, second = decision.places
+    km = great_circle_km(first.latitude, first.longitude, second.latitude, second.longitude)
+    data = {
+        "distance_km": round(km, 1),
+        "places": [{"name": p.name, "latitude": p.latitude, "longitude": p.longitude, "timezone": p.timezone}
+                   for p in decision.places],
+    }  # fmt: skip
+    return Answer(render_distance(first, second, km, emoji=emoji), "rule", decision, data, None, False, 0.0,
+                  elapsed_ms(started))  # fmt: skip
 
 
 def _age_text(seconds: float) -> str:

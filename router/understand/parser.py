@@ -46,6 +46,7 @@ _COMPARABLE: dict[Aspect, Comparison] = {
 # Longest unknown word tried as a place (by typo repair or as a place to ask about); longer is content.
 _MAX_PLACE_ATTEMPT_CHARS = 6
 _ASK_FOR_PLACE = "请问您想查询哪个城市的天气？"
+_ASK_FOR_TWO_PLACES = "请说出两个地点，例如“北京到上海多远”。"
 # Sound-alike readings tried per unknown word before giving up (each is one more parse).
 _MAX_REPAIRS = 24
 #: Distinct (question, day) pairs whose Decision is kept, least recently used first out.
@@ -140,6 +141,10 @@ class QueryParser:
             decided = self._place_attempt(reading, tokens, found_places)
             if decided is not None:
                 return decided, unknown
+        if reading.link_at and "distance" not in reading.aspects:
+            # 离, 从, 之间 join the places of a distance question; in any other they are words not understood.
+            links = [token for i, token in enumerate(tokens) if i in reading.link_at and token is not None]
+            return to_llm("unrecognised: " + " ".join(links), links), []
         spans, excluded = self._apply_corrections(reading, tokens, spans)
         if excluded and not reading.places and context is None:
             return to_llm("the question names a place only to exclude it"), []
@@ -197,7 +202,11 @@ class QueryParser:
         before = tokens[first - 1] if first > 0 else None
         next_to_conjunction = (first - 1) in reading.conjunction_at or (last + 1) in reading.conjunction_at
         next_to_place = any(index in (first - 1, last + 1) for index, _, _ in reading.places)
-        if reading.places and not (next_to_conjunction or next_to_place):
+        # 北京到纳尼亚多远, 广州离周庄多远: the second place of a distance question follows 到, 去 or 离.
+        after_link = "distance" in reading.aspects and (
+            (first - 1) in reading.leader_at or (first - 1) in reading.link_at
+        )
+        if reading.places and not (next_to_conjunction or next_to_place or after_link):
             return to_llm(f"unrecognised: {word}", [word])
         aspect_words = self.reader.lexicon.aspect_of
         first_aspect = next((i for i, t in enumerate(tokens) if t is not None and t in aspect_words), None)
@@ -264,6 +273,8 @@ class QueryParser:
                 options = "、".join(p.display for p in match.candidates)
                 return clarify(f"ambiguous place: {word}", f"“{word}”可以指{options}，您想查哪一个？")
         places = list(dict.fromkeys(match.candidates[0] for _, _, match in reading.places))
+        if "distance" in reading.aspects:
+            return _distance(places, reading)
         if not places:
             if reading.aspects or dates:
                 return clarify("no place given", _ASK_FOR_PLACE)
@@ -308,6 +319,16 @@ class QueryParser:
         return Decision(
             "rule", [p.name for p in places], dates, aspect, reason, places=places, compare=compare, hours=hours
         )
+
+
+def _distance(places: list[Place], reading: Reading) -> Decision:
+    """北京到上海多远: the straight-line distance between exactly two places, and nothing else asked."""
+    asked = set(reading.aspects)
+    if asked != {"distance"} or reading.compare or reading.cold or reading.hot:
+        return to_llm("distance together with something else: " + ",".join(sorted(asked - {"distance"}) or ["compare"]))
+    if len(places) != 2:
+        return clarify(f"distance needs two places, {len(places)} given", _ASK_FOR_TWO_PLACES)
+    return Decision("rule", [p.name for p in places], [], "distance", "rule: 2 place(s), distance", places=places)
 
 
 def _locate(text: str, words: list[str]) -> list[tuple[int, int]]:
