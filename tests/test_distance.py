@@ -7,11 +7,11 @@ import math
 import sqlite3
 
 import pytest
+from test_cli_contract import console
 
 from hybrid_weather.router import HybridRouter, Settings
 
 from conftest import TODAY
-from test_cli_contract import console
 from fake_weather import refused_url
 
 
@@ -25,8 +25,8 @@ def _haversine_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
 
 @pytest.mark.parametrize(
     "question",
-    ["北京到上海多远", "广州离深圳多少公里", "从成都到重庆有多远", "乌鲁木齐和哈尔滨之间的直线距离", "香港到台北相距几公里",
-     "伦敦距离巴黎多少千米", "拉萨离西宁远吗"],
+    ["北京到上海多远", "广州离深圳多少公里", "从成都到重庆有多远", "乌鲁木齐和哈尔滨之间的直线距离",
+     "香港到台北相距几公里", "伦敦距离巴黎多少千米", "拉萨离西宁远吗"],
 )  # fmt: skip
 def test_distance_is_the_great_circle_between_the_gazetteers_coordinates(question):
     with HybridRouter(settings=Settings(provider="demo", ledger="off")) as router:
@@ -54,12 +54,13 @@ def test_what_goes_beyond_the_distance_is_not_answered_by_the_rules(question, ro
 
 def test_the_cli_answers_a_distance_with_no_llm_and_no_weather_service(tmp_path):
     # The weather service refuses connections and no LLM is configured: the distance needs neither.
-    result = console("北京到上海多远", "--json", "--today", TODAY.isoformat(), HYBRID_WEATHER_OPEN_METEO_URL=refused_url(),
-                     HYBRID_WEATHER_HOME=str(tmp_path))  # fmt: skip
+    result = console("北京到上海多远", "--json", "--today", TODAY.isoformat(),
+                     HYBRID_WEATHER_OPEN_METEO_URL=refused_url(), HYBRID_WEATHER_HOME=str(tmp_path))  # fmt: skip
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     assert payload["route"] == "rule" and payload["decision"]["aspect"] == "distance"
     assert 1000 < payload["data"]["distance_km"] < 1100 and payload["source"] is None
     with sqlite3.connect(tmp_path / "ledger.db") as db:
         row = db.execute("SELECT route, aspect, places, provider, baseline_cost_usd FROM requests").fetchone()
-    assert row[:4] == ("rule", "distance", '["北京市", "上海市"]', None) and row[4] > 0  # a saving, like any rule answer
+    assert row[:4] == ("rule", "distance", '["北京市", "上海市"]', None)
+    assert row[4] > 0  # a saving, like any rule answer
