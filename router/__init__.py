@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         LLMUnavailable,
         WeatherUnavailable,
     )
+    from hybrid_weather.agent.llm.registry import ToolContext, ToolError, tool
 
     from .answer import Answer
     from .facade import HybridRouter
@@ -36,6 +37,8 @@ _WHERE = {
         ("ConfigurationError", "HybridWeatherError", "LLMUnavailable", "WeatherUnavailable"),
         "hybrid_weather.agent.errors",
     ),
+    # tool is the whole registry and weighs nothing: the LLM loop and openai stay unloaded until a call
+    **dict.fromkeys(("ToolContext", "ToolError", "tool"), "hybrid_weather.agent.llm.registry"),
 }
 
 
@@ -54,5 +57,8 @@ __all__ = [
     "LLMUnavailable",
     "Session",
     "Settings",
+    "ToolContext",
+    "ToolError",
     "WeatherUnavailable",
+    "tool",
 ]

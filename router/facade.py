@@ -13,7 +13,7 @@ import contextlib
 import datetime as dt
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +63,7 @@ class HybridRouter:
         disk_cache: bool = False,
         cache_url: str | None = None,
         ledger_queue: int | None = None,
+        tools: Sequence[Any] = (),
     ) -> None:
         if provider is not None:
             check_provider(provider)
@@ -81,6 +82,7 @@ class HybridRouter:
             disk_cache=disk_cache,
             cache_url=cache_url,
             ledger_queue=ledger_queue,
+            tools=_checked_tools(tools),
         )
 
     # -- the parts a caller may reach (built on first use) ------------------------------------------
@@ -290,3 +292,15 @@ class _Request:
     arrived: float  #: time.time(), for the ledger
     started: float  #: time.perf_counter(), for latency
     deadline: float  #: time.monotonic() by which the weather must be in
+
+
+def _checked_tools(tools: Sequence[Any]) -> tuple[Any, ...]:
+    """TOOLS, each marked with @tool, with no two of one name: a mistake shows when the router is made,
+    not at the first question that needs the LLM."""
+    from hybrid_weather.agent.llm.registry import tool_of
+
+    names = [tool_of(given).name for given in tools]
+    doubled = {name for name in names if names.count(name) > 1}
+    if doubled:
+        raise ValueError(f"two tools are named {', '.join(sorted(doubled))}")
+    return tuple(tools)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hybrid_weather.agent.errors import ConfigurationError, LedgerUnavailable
@@ -54,10 +55,12 @@ class Parts:
         disk_cache: bool = False,
         cache_url: str | None = None,
         ledger_queue: int | None = None,
+        tools: Sequence[Any] = (),
     ) -> None:
         self._settings, self._provider, self._ledger, self._cache_ttl = settings, provider, ledger, cache_ttl
         self._cache_url = cache_url
         self._ledger_queue = ledger_queue
+        self._tools = tuple(tools)  #: the library user's own tools, for the LLM loop
         #: Keep fetched forecasts in $HYBRID_WEATHER_HOME/forecast-cache.db too (for one-shot processes).
         self.disk_cache = disk_cache
         self.deadline = deadline
@@ -151,7 +154,7 @@ class Parts:
             logger.warning(
                 "model %s was retired on %s; set HYBRID_WEATHER_MODEL to a current one", model, facts.retires_on
             )
-        tools = ToolBox(self.weather, self.parser.reader, deadline_s=self.deadline)
+        tools = ToolBox(self.weather, self.parser.reader, deadline_s=self.deadline, extra=self._tools)
         return LLMAgent(
             tools,
             model=model,

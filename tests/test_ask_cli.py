@@ -127,7 +127,10 @@ def test_public_api_is_exactly_this():
         "LLMUnavailable",
         "Session",
         "Settings",
+        "ToolContext",  # the tool registry (issue 16)
+        "ToolError",
         "WeatherUnavailable",
+        "tool",
     ]
     for name in router.__all__:
         assert getattr(router, name).__doc__

@@ -53,6 +53,7 @@ def test_tool_call_then_answer(weather_server, llm_server):
         "get_weather",
         "get_air_quality",
         "get_current_weather",
+        "distance",  # issue 16: a built-in tool like the weather ones
     ]
     assert "2026-11-29" in first["messages"][0]["content"] and "Asia/Shanghai" in first["messages"][0]["content"]
     call_id = second["messages"][-2]["tool_calls"][0]["id"]

@@ -1,4 +1,5 @@
-"""The LLM fallback: an OpenAI-compatible tool loop, its weather tools and the model table (prices).
+"""The LLM fallback: an OpenAI-compatible tool loop, its tools (and the registry for your own) and the model
+table (prices).
 
 Only the model table loads with this package (the ledger prices rows with it); the loop and the tools
 load on first use, and `openai` only when the first model call is made.
@@ -13,12 +14,14 @@ from .models import ModelFacts, ModelTable, Usage
 
 if TYPE_CHECKING:
     from .loop import AgentResult, LLMAgent, LoopTrace, ToolTrace
-    from .tools import TOOL_NAMES, TOOL_SCHEMAS, ToolBox, ToolOutcome
+    from .registry import Tool, ToolContext, ToolError, tool
+    from .tools import WEATHER_TOOL_NAMES, ToolBox, ToolOutcome
 
 # Name → the module that defines it, for the names loaded on first use (PEP 562).
 _LAZY = {
     **dict.fromkeys(("AgentResult", "LLMAgent", "LoopTrace", "ToolTrace"), ".loop"),
-    **dict.fromkeys(("TOOL_NAMES", "TOOL_SCHEMAS", "ToolBox", "ToolOutcome"), ".tools"),
+    **dict.fromkeys(("WEATHER_TOOL_NAMES", "ToolBox", "ToolOutcome"), ".tools"),
+    **dict.fromkeys(("Tool", "ToolContext", "ToolError", "tool"), ".registry"),
 }
 
 
@@ -29,15 +32,18 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "TOOL_NAMES",
-    "TOOL_SCHEMAS",
+    "WEATHER_TOOL_NAMES",
     "AgentResult",
     "LLMAgent",
     "LoopTrace",
     "ModelFacts",
     "ModelTable",
+    "Tool",
     "ToolBox",
+    "ToolContext",
+    "ToolError",
     "ToolOutcome",
     "ToolTrace",
     "Usage",
+    "tool",
 ]

@@ -27,7 +27,7 @@ from ..retry import LLM_RETRY, RetryPolicy
 from ..weather.shapes import fixed
 from .models import ModelFacts, Usage
 from .reply import MalformedReply, Reply, ToolCall, read_reply
-from .tools import TOOL_SCHEMAS, ToolBox, ToolOutcome
+from .tools import ToolBox, ToolOutcome
 
 logger = logging.getLogger("hybrid_weather")
 
@@ -261,7 +261,7 @@ class LLMAgent:
                         raw = client.chat.completions.with_raw_response.create(
                             model=self.model,
                             messages=messages,
-                            tools=TOOL_SCHEMAS,
+                            tools=self.tools.schemas,
                             timeout=timeout,
                             **self.request_options,
                         )

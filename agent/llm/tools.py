@@ -1,67 +1,31 @@
-"""The weather tools the LLM may call: the same gazetteer, providers and cache as the rule route.
+"""The tools the LLM may call: the built-in weather and distance tools (the same gazetteer, providers and
+cache as the rule route) and the ones a library user registers.
 
-Only the tools declared here ever run: a call to any other name, with arguments that are not JSON, or
-that do not fit the schema goes back to the model as an error it can act on.
+Only registered tools ever run: a call to any other name, with arguments that are not JSON, or that do
+not fit the schema goes back to the model as an error it can act on.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hybrid_weather.rules import Place, Reader, find_dates, normalize
+from hybrid_weather.rules import Place, Reader, find_dates, great_circle_km, normalize
 
 from ..errors import WeatherUnavailable
 from ..weather import Fetched, WeatherService, past_days_for, to_jsonable
+from .registry import MAX_RESULT_CHARS, Tool, ToolContext, ToolError, build_tool, to_content, tool_of
 
-_PLACE = {"type": "string", "description": "地点名称，如“上海”“北京朝阳区”“东京”，一次一个地点"}
-_DATE = {"type": "string", "description": "日期或范围，如“今天”“明天”“周六”“2026-12-01”“未来三天”；不填表示今天"}
+logger = logging.getLogger("hybrid_weather")
 
-TOOL_SCHEMAS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "查询一个地点某天或几天的天气预报：天气状况、最高和最低气温、降水概率和降水量、风力、湿度。",
-            "parameters": {
-                "type": "object",
-                "properties": {"place": _PLACE, "date": _DATE},
-                "required": ["place"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "get_air_quality",
-            "description": "查询一个地点某天或几天的空气质量：AQI 及等级、PM2.5、PM10。",
-            "parameters": {
-                "type": "object",
-                "properties": {"place": _PLACE, "date": _DATE},
-                "required": ["place"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "get_current_weather",
-            "description": "查询一个地点此刻的实况：天气状况、气温、湿度。",
-            "parameters": {
-                "type": "object",
-                "properties": {"place": _PLACE},
-                "required": ["place"],
-                "additionalProperties": False,
-            },
-        },
-    },
-]
-TOOL_NAMES = tuple(schema["function"]["name"] for schema in TOOL_SCHEMAS)
+#: The tools that look up the weather: an LLM answer that only called these, about one place and day,
+#: is one the rules could have given (the ledger's plain_lookup).
+WEATHER_TOOL_NAMES = ("get_weather", "get_air_quality", "get_current_weather")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +39,33 @@ class ToolOutcome:
 
 
 class ToolBox:
-    """Runs tool calls against the shared weather service. Thread-safe."""
+    """Runs tool calls: the built-in weather and distance tools over the shared weather service and the
+    rules' reader, and the tools a library user registered (registry.py). Thread-safe."""
 
-    def __init__(self, service: WeatherService, reader: Reader, deadline_s: float = 5.0) -> None:
+    def __init__(
+        self, service: WeatherService, reader: Reader, deadline_s: float = 5.0, extra: Sequence[Any] = ()
+    ) -> None:
         self.service = service
         self.reader = reader  #: the rules' own place reading: names, nicknames, hierarchy, typos
         self.deadline_s = deadline_s
+        builtin = [build_tool(self.get_weather), build_tool(self.get_air_quality),
+                   build_tool(self.get_current_weather), build_tool(self.distance)]  # fmt: skip
+        self._builtin = frozenset(t.name for t in builtin)
+        self._tools: dict[str, Tool] = {t.name: t for t in builtin}
+        for given in extra:
+            registered = tool_of(given)
+            if registered.name in self._tools:
+                raise ValueError(f"a tool named {registered.name} is registered already")
+            self._tools[registered.name] = registered
+
+    @property
+    def schemas(self) -> list[dict[str, Any]]:
+        """The `tools` list sent to the model."""
+        return [t.schema for t in self._tools.values()]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._tools)
 
     def run(self, name: str, arguments: str, today: dt.date, *, deadline: float | None = None) -> ToolOutcome:
         """Run one call; TODAY anchors relative dates (明天) as the question's own today. The call ends by
@@ -91,54 +76,111 @@ class ToolBox:
         return ToolOutcome(outcome.content, outcome.ok, outcome.place, (time.perf_counter() - started) * 1000)
 
     def _run(self, name: str, arguments: str, today: dt.date, deadline: float) -> ToolOutcome:
-        if name not in TOOL_NAMES:
-            return _error(f"没有名为 {name!r} 的工具；可用的工具：{', '.join(TOOL_NAMES)}")
+        chosen = self._tools.get(name)
+        if chosen is None:  # only registered tools ever run
+            return _error(f"没有名为 {name!r} 的工具；可用的工具：{', '.join(self._tools)}")
         try:
             args = json.loads(arguments or "{}")
         except (ValueError, RecursionError):
             return _error("参数不是合法的 JSON，请按工具的参数说明重新调用")
-        problem = _check_arguments(name, args)
+        problem = chosen.check(args)
         if problem:
             return _error(problem)
-        place, problem = self._place(args["place"], deadline)
-        if place is None:
-            return _error(problem or "找不到这个地点")
-        fetched: Fetched[Any]
         try:
-            if name == "get_current_weather":
-                fetched = self.service.forecast(place, 1, deadline)
-                current = fetched.value.current
-                payload = {"place": place.name, "current": to_jsonable(current)}
-            else:
-                dates, problem = self._dates(args.get("date"), today, air=name == "get_air_quality")
-                if problem:
-                    return _error(problem, place.name)
-                past = past_days_for(dates, today)
-                if name == "get_air_quality":
-                    fetched = self.service.air_quality(place, past, deadline)
-                else:
-                    fetched = self.service.forecast(place, past, deadline)
-                days = [to_jsonable(day) for day in fetched.value.days if day.date in dates]
-                payload = {"place": place.name, "days": days}
+            result = chosen.call(args, ToolContext(today, deadline))
+            content = to_content(result)
+        except ToolError as error:
+            return _error(str(error), error.place)
+        except TimeoutError:
+            return _error(f"工具 {name} 没能在时限内完成")
+        except Exception as error:  # a user's tool may raise anything: the model reads what went wrong
+            logger.warning("tool %s failed: %s: %s", name, type(error).__name__, error)
+            return _error(f"工具 {name} 出错：{type(error).__name__}: {str(error)[:300]}")
+        if len(content) > MAX_RESULT_CHARS:
+            return _error(f"工具 {name} 的结果太长（{len(content)} 个字符），请缩小查询范围")
+        place = result.get("place") if name in self._builtin and isinstance(result, dict) else None
+        return ToolOutcome(content, True, place if isinstance(place, str) else None)
+
+    # -- the built-in tools --------------------------------------------------------------------------
+
+    def get_weather(self, place: str, context: ToolContext, date: str | None = None) -> dict[str, Any]:
+        """查询一个地点某天或几天的天气预报：天气状况、最高和最低气温、降水概率和降水量、风力、湿度。
+
+        Args:
+            place: 地点名称，如“上海”“北京朝阳区”“东京”，一次一个地点
+            date: 日期或范围，如“今天”“明天”“周六”“2026-12-01”“未来三天”；不填表示今天
+        """
+        return self._days(place, date, context, air=False)
+
+    def get_air_quality(self, place: str, context: ToolContext, date: str | None = None) -> dict[str, Any]:
+        """查询一个地点某天或几天的空气质量：AQI 及等级、PM2.5、PM10。
+
+        Args:
+            place: 地点名称，如“上海”“北京朝阳区”“东京”，一次一个地点
+            date: 日期或范围，如“今天”“明天”“周六”“2026-12-01”“未来三天”；不填表示今天
+        """
+        return self._days(place, date, context, air=True)
+
+    def get_current_weather(self, place: str, context: ToolContext) -> dict[str, Any]:
+        """查询一个地点此刻的实况：天气状况、气温、湿度。
+
+        Args:
+            place: 地点名称，如“上海”“北京朝阳区”“东京”，一次一个地点
+        """
+        found = self._place(place, context.deadline)
+        fetched = self._fetched(found, lambda: self.service.forecast(found, 1, context.deadline))
+        return self._with_source({"place": found.name, "current": to_jsonable(fetched.value.current)}, fetched)
+
+    def distance(self, from_place: str, to_place: str, context: ToolContext) -> dict[str, Any]:
+        """两个地点之间的直线（球面）距离，单位公里，按两地坐标计算；不是公路或铁路里程。
+
+        Args:
+            from_place: 起点名称，如“北京”
+            to_place: 终点名称，如“上海”
+        """
+        first, second = self._place(from_place, context.deadline), self._place(to_place, context.deadline)
+        km = great_circle_km(first.latitude, first.longitude, second.latitude, second.longitude)
+        return {"from": first.name, "to": second.name, "straight_line_km": round(km, 1)}
+
+    def _days(self, name: str, date: str | None, context: ToolContext, *, air: bool) -> dict[str, Any]:
+        place = self._place(name, context.deadline)
+        dates, problem = self._dates(date, context.today, air=air)
+        if problem:
+            raise ToolError(problem, place.name)
+        past = past_days_for(dates, context.today)
+        fetch = self.service.air_quality if air else self.service.forecast
+        fetched = self._fetched(place, lambda: fetch(place, past, context.deadline))
+        days = [to_jsonable(day) for day in fetched.value.days if day.date in dates]
+        return self._with_source({"place": place.name, "days": days}, fetched)
+
+    @staticmethod
+    def _fetched(place: Place, fetch: Callable[[], Fetched[Any]]) -> Fetched[Any]:
+        try:
+            return fetch()
         except WeatherUnavailable as error:
-            return _error(f"天气服务暂时不可用：{error}", place.name)
+            raise ToolError(f"天气服务暂时不可用：{error}", place.name) from None
+
+    @staticmethod
+    def _with_source(payload: dict[str, Any], fetched: Fetched[Any]) -> dict[str, Any]:
         payload["source"] = fetched.value.source
         if fetched.stale:
             payload["stale_age_s"] = round(fetched.age_s)
-        return ToolOutcome(json.dumps(payload, ensure_ascii=False), True, place.name)
+        return payload
 
-    def _place(self, name: str, deadline: float) -> tuple[Place | None, str | None]:
+    def _place(self, name: str, deadline: float) -> Place:
         match = self.reader.resolve_place(name)
         if match is None:
             try:
-                found = self.service.geocode(normalize(name), deadline)
+                found = self.service.geocode(normalize(name), deadline) if name.strip() else None
             except WeatherUnavailable:
                 found = None
-            return found, None if found else f"找不到地点“{name}”，请换一个写法（如城市全称）"
+            if found is None:
+                raise ToolError(f"找不到地点“{name}”，请换一个写法（如城市全称）")
+            return found
         if match.ambiguous:
             options = "、".join(p.name for p in match.candidates)
-            return None, f"“{name}”可以指{options}，请用全称重新调用"
-        return match.candidates[0], None
+            raise ToolError(f"“{name}”可以指{options}，请用全称重新调用")
+        return match.candidates[0]
 
     def _dates(self, text: str | None, today: dt.date, air: bool) -> tuple[list[dt.date], str | None]:
         if not text:
@@ -152,22 +194,6 @@ class ToolBox:
         if outside is not None:
             return [], provider.horizon.explain(outside, provider.label, air=air)
         return dates, None
-
-
-def _check_arguments(name: str, args: Any) -> str | None:
-    schema = next(s["function"]["parameters"] for s in TOOL_SCHEMAS if s["function"]["name"] == name)
-    if not isinstance(args, dict):
-        return "参数必须是一个 JSON 对象"
-    unknown = set(args) - set(schema["properties"])
-    if unknown:
-        return f"不认识的参数：{', '.join(sorted(unknown))}；可用参数：{', '.join(schema['properties'])}"
-    for required in schema["required"]:
-        if required not in args:
-            return f"缺少必填参数 {required}"
-    for key, value in args.items():
-        if not isinstance(value, str) or (key == "place" and not value.strip()):
-            return f"参数 {key} 必须是非空字符串"
-    return None
 
 
 def _error(message: str, place: str | None = None) -> ToolOutcome:

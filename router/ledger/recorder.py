@@ -136,14 +136,14 @@ def _with_llm(entry: LedgerEntry, result: AgentResult | None) -> LedgerEntry:
 def is_plain_lookup(result: AgentResult) -> bool:
     """Whether the LLM answered with weather-tool calls only, about one place and one set of days: what a
     rule answer could have done had the router understood the question."""
-    from hybrid_weather.agent.llm import TOOL_NAMES
+    from hybrid_weather.agent.llm import WEATHER_TOOL_NAMES
 
     calls = [call for loop in result.loops for call in loop.tools]
     dates = {_date_argument(call.arguments) for call in calls}
     return (
         result.stopped == "answer"
         and bool(calls)
-        and all(call.name in TOOL_NAMES and call.ok for call in calls)
+        and all(call.name in WEATHER_TOOL_NAMES and call.ok for call in calls)
         and len(set(result.places)) == 1
         and len(dates) == 1
     )
