@@ -9,7 +9,7 @@ from typing import Literal, cast, get_args
 from ._data import load_table
 
 #: What a weather question asks about; the Decision contract's `aspect` values.
-Aspect = Literal["weather", "temperature", "rain", "snow", "wind", "humidity", "air", "distance"]
+Aspect = Literal["weather", "temperature", "rain", "snow", "wind", "humidity", "air", "distance", "sun", "uv"]
 ASPECTS: tuple[Aspect, ...] = get_args(Aspect)
 #: Open-ended questions whose answer rests on the weather (适合出游吗, 穿什么): without a model, their
 #: weather part still helps. Any other kind (多远, 订机票, 行程) has a weather part only where it names one.
@@ -62,6 +62,10 @@ class Lexicon:
         self._open_pattern = re.compile(
             "|".join(re.escape(m) for m in sorted(self._open_category, key=len, reverse=True))
         )
+        # Aspect words that hold an open-ended marker (几点日出 holds 几点, which alone asks for knowledge):
+        # inside them the marker asks nothing open.
+        shielding = sorted((w for w in self.aspect_of if self._open_pattern.search(w)), key=len, reverse=True)
+        self._shielding = re.compile("|".join(re.escape(w) for w in shielding)) if shielding else None
         #: The other roles of English and pinyin words: filler or conjunction.
         self.latin_role: dict[str, str] = {
             w: role for role, words in data["latin"].items() if not role.startswith("aspect:") for w in words
@@ -92,13 +96,22 @@ class Lexicon:
 
     def strip_open_ended(self, text: str) -> str:
         """TEXT with every open-ended marker removed (北京明天适合出游吗 → 北京明天吗), for degraded answers."""
-        return self._open_pattern.sub(" ", text)
+        if self._shielding is None:
+            return self._open_pattern.sub(" ", text)
+        # Markers inside aspect words stay: 几点日出 is the question, not a marker to strip.
+        kept = [(m.start(), m.end()) for m in self._shielding.finditer(text)]
+        return self._open_pattern.sub(lambda m: m.group(0) if any(a <= m.start() < b for a, b in kept) else " ", text)
 
     def open_ended_kinds(self, text: str) -> set[str]:
         """The categories of every open-ended marker in TEXT."""
-        return {self._open_category[found.group(0)] for found in self._open_pattern.finditer(text)}
+        return {self._open_category[found.group(0)] for found in self._open_pattern.finditer(self._shielded(text))}
 
     def open_ended(self, text: str) -> tuple[str, str] | None:
         """(category, marker) of the first open-ended marker in TEXT, or None."""
         found = self._open_pattern.search(text)
+        if found and self._shielding is not None:
+            found = self._open_pattern.search(self._shielded(text))
         return (self._open_category[found.group(0)], found.group(0)) if found else None
+
+    def _shielded(self, text: str) -> str:
+        return self._shielding.sub(" ", text) if self._shielding is not None else text

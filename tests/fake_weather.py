@@ -31,6 +31,11 @@ DEFAULT_DAY = {
     "precipitation_sum": 0.0,
     "wind_speed_10m_max": 3.0,
     "relative_humidity_2m_mean": 60,
+    # Open-Meteo's sunrise and sunset are local ISO times of the day ("2026-11-30T06:42"): the fake adds
+    # the date to these clocks; set_day(sunrise=None) gives a polar day's null.
+    "sunrise": "06:42",
+    "sunset": "16:53",
+    "uv_index_max": 3.4,
 }
 DEFAULT_HOUR = {
     "temperature_2m": 10.0,
@@ -115,7 +120,11 @@ class FakeWeather:
             names = q["daily"].split(",")
             daily: dict[str, list] = {"time": [d.isoformat() for d in dates]}
             for name in names:
-                daily[name] = [self.days.get((_key(lat, lon), d.isoformat()), DEFAULT_DAY).get(name) for d in dates]
+                values = [self.days.get((_key(lat, lon), d.isoformat()), DEFAULT_DAY).get(name) for d in dates]
+                if name in ("sunrise", "sunset"):
+                    values = [f"{d.isoformat()}T{v}" if isinstance(v, str) and len(v) == 5 else v
+                              for d, v in zip(dates, values, strict=True)]  # fmt: skip
+                daily[name] = values
             body.update(daily_units=dict.fromkeys(names, ""), daily=daily)
         if "hourly" in q:
             names = q["hourly"].split(",")

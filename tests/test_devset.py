@@ -61,6 +61,7 @@ def test_dev_set_is_large_and_covers_every_category():
         "compare2",
         "open2",
         "distance",  # issue 16: the straight-line distance between two places, and its traps
+        "sun",  # issue 16: sunrise, sunset and UV, and their traps
     ):
         assert categories[category] >= 5, category
     # The open-ended traps must mention a city and a weather word, or they prove nothing about precision.

@@ -28,6 +28,8 @@ from .shapes import (
     Forecast,
     HourlyForecast,
     HourlyWeather,
+    SunDay,
+    SunForecast,
     beaufort,
     condition_of,
 )
@@ -52,6 +54,8 @@ _AIR = ("us_aqi", "pm2_5", "pm10")
 # Asked only when a question names a part of the day, in its own request: with the daily ones they would
 # pass Open-Meteo's ten variables per call.
 _HOURLY = ("temperature_2m", "precipitation_probability", "weather_code", "wind_speed_10m", "relative_humidity_2m")
+# Asked only for a question about sunrise, sunset or UV, in its own request, for the same reason.
+_SUN = ("sunrise", "sunset", "uv_index_max")
 # Geocoding ranks villages first for some Chinese names; capitals and seats of government go first.
 _FEATURE_RANK = {"PPLC": 0, "PPLA": 1, "PPLA2": 2, "PPLA3": 3, "PPLA4": 4, "PPL": 5}
 
@@ -76,6 +80,12 @@ class WeatherProvider(ABC):
     def hourly(self, place: Place, *, past_days: int, deadline: float) -> HourlyForecast:
         """Hour-by-hour forecasts, for a part of the day (今晚); NotCovered where the provider has none."""
         raise NotCovered(f"{self.label} has no hourly forecast", provider=self.name)
+
+    def sun(self, place: Place, *, past_days: int, deadline: float) -> SunForecast:
+        """Sunrise, sunset and the top UV index by day; NotCovered where the provider has none."""
+        raise NotCovered(
+            f"{self.label} has no sunrise, sunset or UV data; use --provider open-meteo", provider=self.name
+        )
 
     def geocode(self, name: str, *, deadline: float) -> Place | None:
         """A place the gazetteer lacks, looked up by name; None where the provider cannot search."""
@@ -174,6 +184,24 @@ class OpenMeteoProvider(_HTTPProvider):
                 )
             )
         return _plausible(HourlyForecast(place, tuple(hours), self.name, time.time()), self.label)
+
+    def sun(self, place: Place, *, past_days: int, deadline: float) -> SunForecast:
+        body = self.http.get_json(
+            self.forecast_url,
+            {**_where(place, past_days, self.horizon.days_ahead), "daily": ",".join(_SUN)},
+            deadline=deadline,
+        )
+        daily = _columns(body, "daily", _SUN, self.label)
+        days = tuple(
+            SunDay(
+                date=_date(day, self.label),
+                sunrise=_clock(daily["sunrise"][i], self.label),
+                sunset=_clock(daily["sunset"][i], self.label),
+                uv_index_max=_float(daily["uv_index_max"][i]),
+            )
+            for i, day in enumerate(daily["time"])
+        )
+        return _plausible(SunForecast(place, days, self.name, time.time()), self.label)
 
     def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
         body = self.http.get_json(
@@ -391,6 +419,19 @@ class DemoProvider(WeatherProvider):
                 )
         return HourlyForecast(place, tuple(hours), self.name, time.time())
 
+    def sun(self, place: Place, *, past_days: int, deadline: float) -> SunForecast:
+        today = today_in_china()
+        days = []
+        for offset in range(-past_days, self.horizon.days_ahead + 1):
+            day = today + dt.timedelta(days=offset)
+            sunrise, sunset = _sun_times(place, day)
+            # The UV index follows the noon sun's height, less on cloudy or rainy days: plausible, never real.
+            noon_height = 90 - abs(place.latitude - _declination(day))
+            cloud = {0: 1.0, 1: 0.9, 2: 0.75, 3: 0.5}.get(self._day(place, day).weather_code or 0, 0.35)
+            uv = round(max(0.0, 12.5 * math.sin(math.radians(max(0.0, noon_height))) ** 2.5 * cloud), 1)
+            days.append(SunDay(day, sunrise, sunset, uv))
+        return _plausible(SunForecast(place, tuple(days), self.name, time.time()), self.label)
+
     @staticmethod
     def _day(place: Place, day: dt.date) -> DailyWeather:
         seed = zlib.crc32(f"{place.name}|{day}".encode())
@@ -414,6 +455,45 @@ class DemoProvider(WeatherProvider):
             wind_scale=f"{beaufort(wind)}级",
             humidity=40 + seed % 50,
         )
+
+
+def _declination(day: dt.date) -> float:
+    """The sun's declination (degrees) on DAY, to within about a degree."""
+    return -23.44 * math.cos(2 * math.pi * (day.timetuple().tm_yday + 10) / 365)
+
+
+def _sun_times(place: Place, day: dt.date) -> tuple[str | None, str | None]:
+    """Sunrise and sunset at PLACE on DAY on its own clock ("HH:MM"), from the sun's geometry (to within a
+    few minutes); None for both during polar day or night."""
+    from zoneinfo import ZoneInfo
+
+    latitude, declination = math.radians(place.latitude), math.radians(_declination(day))
+    # The sun's centre 0.833° below the horizon: refraction and the disc's radius.
+    cos_hour = (math.sin(math.radians(-0.833)) - math.sin(latitude) * math.sin(declination)) / (
+        math.cos(latitude) * math.cos(declination)
+    )
+    if not -1 <= cos_hour <= 1:
+        return None, None
+    half_day = math.degrees(math.acos(cos_hour)) / 15  # hours from solar noon
+    b = 2 * math.pi * (day.timetuple().tm_yday - 81) / 364
+    equation_of_time = 9.87 * math.sin(2 * b) - 7.53 * math.cos(b) - 1.5 * math.sin(b)  # minutes
+    noon_utc = 12 - place.longitude / 15 - equation_of_time / 60
+    midnight = dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc)
+    zone = ZoneInfo(place.timezone)
+    return tuple(  # type: ignore[return-value]
+        (midnight + dt.timedelta(hours=noon_utc + sign * half_day)).astimezone(zone).strftime("%H:%M")
+        for sign in (-1, 1)
+    )
+
+
+def _clock(text: Any, label: str) -> str | None:
+    """ "HH:MM" from Open-Meteo's local ISO time ("2026-11-30T06:42"); None where it gives none (polar night)."""
+    if text is None:
+        return None
+    clock = str(text)[11:16]
+    if len(clock) != 5 or clock[2] != ":" or not (clock[:2] + clock[3:]).isdigit():
+        raise MalformedResponse(f"{label} sent a time that is not YYYY-MM-DDTHH:MM: {str(text)[:20]!r}")
+    return clock
 
 
 def _where(place: Place, past_days: int, days_ahead: int) -> dict[str, Any]:
@@ -458,16 +538,16 @@ def _datetime(text: Any, label: str) -> dt.datetime:
 # What the atmosphere allows, with room: a value outside is an upstream fault, not a fact to print.
 _PLAUSIBLE = {
     "temperature": (-90.0, 60.0), "percent": (0.0, 100.0), "wind": (0.0, 120.0), "precipitation": (0.0, 2000.0),
-    "aqi": (0.0, 1000.0), "particles": (0.0, 5000.0),
+    "aqi": (0.0, 1000.0), "particles": (0.0, 5000.0), "uv": (0.0, 25.0),
 }  # fmt: skip
 
 
 _KIND_OF = {
     "temp_max": "temperature", "temp_min": "temperature", "temperature": "temperature",
     "precip_probability": "percent", "humidity": "percent", "wind_speed_max": "wind", "wind_speed": "wind",
-    "precip_sum": "precipitation", "aqi": "aqi", "pm2_5": "particles", "pm10": "particles",
+    "precip_sum": "precipitation", "aqi": "aqi", "pm2_5": "particles", "pm10": "particles", "uv_index_max": "uv",
 }  # fmt: skip
-Checked = TypeVar("Checked", Forecast, HourlyForecast, AirQuality)
+Checked = TypeVar("Checked", Forecast, HourlyForecast, AirQuality, SunForecast)
 
 
 def _plausible(data: Checked, label: str) -> Checked:

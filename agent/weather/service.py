@@ -23,7 +23,7 @@ from hybrid_weather.rules import Place
 
 from ..errors import BudgetExhausted, NotCovered, UpstreamTimeout, WeatherUnavailable
 from .providers import WeatherProvider
-from .shapes import AirQuality, Forecast, HourlyForecast
+from .shapes import AirQuality, Forecast, HourlyForecast, SunForecast
 
 if TYPE_CHECKING:  # the second-level caches load only when configured
     from .disk_cache import DiskCache
@@ -41,7 +41,7 @@ DEFAULT_IO_THREADS = 64
 # Past days are fetched in a few fixed windows, so 昨天 and 前天 share a fetch with 今天.
 _PAST_WINDOWS = (1, 7, 31, 92)
 
-T = TypeVar("T", Forecast, AirQuality, HourlyForecast)
+T = TypeVar("T", Forecast, AirQuality, HourlyForecast, SunForecast)
 #: (kind, provider, place name, latitude, longitude, past-days window)
 CacheKey = tuple[str, str, str, float, float, int]
 #: A provider's forecast or air_quality method: (place, *, past_days, deadline) → data.
@@ -151,6 +151,12 @@ class WeatherService:
 
     async def aair_quality(self, place: Place, past_days: int, deadline: float) -> Fetched[AirQuality]:
         return await self._aget("air", place, past_days, deadline, self.provider.air_quality)
+
+    def sun(self, place: Place, past_days: int, deadline: float) -> Fetched[SunForecast]:
+        return self._get("sun", place, past_days, deadline, self.provider.sun)
+
+    async def asun(self, place: Place, past_days: int, deadline: float) -> Fetched[SunForecast]:
+        return await self._aget("sun", place, past_days, deadline, self.provider.sun)
 
     # -- machinery ---------------------------------------------------------------------------------
 

@@ -188,6 +188,46 @@ class AirQuality:
         return next((d for d in self.days if d.date == date), None)
 
 
+#: WHO's UV index categories: (lowest index of the category, its name), lowest first.
+UV_CATEGORIES = ((0, "低"), (3, "中等"), (6, "高"), (8, "很高"), (11, "极高"))
+
+
+def uv_category(index: float | None) -> str | None:
+    """WHO's name for a UV index: 0-2 低, 3-5 中等, 6-7 高, 8-10 很高, 11+ 极高 (the index rounded)."""
+    if index is None:
+        return None
+    rounded = round(index)
+    return next(name for lowest, name in reversed(UV_CATEGORIES) if rounded >= lowest)
+
+
+@dataclass(frozen=True, slots=True)
+class SunDay:
+    """One day's sun at one place: local times as the place's clock shows them, and the day's top UV index."""
+
+    date: dt.date
+    sunrise: str | None = None  #: "06:42", the place's own time
+    sunset: str | None = None  #: "16:53"
+    uv_index_max: float | None = None
+
+    @property
+    def uv_category(self) -> str | None:
+        return uv_category(self.uv_index_max)
+
+
+@dataclass(frozen=True, slots=True)
+class SunForecast:
+    """A provider's sunrise, sunset and UV days for one place (asked apart from the forecast: Open-Meteo
+    bills more than ten variables a request as extra calls)."""
+
+    place: Place
+    days: tuple[SunDay, ...]
+    source: str
+    fetched_at: float
+
+    def day(self, date: dt.date) -> SunDay | None:
+        return next((d for d in self.days if d.date == date), None)
+
+
 #: The field names of each dataclass to_jsonable has met, in declaration order.
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 _SCALARS = (str, int, float, bool, type(None))
@@ -216,7 +256,9 @@ def to_jsonable(value: Any) -> Any:
 
 
 #: What each kind of cached fetch is (the first part of a cache key), for caches that store them as JSON.
-SHAPE_OF_KIND: dict[str, type[Any]] = {"forecast": Forecast, "air": AirQuality, "hourly": HourlyForecast}
+SHAPE_OF_KIND: dict[str, type[Any]] = {
+    "forecast": Forecast, "air": AirQuality, "hourly": HourlyForecast, "sun": SunForecast,
+}  # fmt: skip
 
 
 def from_jsonable(cls: type[Any], data: dict[str, Any]) -> Any:
@@ -251,12 +293,15 @@ __all__ = [
     "Forecast",
     "HourlyForecast",
     "HourlyWeather",
+    "SunDay",
+    "SunForecast",
     "aqi_category",
     "beaufort",
     "condition_of",
     "fixed",
     "from_jsonable",
     "to_jsonable",
+    "uv_category",
 ]
 
 

@@ -6,8 +6,17 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hybrid_weather.agent.weather import AirQuality, DailyAir, DailyWeather, Forecast, condition_of, fixed
-from hybrid_weather.rules import Place, weekday_char
+from hybrid_weather.agent.weather import (
+    AirQuality,
+    DailyAir,
+    DailyWeather,
+    Forecast,
+    SunDay,
+    SunForecast,
+    condition_of,
+    fixed,
+)
+from hybrid_weather.rules import CHINA_TZ_NAME, Place, weekday_char
 
 from ..understand import Decision
 
@@ -28,6 +37,7 @@ class Facts:
     place: Place
     weather: Forecast | None = None
     air: AirQuality | None = None
+    sun: SunForecast | None = None
 
 
 def day_label(day: dt.date, today: dt.date, *, with_date: bool = False, hours: tuple[int, int] | None = None) -> str:
@@ -84,6 +94,9 @@ def _fact_line(
         if air is None:
             return f"{head}暂无空气质量数据。"
         return f"{head}{_air_phrase(air)}。"
+    if aspect in ("sun", "uv"):
+        sun = item.sun.day(day) if item.sun else None
+        return _sun_line(aspect, sun, head, emoji, abroad=item.place.timezone != CHINA_TZ_NAME)
     weather = item.weather.day(day) if item.weather else None
     if weather is None:
         return f"{head}暂无预报数据。"
@@ -123,6 +136,25 @@ def _fact_line(
         now = f"现在{current.condition}，{_degrees(current.temperature)}；"
     colon = "：" if prefix is None else ""
     return f"{mark}{head}{colon}{now}{'，'.join(parts)}。"
+
+
+def _sun_line(aspect: str, sun: SunDay | None, head: str, emoji: bool, *, abroad: bool) -> str:
+    """日出06:36，日落16:51 in the place's own time; or the day's top UV index, its WHO category and what to do."""
+    if aspect == "sun":
+        if sun is None or (sun.sunrise is None and sun.sunset is None):
+            return f"{head}暂无日出日落数据（或是极昼、极夜）。"
+        times = "，".join(f"{name}{clock}" for name, clock in (("日出", sun.sunrise), ("日落", sun.sunset)) if clock)
+        return f"{'🌅 ' if emoji else ''}{head}{times}{'（当地时间）' if abroad else ''}。"
+    if sun is None or sun.uv_index_max is None:
+        return f"{head}暂无紫外线数据。"
+    category = sun.uv_category or ""
+    advice = _UV_ADVICE.get(category, "外出注意防晒")
+    return f"{'🕶️ ' if emoji else ''}{head}紫外线指数最高{fixed(sun.uv_index_max, 0)}（{category}），{advice}。"
+
+
+# What WHO's categories ask of someone going out.
+_UV_ADVICE = {"低": "不需要特别防晒", "中等": "外出注意防晒", "高": "外出注意防晒，正午前后少晒",
+              "很高": "尽量避开正午阳光，做好防晒", "极高": "尽量避开正午阳光，做好防晒"}  # fmt: skip
 
 
 def _comparison(decision: Decision, facts: Sequence[Facts], today: dt.date) -> list[str]:

@@ -73,6 +73,8 @@ class RuleAnswerer:
         past = past_days_for(decision.dates, today)
         if decision.aspect == "air":
             return self.weather.air_quality(place, past, deadline)
+        if decision.aspect in _SUN_ASPECTS:
+            return self.weather.sun(place, past, deadline)
         if decision.hours and self._has_hours:
             try:
                 return self.weather.hourly(place, past, deadline)
@@ -84,6 +86,8 @@ class RuleAnswerer:
         past = past_days_for(decision.dates, today)
         if decision.aspect == "air":
             return await self.weather.aair_quality(place, past, deadline)
+        if decision.aspect in _SUN_ASPECTS:
+            return await self.weather.asun(place, past, deadline)
         if decision.hours and self._has_hours:
             try:
                 return await self.weather.ahourly(place, past, deadline)
@@ -111,13 +115,15 @@ class RuleAnswerer:
         """The rule answer from the fetched data: the text, and the data behind it for --json."""
         provider = self.weather.provider
         air = decision.aspect == "air"
-        days = [f.value if air else _as_days(f.value, decision) for f in fetched]
+        sun = decision.aspect in _SUN_ASPECTS
+        days = [f.value if air or sun else _as_days(f.value, decision) for f in fetched]
         by_hour = any(isinstance(f.value, HourlyForecast) for f in fetched)
         # Without hourly data (AMap has none) the answer is about whole days, and says so.
         shown = decision if by_hour or decision.hours is None else dataclasses.replace(decision, hours=None)
-        facts = [Facts(d.place, air=d) if air else Facts(d.place, weather=d) for d in days]
+        facts = [Facts(d.place, air=d) if air else Facts(d.place, sun=d) if sun else Facts(d.place, weather=d)
+                 for d in days]  # fmt: skip
         text = render(shown, facts, today, emoji=emoji)
-        if fetched and not air and shown.hours != decision.hours:
+        if fetched and not air and not sun and shown.hours != decision.hours:
             text += _NO_HOURLY_NOTE.format(label=provider.label)
         stale = any(f.stale for f in fetched)
         oldest = max((f.age_s for f in fetched), default=0.0)
@@ -134,7 +140,9 @@ class RuleAnswerer:
                     "timezone": d.place.timezone,
                     "days": [self._flat_json(day) for day in d.days if day.date in decision.dates],
                     "hours": _hours_json(f.value, decision),
-                    "current": self._flat_json(d.current) if today in decision.dates and not by_hour else None,
+                    "current": self._flat_json(getattr(d, "current", None))
+                    if today in decision.dates and not by_hour
+                    else None,
                 }
                 for f, d in zip(fetched, days, strict=True)
             ],
@@ -155,6 +163,8 @@ class RuleAnswerer:
         )
 
 
+#: Aspects answered from the provider's sunrise, sunset and UV days.
+_SUN_ASPECTS = frozenset({"sun", "uv"})
 #: Days and current readings whose JSON is kept at the most (a few per place the service answers about).
 _FLAT_MEMO = 4_096
 

@@ -6,19 +6,26 @@ row, for work that is done a batch at a time anyway. Here a request thread only 
 writer is woken when the first row of a batch arrives (it was idle), when a batch is full, and for a flush
 or the stop — about once a batch under load. A row still waits at most the batch interval.
 
+No Python-level lock is taken on the way in: the wake-ups are tokens in a queue.SimpleQueue (C, safe to
+call from a signal handler). A lock a signal handler's exception interrupts between its acquire and its
+`with` block stays locked, and close() — run by that very SystemExit — would wait on it for ever (it did,
+with threading.Event, in tests/test_ledger_integrity.py's SIGTERM test).
+
 Measured with tests/bench/bench_serve.py (2 workers, file ledger, 64 connections): POST /v1/ask 9,269 ->
 10,011 req/s, POST /v1/chat/completions 7,933 -> 9,069 req/s.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
-import threading
 import time
 from collections import deque
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+#: Seconds a caller waiting for room looks again, should the writer's token have gone to another caller.
+_ROOM_POLL = 0.05
 
 
 class Handoff(Generic[T]):
@@ -27,11 +34,10 @@ class Handoff(Generic[T]):
     def __init__(self, maxsize: int, batch_size: int) -> None:
         self.maxsize, self.batch_size = maxsize, batch_size
         self._items: deque[tuple[T, bool]] = deque()  # (item, urgent)
-        self._urgent = 0  # items that must not wait for a batch to fill (a flush, the stop)
         self._idle = False  # the consumer waits for a first item
-        self._wake = threading.Event()
-        self._room = threading.Condition()
-        self._waiting_for_room = 0
+        self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()  # tokens: look at the items again
+        self._urgent: queue.SimpleQueue[None] = queue.SimpleQueue()  # one token per urgent item not yet taken
+        self._room: queue.SimpleQueue[None] = queue.SimpleQueue()  # tokens: the consumer took items
 
     def __len__(self) -> int:
         return len(self._items)
@@ -41,43 +47,38 @@ class Handoff(Generic[T]):
         URGENT items (never refused) end the consumer's wait for a full batch."""
         if not urgent and len(self._items) >= self.maxsize:
             self._wait_for_room(timeout)
-        if urgent:  # rare (a flush, the stop): counted under the lock, as the consumer counts them down
-            with self._room:
-                self._urgent += 1
-                self._items.append((item, urgent))
-        else:
-            self._items.append((item, urgent))
+        if urgent:
+            self._urgent.put(None)  # before the item: the consumer never finds an urgent item uncounted
+        self._items.append((item, urgent))
         # Read after the append: the consumer says it is idle before it looks at the deque a last time.
-        if self._idle or urgent or len(self._items) >= self.batch_size:
-            self._wake.set()
+        if (self._idle or urgent or len(self._items) >= self.batch_size) and self._wake.empty():
+            self._wake.put(None)
 
     def take(self, interval: float) -> list[T]:
         """The next items: waits for a first one, then until BATCH_SIZE are there, an urgent one is, or
         INTERVAL seconds have passed; returns at most BATCH_SIZE of them, up to and including the first
         urgent one."""
         while not self._items:
-            self._wake.clear()
             self._idle = True
             if self._items:
                 break
-            self._wake.wait()
+            self._wake.get()
         self._idle = False
         deadline = time.monotonic() + interval
-        while len(self._items) < self.batch_size and not self._urgent:
+        while len(self._items) < self.batch_size and self._urgent.empty():
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            self._wake.clear()
-            if len(self._items) >= self.batch_size or self._urgent:
+            try:
+                self._wake.get(timeout=left)
+            except queue.Empty:
                 break
-            self._wake.wait(left)
         taken: list[T] = []
         while self._items and len(taken) < self.batch_size:
             item, urgent = self._items.popleft()
             taken.append(item)
             if urgent:
-                with self._room:
-                    self._urgent -= 1
+                self._urgent.get_nowait()
                 break
         self._made_room()
         return taken
@@ -86,28 +87,22 @@ class Handoff(Generic[T]):
         """Everything queued, without waiting (at close, for the spool)."""
         taken: list[T] = []
         while self._items:
-            taken.append(self._items.popleft()[0])
-        with self._room:
-            self._urgent = 0
+            item, urgent = self._items.popleft()
+            taken.append(item)
+            if urgent:
+                self._urgent.get_nowait()
         self._made_room()
         return taken
 
+    def _made_room(self) -> None:
+        if self._room.empty():  # one token at a time: unused ones would pile up, one a batch
+            self._room.put(None)
+
     def _wait_for_room(self, timeout: float | None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._room:
-            self._waiting_for_room += 1
-            try:
-                while len(self._items) >= self.maxsize:
-                    left = None if deadline is None else deadline - time.monotonic()
-                    if left is not None and left <= 0:
-                        raise queue.Full
-                    self._room.wait(left)
-            finally:
-                self._waiting_for_room -= 1
-
-    def _made_room(self) -> None:
-        # Under the lock: a caller that found the queue full is either waiting already (and is woken) or
-        # looks at the queue after this (and finds room).
-        with self._room:
-            if self._waiting_for_room:
-                self._room.notify_all()
+        while len(self._items) >= self.maxsize:
+            left = _ROOM_POLL if deadline is None else min(_ROOM_POLL, deadline - time.monotonic())
+            if left <= 0:
+                raise queue.Full
+            with contextlib.suppress(queue.Empty):
+                self._room.get(timeout=left)

@@ -288,7 +288,7 @@ class QueryParser:
         elif aspects <= _GENERAL_ASPECTS:
             aspect = "weather"  # the general answer carries every one of these facts
         else:
-            return to_llm("several aspects including air quality: " + ",".join(sorted(aspects)))
+            return to_llm("several aspects answered apart: " + ",".join(sorted(aspects)))
         dates = dates or [today]
         outside = self.horizon.first_outside(dates, today, air=aspect == "air")
         if outside is not None:
