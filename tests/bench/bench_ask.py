@@ -1,17 +1,22 @@
-"""Benchmark the warm rule path: ask() with the forecast cached, from 1 and from 8 threads.
+"""Benchmark the warm rule path: ask() with the forecast cached, from 1 and from 8 threads, with the file
+ledger, and in several processes.
 
-    python tests/bench/bench_ask.py [--seconds S]
+    python tests/bench/bench_ask.py [--seconds S] [--processes N]
 
 The forecast comes once from a local Open-Meteo-shaped server (tests/fake_weather.py); every ask after
 that is answered from the cache, so the figures are the router's own cost: route(), cache look-up and
-rendering. Prints p50/p99 µs per ask() and asks/s.
+rendering. Prints p50/p99 µs per ask() and asks/s (ledger off, then with a file ledger and its share of
+the ledger-off rate: target >= 0.9), and how asks/s scale from 1 to N processes next to how a pure-CPU
+loop scales in the same run (target >= 0.9 x N where N cores are free; this machine is shared).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import multiprocessing
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -61,9 +66,42 @@ def run(router, seconds: float, threads: int, today: dt.date) -> tuple[list[int]
     return merged, len(merged), elapsed
 
 
+def _asks_in_process(url: str, seconds: float, start: float) -> int:
+    """Asks one fresh process answers in SECONDS (warm, ledger off), from the shared START moment."""
+    from hybrid_weather.router import HybridRouter, Settings
+
+    today = dt.date(2026, 11, 29)
+    router = HybridRouter(provider="open-meteo", settings=Settings(open_meteo_url=url), cache_ttl=3600, ledger="off")
+    for query in QUERIES:
+        router.ask(query, today=today)
+    time.sleep(max(0.0, start - time.time()))
+    return len(run(router, seconds, 1, today)[0])
+
+
+def _spins_in_process(seconds: float, start: float) -> int:
+    """Iterations of a pure-CPU loop in SECONDS: what the machine's cores give this run."""
+    time.sleep(max(0.0, start - time.time()))
+    stop, count = time.perf_counter() + seconds, 0
+    while time.perf_counter() < stop:
+        count += sum(range(100))
+    return count
+
+
+def scaling(work, args: tuple, processes: int) -> tuple[float, float]:
+    """(total of 1 process, total of PROCESSES processes at once) of WORK(*ARGS, start)."""
+    context = multiprocessing.get_context("spawn")
+    totals = []
+    for n in (1, processes):
+        with context.Pool(n) as pool:
+            start = time.time() + 3  # every process warm before the clock starts
+            totals.append(sum(pool.starmap(work, [(*args, start)] * n)))
+    return totals[0], totals[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds per run (default 3)")
+    parser.add_argument("--processes", type=int, default=2, help="processes for the scaling run (default 2)")
     args = parser.parse_args()
 
     from hybrid_weather.router import HybridRouter, Settings
@@ -86,6 +124,25 @@ def main() -> None:
             print(f"  {threads} thread(s): {count / elapsed:,.0f} asks/s, p50 {p50:.1f} µs, p99 {p99:.1f} µs")
         assert server.requests["/v1/forecast"] == upstream, "a cached ask went upstream"
         router.close()
+
+        rates = {}
+        with tempfile.TemporaryDirectory() as folder:
+            for ledger in ("off", str(Path(folder) / "ledger.db")):  # one after the other, in the same minute
+                with HybridRouter(provider="open-meteo", settings=Settings(open_meteo_url=server.url),
+                                  cache_ttl=3600, ledger=ledger) as measured:  # fmt: skip
+                    for query in QUERIES:
+                        measured.ask(query, today=today)
+                    _, count, elapsed = run(measured, args.seconds, 1, today)
+                    rates["off" if ledger == "off" else "file"] = count / elapsed
+        print(f"  1 thread, file ledger: {rates['file']:,.0f} asks/s = {rates['file'] / rates['off']:.2f}x of "
+              f"{rates['off']:,.0f} without it (target >= 0.9x)")  # fmt: skip
+
+        asks_1, asks_n = scaling(_asks_in_process, (server.url, args.seconds), args.processes)
+        spins_1, spins_n = scaling(_spins_in_process, (args.seconds,), args.processes)
+        n = args.processes
+        print(f"  {n} processes: {asks_n / asks_1:.2f}x the asks of one ({asks_n / args.seconds:,.0f} asks/s in all); "
+              f"a pure-CPU loop in the same run: {spins_n / spins_1:.2f}x (target >= {0.9 * n:.1f}x where {n} cores "
+              "are free)")  # fmt: skip
     finally:
         server.stop()
 
