@@ -297,6 +297,8 @@ class _Request:
 def _checked_tools(tools: Sequence[Any]) -> tuple[Any, ...]:
     """TOOLS, each marked with @tool, with no two of one name: a mistake shows when the router is made,
     not at the first question that needs the LLM."""
+    if not tools:
+        return ()  # and the registry stays unloaded: a one-shot CLI run does not pay for it
     from hybrid_weather.agent.llm.registry import tool_of
 
     names = [tool_of(given).name for given in tools]

@@ -26,7 +26,6 @@ its message is sent to the model, so keep secrets out of it.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import datetime as dt
 import inspect
@@ -113,7 +112,12 @@ class Tool:
         def run() -> None:
             try:
                 if inspect.iscoroutinefunction(self.function):
-                    outcome.append(asyncio.run(asyncio.wait_for(self.function(**kwargs), context.seconds_left)))
+                    import asyncio  # ~15 ms: only for async tools
+
+                    try:
+                        outcome.append(asyncio.run(asyncio.wait_for(self.function(**kwargs), context.seconds_left)))
+                    except asyncio.TimeoutError:  # not the built-in one before Python 3.11
+                        raise TimeoutError from None
                 else:
                     outcome.append(self.function(**kwargs))
             except BaseException as error:  # handed to the caller's thread as it is
@@ -124,7 +128,7 @@ class Tool:
         worker = threading.Thread(target=run, name=f"hybrid-weather-tool-{self.name}", daemon=True)
         worker.start()
         worker.join(context.seconds_left)
-        if worker.is_alive() or (failure and isinstance(failure[0], (asyncio.TimeoutError, TimeoutError))):
+        if worker.is_alive() or (failure and isinstance(failure[0], TimeoutError)):
             raise TimeoutError(f"the tool {self.name} did not finish by the request's deadline")
         if failure:
             raise failure[0]
