@@ -7,7 +7,7 @@ import datetime as dt
 import time
 
 import pytest
-from test_weather import make_router
+from test_weather import ask, make_router
 
 from hybrid_weather.agent.errors import MalformedResponse, NotCovered, WeatherUnavailable
 from hybrid_weather.agent.weather import DemoProvider
@@ -22,12 +22,8 @@ TOMORROW = TODAY + dt.timedelta(days=1)
 
 @pytest.fixture
 def router(weather_server):
-    with make_router(weather_server.url) as router:
-        yield router
-
-
-def ask(router, text):
-    return router.ask(text, today=TODAY, emoji=False)
+    with make_router(weather_server.url) as built:
+        yield built
 
 
 def sun_requests(weather_server):

@@ -10,6 +10,7 @@ import time
 from typing import Literal
 
 import pytest
+from test_llm import ledger_rows
 
 from hybrid_weather.router import HybridRouter, Settings, ToolContext, ToolError, tool
 
@@ -24,14 +25,6 @@ def make_router(weather_server, llm_server, tools, **llm):
                         model="gpt-4o-mini")  # fmt: skip
     return HybridRouter(settings=settings, ledger=":memory:", http_options=FAST_HTTP, llm_options={**FAST_LLM, **llm},
                         tools=tools)  # fmt: skip
-
-
-def rows_of(router):
-    router.ledger.flush()
-    db = router.ledger.connect()
-    rows = [dict(r) for r in db.execute("SELECT * FROM requests")]
-    db.close()
-    return rows
 
 
 # -- the schema -------------------------------------------------------------------------------------
@@ -171,7 +164,7 @@ def test_the_model_calls_a_registered_tool_and_reads_its_result(weather_server, 
     )
     with make_router(weather_server, llm_server, [exchange_rate]) as router:
         result = router.ask("美元兑人民币汇率多少", today=TODAY)
-        rows = rows_of(router)
+        rows = ledger_rows(router)
     assert result.route == "llm" and result.text == "1 美元约合 7.12 元人民币。"
     assert seen == [("USD", "CNY", TODAY)]
     first, second = llm_server.requests
@@ -214,7 +207,7 @@ def test_unregistered_names_bad_arguments_and_failures_go_back_to_the_model(weat
     llm_server.then(tool_calls(*calls), answer("done"))
     with make_router(weather_server, llm_server, [flaky]) as router:
         result = router.ask("试试这些工具", today=TODAY)
-        rows = rows_of(router)
+        rows = ledger_rows(router)
     errors = [json.loads(m["content"]) for m in llm_server.requests[1]["messages"] if m["role"] == "tool"]
     assert "没有名为 'run_shell' 的工具" in errors[0]["error"]
     assert "参数 n 应为 整数" in errors[1]["error"]
