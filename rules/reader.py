@@ -65,9 +65,11 @@ class Reader:
         return self._sound_alikes
 
     def names_weather(self, clean: str, today: dt.date) -> bool:
-        """Whether CLEAN asks about the weather in words (天气, 下雨, 冷, 温差), not just names a place."""
+        """Whether CLEAN asks about the weather in words (天气, 下雨, 冷, 温差, 日出), not just names a place
+        (or asks how far apart two are)."""
         reading = self.read(self.tokens(clean, self.dates(clean, today)))
-        return bool(reading.aspects or reading.cold or reading.hot or reading.spread or reading.trend)
+        weather = [aspect for aspect in reading.aspects if aspect != "distance"]
+        return bool(weather or reading.cold or reading.hot or reading.spread or reading.trend)
 
     def dates(self, clean: str, today: dt.date) -> list[DateSpan]:
         """The date spans of CLEAN, none starting inside a place's name: 昆明后天 is 昆明 and 后天, not

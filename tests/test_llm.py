@@ -231,8 +231,8 @@ def test_unknown_model_cost_is_null(weather_server, llm_server):
 
 @pytest.mark.parametrize(
     "question",
-    ["上海到杭州怎么走", "北京和上海哪个人口多", "北京到上海开车要多久", "帮我规划上海两天行程", "上海的人口是多少",
-     "深圳明天的新闻", "给杭州写首诗", "广州明天放假吗"],
+    ["上海到杭州怎么走", "北京和上海哪个人口多", "北京到上海开车要多久", "顺便查下北京到上海多远",
+     "帮我规划上海两天行程", "上海的人口是多少", "深圳明天的新闻", "给杭州写首诗", "广州明天放假吗"],
 )  # fmt: skip
 def test_no_weather_part_for_a_question_that_asks_nothing_about_the_weather(question):
     # Naming places is not asking about their weather: a degraded answer gives only a part really asked.
