@@ -89,6 +89,7 @@ def test_name_and_description_can_be_given():
         (lambda: tool(_star_args), "cannot be described"),
         (lambda: tool(_optional_without_default), "give it a default"),
         (lambda: tool(name="bad name!")(_documented), "letters, digits"),
+        (lambda: tool(_unresolvable), "cannot be read"),
     ],
 )
 def test_what_cannot_be_described_is_refused_when_the_tool_is_made(define, problem):
@@ -116,6 +117,11 @@ def _star_args(*names: str) -> str:
 
 
 def _optional_without_default(x: str | None) -> str:
+    """Doc."""
+    return ""
+
+
+def _unresolvable(x: NoSuchType) -> str:  # type: ignore[name-defined]  # noqa: F821 - a hint nothing defines
     """Doc."""
     return ""
 

@@ -166,7 +166,10 @@ def build_tool(fn: Callable[..., Any], *, name: str | None = None, description: 
     text = description or summary
     if not text:
         raise TypeError(f"tool {tool_name}: give it a docstring (or description=): the model reads it to choose")
-    hints = typing.get_type_hints(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except (NameError, TypeError) as error:  # a hint naming what the function's module cannot see
+        raise TypeError(f"tool {tool_name}: its type hints cannot be read ({error})") from None
     properties: dict[str, Any] = {}
     required: list[str] = []
     context = None
