@@ -74,7 +74,7 @@ def test_a_full_queue_makes_put_wait_for_room_then_refuse():
     taken: list[int] = []
     threading.Timer(0.1, lambda: taken.extend(handoff.take(0.01))).start()  # makes room
     handoff.put(5, timeout=5)  # waits, then gets in
-    assert taken == [1, 2, 4] and handoff.take_all() == [5]
+    assert taken == [1, 2] and handoff.take_all() == [4, 5]  # a batch is at most the queue's size
 
 
 def test_many_producers_lose_nothing():
@@ -98,3 +98,13 @@ def test_many_producers_lose_nothing():
     handoff.put(-1, urgent=True)  # wakes a consumer that waits for a first item
     consumer.join(10)
     assert sorted(x for x in got if x >= 0) == sorted(k * 10_000 + i for k in range(4) for i in range(2_000))
+
+
+def test_a_batch_larger_than_the_queue_still_ends_the_wait_when_the_queue_is_full():
+    handoff: Handoff[int] = Handoff(maxsize=3, batch_size=10)
+    out, thread = _taken_in_thread(handoff, 30)
+    time.sleep(0.02)
+    for i in range(3):
+        handoff.put(i)
+    thread.join(5)
+    assert not thread.is_alive() and out == [[0, 1, 2]]

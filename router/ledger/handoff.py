@@ -32,7 +32,10 @@ class Handoff(Generic[T]):
     """Items for one consumer thread, in order; past MAXSIZE, put() waits for room (or raises queue.Full)."""
 
     def __init__(self, maxsize: int, batch_size: int) -> None:
-        self.maxsize, self.batch_size = maxsize, batch_size
+        # A batch larger than the queue would never fill: callers would wait for room while the consumer
+        # waited out its interval for rows that cannot come (1,024-row batches beside a 1,000-row queue
+        # asked 0.16x as fast).
+        self.maxsize, self.batch_size = maxsize, min(batch_size, maxsize)
         self._items: deque[tuple[T, bool]] = deque()  # (item, urgent)
         self._idle = False  # the consumer waits for a first item
         self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()  # tokens: look at the items again
