@@ -372,3 +372,26 @@ def test_a_keep_days_that_is_not_one_is_a_configuration_error(value, tmp_path):
     )  # fmt: skip
     assert result.returncode == 2 and "HYBRID_WEATHER_LEDGER_KEEP_DAYS" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_row_ids_stay_unique_when_the_program_seeds_random_and_after_a_fork():
+    # Ids are time (ms) + 40 random bits; a program that seeds the global generator (tests do) or forks must
+    # not make two rows of one millisecond share an id: the replay would skip the second as already stored.
+    import random
+
+    from hybrid_weather.router.ledger.rows import RowFormat
+
+    row_format = RowFormat(models=ModelTable(), model="gpt-4o-mini", store_queries="masked", secret=b"k" * 32)
+    entry = LedgerEntry(started_at=1_764_460_800.0, route="rule", query="上海今天天气")
+    ids = set()
+    for _ in range(50):
+        random.seed(42)
+        ids.add(row_format.row(entry)[0])
+    assert len(ids) == 50
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child formats with the same RowFormat it inherited
+        os.write(writer, row_format.row(entry)[0].encode())
+        os._exit(0)
+    os.waitpid(child, 0)
+    assert os.read(reader, 100).decode() != row_format.row(entry)[0]

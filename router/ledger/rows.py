@@ -55,6 +55,12 @@ class RowFormat:
         # Questions and reasons repeat all day too: each is masked (two regex scans) and hashed once.
         self._queries: dict[str, tuple[str, str, bool]] = {}  # query → masked, HMAC, repaired
         self._reasons: dict[str, tuple[str, bool]] = {}  # reason → stored form, repaired
+        # The random part of row ids. Not os.urandom for each row: it lets go of the GIL for its system call,
+        # and the writer, formatting a batch beside a busy request thread, waited to win it back for every
+        # row (bench_ask: 32 us a row of waiting for 6 of work). Not random's global generator either: a
+        # program that seeds it (random.seed(42), as tests do) would make ids repeat, and a repeated id is a
+        # row the replay skips. A generator of our own, seeded from os.urandom, again in a forked child.
+        self._random, self._random_pid = random.Random(), os.getpid()
 
     @property
     def secret(self) -> bytes:
@@ -93,11 +99,7 @@ class RowFormat:
                                ensure_ascii=False)  # fmt: skip
         started = e.started_at if math.isfinite(e.started_at) else 0.0
         return (
-            # Time-sortable and unique across processes. Not os.urandom: it lets go of the GIL for its system
-            # call, and the writer, formatting a batch beside a busy request thread, then waited to win the
-            # GIL back for every row (bench_ask: 32 us a row of waiting for 6 of work). random's global
-            # generator is seeded from os.urandom and again in a forked child; an id need not be secret.
-            f"{int(started * 1000):012x}{random.getrandbits(40):010x}",
+            f"{int(started * 1000):012x}{self._id_bits():010x}",  # time-sortable, unique across processes
             dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(timespec="microseconds"),
             e.route, reason, e.aspect, self._places_json(e.places), e.provider,
             _flag(e.cache_hit), _flag(e.stale), e.model,
@@ -114,6 +116,11 @@ class RowFormat:
             e.days, e.llm_loops, e.tool_calls, e.tool_failures, _flag(e.agreement), words, _flag(e.plain_lookup),
             json.dumps(invalid) if invalid else None,
         )  # fmt: skip
+
+    def _id_bits(self) -> int:
+        if os.getpid() != self._random_pid:  # a forked child: its own sequence, not its parent's
+            self._random, self._random_pid = random.Random(), os.getpid()
+        return self._random.getrandbits(40)
 
     def _query(self, query: object) -> tuple[str, str, bool]:
         query = query if isinstance(query, str) else f"{query}"  # a key the memo can hold, whatever came
