@@ -19,6 +19,7 @@ from hybrid_weather.agent.llm import ModelTable, Usage
 from hybrid_weather.router import HybridRouter, LLMUnavailable, Settings
 from hybrid_weather.router.cli import cli
 from hybrid_weather.router.ledger import Ledger, LedgerEntry, savings_report
+from hybrid_weather.router.ledger.spool import Spool, spool_path
 from hybrid_weather.router.ledger.store import DEFAULT_BATCH_SIZE, DEFAULT_QUEUE_SIZE
 
 from conftest import FAST_LLM, TODAY, subprocess_env
@@ -116,9 +117,15 @@ def test_killed_while_asking(tmp_path, kill):
     child.send_signal(kill)
     acknowledged += sum(1 for line in child.stdout if line == "ok\n")
     child.wait(30)
+    committed = len(rows(path, "id"))
+    # What a close() that ran out of time spooled is not lost: the next process to open the ledger writes it
+    # back. The test is that process, so only rows in the database count.
+    spooled = Spool(spool_path(str(path))).count()
+    Ledger(path).close()  # opening replays the spool
     stored = sum(1 for row in rows(path, "outcome") if row["outcome"] == "ok")  # an interrupted ask is no answer
     lost = acknowledged - stored
-    print(f"{kill.name}: {acknowledged} asks acknowledged, {stored} rows stored, {lost} lost")
+    print(f"{kill.name}: {acknowledged} asks acknowledged, {committed} rows committed by the child, {spooled} "
+          f"spooled, {stored} ok rows stored after the replay, {lost} lost")  # fmt: skip
     if kill == signal.SIGTERM:
         # Nothing acknowledged is lost; one more row than acknowledgements is the ask the signal caught
         # between its row and its print (answered and recorded, never shown).
