@@ -76,6 +76,20 @@ def test_a_writer_that_died_is_started_again_and_loses_nothing(tmp_path):
     assert "started again" in ledger.problem
 
 
+def test_close_waits_for_the_writer_even_when_threading_says_it_stopped(tmp_path):
+    # A SIGTERM whose SystemExit lands inside Thread.is_alive() can leave the live writer marked stopped
+    # (CPython's cleanup for bpo-45274 releases the thread's own lock); join() then returns at once. Once,
+    # in CI, the queue's last 957 rows went with the exit. close() must wait for the writer itself.
+    ledger = Ledger(tmp_path / "l.db", commit_interval=0.3)
+    for i in range(3_000):
+        ledger.record(LedgerEntry(started_at=time.time(), route="rule", query=f"q{i}"))
+    writer = ledger._writer
+    writer._tstate_lock.release()  # what the interrupted is_alive() does to the live thread's lock …
+    writer._stop()  # … and to its state: join() and is_alive() now say it ended
+    ledger.close()
+    assert len(rows(tmp_path / "l.db", "id")) == 3_000  # all of them, as close() returns
+
+
 def test_a_database_that_stays_locked_spools_the_rows_and_close_is_bounded(tmp_path):
     path = tmp_path / "l.db"
     ledger = Ledger(path)
