@@ -488,12 +488,7 @@ def _sun_times(place: Place, day: dt.date) -> tuple[str | None, str | None]:
 
 def _clock(text: Any, label: str) -> str | None:
     """ "HH:MM" from Open-Meteo's local ISO time ("2026-11-30T06:42"); None where it gives none (polar night)."""
-    if text is None:
-        return None
-    clock = str(text)[11:16]
-    if len(clock) != 5 or clock[2] != ":" or not (clock[:2] + clock[3:]).isdigit():
-        raise MalformedResponse(f"{label} sent a time that is not YYYY-MM-DDTHH:MM: {str(text)[:20]!r}")
-    return clock
+    return None if text is None else _datetime(text, label).strftime("%H:%M")
 
 
 def _where(place: Place, past_days: int, days_ahead: int) -> dict[str, Any]:
