@@ -254,10 +254,10 @@ def _describe(schema: dict[str, Any]) -> str:
 
 def _docstring(doc: str) -> tuple[str, dict[str, str]]:
     """(the first paragraph as one line, {parameter: description} from a Google-style Args: section)."""
-    paragraphs = doc.split("\n\n")
-    summary = " ".join(line.strip() for line in paragraphs[0].splitlines()).strip() if doc else ""
+    summary = " ".join(line.strip() for line in doc.split("\n\n")[0].splitlines()).strip()
     described: dict[str, str] = {}
-    current = None
+    current: str | None = None
+    indent: int | None = None  # of the section's parameter lines; deeper lines continue a description
     in_args = False
     for line in doc.splitlines():
         stripped = line.strip()
@@ -268,20 +268,13 @@ def _docstring(doc: str) -> tuple[str, dict[str, str]]:
             continue
         if stripped.endswith(":") and not line.startswith(" "):  # the next section (Returns:)
             break
-        found = re.match(r"\s+(\w+)(?:\s*\([^)]*\))?:\s*(.*)", line)
-        if found and (current is None or len(line) - len(line.lstrip()) <= _indent_of(doc, current)):
-            current = found.group(1)
-            described[current] = found.group(2).strip()
+        found = re.match(r"(\s+)(\w+)(?:\s*\([^)]*\))?:\s*(.*)", line)
+        if found and (indent is None or len(found.group(1)) <= indent):
+            indent, current = len(found.group(1)), found.group(2)
+            described[current] = found.group(3).strip()
         elif current and stripped:
             described[current] = f"{described[current]} {stripped}".strip()
     return summary, described
-
-
-def _indent_of(doc: str, name: str) -> int:
-    for line in doc.splitlines():
-        if re.match(rf"\s+{name}(?:\s*\([^)]*\))?:", line):
-            return len(line) - len(line.lstrip())
-    return 0
 
 
 def to_content(result: Any) -> str:

@@ -63,10 +63,6 @@ class ToolBox:
         """The `tools` list sent to the model."""
         return [t.schema for t in self._tools.values()]
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(self._tools)
-
     def run(self, name: str, arguments: str, today: dt.date, *, deadline: float | None = None) -> ToolOutcome:
         """Run one call; TODAY anchors relative dates (明天) as the question's own today. The call ends by
         DEADLINE (time.monotonic()) when given, and within this box's own deadline_s in any case."""
