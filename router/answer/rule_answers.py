@@ -134,10 +134,7 @@ class RuleAnswerer:
         data = {
             "places": [
                 {
-                    "name": d.place.name,
-                    "latitude": d.place.latitude,
-                    "longitude": d.place.longitude,
-                    "timezone": d.place.timezone,
+                    **_place_json(d.place),
                     "days": [self._flat_json(day) for day in d.days if day.date in decision.dates],
                     "hours": _hours_json(f.value, decision),
                     "current": self._flat_json(getattr(d, "current", None))
@@ -226,11 +223,15 @@ def distance_answer(decision: Decision, started: float, *, emoji: bool) -> Answe
     km = great_circle_km(first.latitude, first.longitude, second.latitude, second.longitude)
     data = {
         "distance_km": round(km, 1),
-        "places": [{"name": p.name, "latitude": p.latitude, "longitude": p.longitude, "timezone": p.timezone}
-                   for p in decision.places],
-    }  # fmt: skip
+        "places": [_place_json(p) for p in decision.places],
+    }
     return Answer(render_distance(first, second, km, emoji=emoji), "rule", decision, data, None, False, 0.0,
                   elapsed_ms(started))  # fmt: skip
+
+
+def _place_json(place: Place) -> dict[str, Any]:
+    """What --json says of a place an answer is about."""
+    return {"name": place.name, "latitude": place.latitude, "longitude": place.longitude, "timezone": place.timezone}
 
 
 def _age_text(seconds: float) -> str:
