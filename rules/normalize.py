@@ -21,6 +21,10 @@ _MAX_RAW_CHARS = MAX_QUERY_CHARS * 8
 # A-not-A questions (冷不冷, 下不下雨, 会唔会, 有没有, 暖和不暖和) ask the same as A: keep A.
 _A_NOT_A = re.compile(r"([\u4e00-\u9fff]{1,2})[不没唔]\1")
 _HAN_ONLY = re.compile("[\u4e00-\u9fff]+")
+# Han text with punctuation between its words (上海，今天，天气？ 【深圳】今天天气): every one of these marks, after
+# NFKC, is outside what the full path keeps, so each run of them becomes one space there too.
+_SEPARATORS = '，。？！?!,;；~～“”‘’"（）()【】《》「」『』·—\u3000 \t\n'
+_HAN_AND_SEPARATORS = re.compile(f"[\u4e00-\u9fff{re.escape(_SEPARATORS)}]+")
 
 
 class _Cleaners:
@@ -58,13 +62,23 @@ def _cleaners() -> _Cleaners:
 
 
 @functools.cache
-def _t2s_table() -> dict[int, str]:
-    return str.maketrans(load_table("t2s")["chars"])
+def _t2s_table() -> tuple[dict[int, str], frozenset[str]]:
+    """OpenCC's t2s table for str.translate, and its traditional characters."""
+    table = str.maketrans(load_table("t2s")["chars"])
+    return table, frozenset(map(chr, table))
 
 
 def to_simplified(text: str) -> str:
     """Map traditional Han characters to simplified ones, character by character (OpenCC's t2s table)."""
-    return text.translate(_t2s_table())
+    table, traditional = _t2s_table()
+    # Most questions are typed in simplified characters: a set check (0.35 us for ten characters) spares
+    # translate's dictionary lookup per character (0.63 us).
+    return text if traditional.isdisjoint(text) else text.translate(table)
+
+
+def _without_a_not_a(text: str) -> str:
+    # re.sub costs 1.3 us even when nothing matches; a question without 不, 没 or 唔 has nothing to fold.
+    return _A_NOT_A.sub(r"\1", text) if "不" in text or "没" in text or "唔" in text else text
 
 
 def _fold_accent(match: re.Match[str]) -> str:
@@ -75,7 +89,15 @@ def normalize(text: str) -> str:
     """Return TEXT in the form the router parses; never raises on any str."""
     if _HAN_ONLY.fullmatch(text):
         # Most questions are Han characters only: nothing to fold, strip or split but the A-not-A.
-        return _A_NOT_A.sub(r"\1", to_simplified(text[:MAX_QUERY_CHARS]))
+        # Cut where the full path cuts: folding 冷不冷 to 冷 shortens the text, so a cut before it keeps less.
+        return _without_a_not_a(to_simplified(text[:_MAX_RAW_CHARS]))[:MAX_QUERY_CHARS]
+    if _HAN_AND_SEPARATORS.fullmatch(text):  # what _normalize_fully gives, in a fourth of the time
+        text = " ".join(_HAN_ONLY.findall(text[:_MAX_RAW_CHARS]))
+        return _without_a_not_a(to_simplified(text))[:MAX_QUERY_CHARS].rstrip()
+    return _normalize_fully(text)
+
+
+def _normalize_fully(text: str) -> str:
     clean = _cleaners()
     text = text[:_MAX_RAW_CHARS]
     text = unicodedata.normalize("NFKC", text).lower()
@@ -89,5 +111,5 @@ def normalize(text: str) -> str:
     text = clean.dangling_dots.sub(" ", text)
     text = clean.letters_digits.sub(" ", text)
     text = clean.spaces.sub(" ", text).strip()
-    text = _A_NOT_A.sub(r"\1", text)
+    text = _without_a_not_a(text)
     return text[:MAX_QUERY_CHARS].rstrip()

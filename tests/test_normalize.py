@@ -1,6 +1,8 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from hybrid_weather.rules.normalize import MAX_QUERY_CHARS, normalize
+from hybrid_weather.rules.normalize import _SEPARATORS, MAX_QUERY_CHARS, _normalize_fully, normalize
 
 
 @pytest.mark.parametrize(
@@ -23,3 +25,16 @@ def test_normalize(raw, clean):
 
 def test_long_input_is_cut_not_refused():
     assert len(normalize("上海" * 100_000)) == MAX_QUERY_CHARS
+
+
+# Han text, alone or with punctuation, takes a shortcut; it must give what the full path gives, traditional characters,
+# A-not-A questions and overlong text included.
+_HAN_AND_PUNCTUATION = st.text(
+    alphabet=st.sampled_from("上海今天天氣冷不冷會下雨嗎没有北京" + _SEPARATORS), max_size=40
+)
+
+
+@settings(max_examples=500)
+@given(_HAN_AND_PUNCTUATION | _HAN_AND_PUNCTUATION.map(lambda text: text * 60))
+def test_the_shortcuts_for_han_text_give_what_the_full_path_gives(text):
+    assert normalize(text) == _normalize_fully(text)
