@@ -6,7 +6,6 @@ decides from a Reading, and the LLM's weather tools resolve the place names a mo
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import itertools
 from dataclasses import dataclass, field
@@ -75,14 +74,17 @@ class Reader:
         """The date spans of CLEAN, none starting inside a place's name: 昆明后天 is 昆明 and 后天, not
         昆 and 明后天 (the spans are found before the tokenizer sees the places)."""
         spans = find_dates(clean, today)
-        lookup = self.gazetteer.is_place_word
+        lookup, ends = self.gazetteer.is_place_word, self.gazetteer.word_ends
         for index, span in enumerate(spans):
-            if any(lookup(clean[begin : span.start]) for begin in range(max(0, span.start - 4), span.start)):
+            start, end = span.start, span.end
+            if not (start + 1 < end and clean[start] in ends) and not (start + 2 < end and clean[start + 1] in ends):
+                continue  # no place can end inside the date's first two characters: the lookups below find none
+            if any(lookup(clean[begin:start]) for begin in range(max(0, start - 4), start)):
                 continue  # a place ends where the date starts (浦东明天, 朝阳明天): nothing to take back
-            for cut in range(span.start + 1, min(span.end, span.start + 3)):
-                if any(lookup(clean[begin:cut]) for begin in range(max(0, cut - 4), span.start)):
-                    rest = find_dates(clean[cut : span.end], today)
-                    shifted = [dataclasses.replace(r, start=r.start + cut, end=r.end + cut) for r in rest]
+            for cut in range(start + 1, min(end, start + 3)):
+                if any(lookup(clean[begin:cut]) for begin in range(max(0, cut - 4), start)):
+                    rest = find_dates(clean[cut:end], today)
+                    shifted = [r._replace(start=r.start + cut, end=r.end + cut) for r in rest]
                     spans[index : index + 1] = shifted[:1]
                     break
         return spans

@@ -4,7 +4,7 @@ import datetime as dt
 
 import pytest
 
-from hybrid_weather.rules.dates import find_dates, parse_number
+from hybrid_weather.rules.dates import date_words, find_dates, parse_number
 
 TODAY = dt.date(2026, 11, 29)  # a Sunday
 
@@ -140,3 +140,11 @@ def test_weather_words_are_not_dates():
 )
 def test_parse_number(text, value):
     assert parse_number(text) == value
+
+
+def test_every_date_word_is_matched_whole():
+    # The words are matched as a trie, longest first: 明后天 is one span, not 明后 and a stray 天.
+    today = dt.date(2026, 11, 30)
+    for word in date_words():
+        assert [(span.start, span.end) for span in find_dates(word, today)] == [(0, len(word))], word
+        assert [span.text for span in find_dates(f"北京{word}吗", today)] == [word], word
