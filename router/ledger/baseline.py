@@ -10,6 +10,7 @@ LLM answers count at their real cost on both sides.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -37,8 +38,12 @@ def default_baseline_usage(places: int) -> Usage:
     return Usage(prompt_tokens=tokens - completion, completion_tokens=completion)
 
 
+@functools.lru_cache(maxsize=256)
 def default_baseline_cost(models: ModelTable, model: str, places: int) -> float | None:
-    """USD an all-LLM design spends on one question about PLACES places on MODEL; None if unpriced."""
+    """USD an all-LLM design spends on one question about PLACES places on MODEL; None if unpriced.
+
+    Kept per (table, model, places): the ledger prices every rule row and the service every rule answer
+    by it, and the same few values hold all day (a ModelTable does not change once read)."""
     return models.cost(model, default_baseline_usage(max(1, places)))
 
 

@@ -50,7 +50,6 @@ class RowFormat:
             raise ValueError(f"store_queries must be one of {QUERY_STORAGE}")
         self.models, self.model, self.store_queries = models, model, store_queries
         self._secret = secret
-        self._baselines: dict[int, float | None] = {}  # by number of places: the same few values all day
         self._places: dict[tuple[str, ...], str] = {}  # their JSON: the same few hundred places all day
         # Questions and reasons repeat all day too: each is masked (two regex scans) and hashed once.
         self._queries: dict[str, tuple[str, str, bool]] = {}  # query → masked, HMAC, repaired
@@ -92,7 +91,7 @@ class RowFormat:
         elif e.route == "shadow":
             baseline, method = None, None  # extra spend to measure the baseline, not a request
         else:
-            baseline, method = self._baseline(len(e.places)), f"default:{self.model}"
+            baseline, method = default_baseline_cost(self.models, self.model, len(e.places)), f"default:{self.model}"
         words = None
         if e.unknown_words and not hashed:
             words = json.dumps([mask_personal_data(_safe_text(w, invalid, "unknown_words")) for w in e.unknown_words],
@@ -155,11 +154,6 @@ class RowFormat:
                 self._places.clear()
             text = self._places[places] = json.dumps(list(places), ensure_ascii=False)
         return text
-
-    def _baseline(self, places: int) -> float | None:
-        if places not in self._baselines:
-            self._baselines[places] = default_baseline_cost(self.models, self.model, places)
-        return self._baselines[places]
 
 
 def load_secret(path: Path | None) -> bytes:

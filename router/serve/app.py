@@ -75,7 +75,6 @@ class Service:
                              Rate.parse(self.settings.rate_limit), shared)  # fmt: skip
         self.sessions = SessionStore(self.router.parts.settings.home_dir() / "serve-sessions.db")
         self._upstream: Any = None  # httpx.AsyncClient for pass-through requests, made on first use
-        self._baselines: dict[int, float | None] = {}  # what an all-LLM answer costs, by number of places
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -226,14 +225,11 @@ class Service:
         """What answering without a model saved: the all-LLM baseline of this answer (rule and clarify)."""
         if answer.route == "llm":
             return None
-        places = len(answer.decision.cities)
-        if places not in self._baselines:  # the same few values all day
-            from ..ledger import default_baseline_cost
+        from ..ledger import default_baseline_cost
 
-            parts = self.router.parts
-            self._baselines[places] = default_baseline_cost(parts.models, parts.settings.model or
-                                                            parts.models.default_model, places)  # fmt: skip
-        return self._baselines[places]
+        parts = self.router.parts
+        model = parts.settings.model or parts.models.default_model
+        return default_baseline_cost(parts.models, model, len(answer.decision.cities))
 
     def _report(self, read: Any) -> Any:
         ledger = self.router.ledger
