@@ -121,7 +121,11 @@ def main() -> None:
             merged, count, elapsed = run(router, args.seconds, threads, today)
             p50 = merged[len(merged) // 2] / 1000
             p99 = merged[min(len(merged) - 1, int(len(merged) * 0.99))] / 1000
-            print(f"  {threads} thread(s): {count / elapsed:,.0f} asks/s, p50 {p50:.1f} µs, p99 {p99:.1f} µs")
+            met = count / elapsed >= 20_000 and p50 <= 50
+            target = (
+                f" (target >= 20,000 asks/s and p50 <= 50 µs: {'met' if met else 'MISSED'})" if threads == 1 else ""
+            )
+            print(f"  {threads} thread(s): {count / elapsed:,.0f} asks/s, p50 {p50:.1f} µs, p99 {p99:.1f} µs{target}")
         assert server.requests["/v1/forecast"] == upstream, "a cached ask went upstream"
         router.close()
 

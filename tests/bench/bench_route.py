@@ -129,6 +129,18 @@ def main() -> None:
           f"peak RSS {peak_mb:.1f} MB")  # fmt: skip
     print(f'  `hybrid-weather --provider demo "上海今天天气"`:  {demo_ms:.0f} ms wall (median of {args.cold_runs}), '
           f"peak RSS {demo_mb:.1f} MB")  # fmt: skip
+    targets = [  # issue 15: (what, measured, bar, unit)
+        ("route() p50", route_p50, 20, "µs"),
+        ("route() p99", route_p99, 80, "µs"),
+        ("route()/jieba p50", route_p50 / jieba_p50, 1.0, "x"),
+        ("repeated route() p50", repeat_p50, 2, "µs"),
+        ("cold route", cold_ms, 150, "ms"),
+        ("cold demo ask", demo_ms, 150, "ms"),
+        ("cold peak RSS", max(peak_mb, demo_mb), 50, "MB"),
+    ]
+    print("targets (issue 15; the cold ones for a regular install):")
+    for what, value, bar, unit in targets:
+        print(f"  {what:<22} {value:8.2f} {unit:<2} <= {bar} {unit}: {'met' if value <= bar else 'MISSED'}")
 
 
 if __name__ == "__main__":
