@@ -46,12 +46,24 @@ class Decision:
 
     def with_own_lists(self) -> Decision:
         """An equal Decision whose lists are its own: what the parser's memo hands out, so a caller that
-        changes one changes nobody else's. Positional, for speed (a repeated question costs ~2 us);
-        tests/test_devset.py checks it keeps every field."""
-        return Decision(
-            self.route, list(self.cities), list(self.dates), self.aspect, self.reason, list(self.places), self.compare,
-            self.clarification, self.hours, self.unknown_words, self.unknown_place,
-        )  # fmt: skip
+        changes one changes nobody else's. tests/test_devset.py checks it keeps every field.
+
+        Filled through the slots' own setters: a frozen dataclass's __init__ calls object.__setattr__
+        for each of the eleven fields (1.4 us); this takes 0.8 us, a third of a repeated question's route().
+        """
+        copy = _new_decision(Decision)
+        _route(copy, self.route)
+        _cities(copy, list(self.cities))
+        _dates(copy, list(self.dates))
+        _aspect(copy, self.aspect)
+        _reason(copy, self.reason)
+        _places(copy, list(self.places))
+        _compare(copy, self.compare)
+        _clarification(copy, self.clarification)
+        _hours(copy, self.hours)
+        _unknown_words(copy, self.unknown_words)
+        _unknown_place(copy, self.unknown_place)
+        return copy
 
     def to_json(self, query: str) -> dict[str, Any]:
         """The `route --json` object (docs/contracts.md): exactly these keys."""
@@ -64,6 +76,18 @@ class Decision:
             "reason": self.reason,
         }
 
+
+def _setter(name: str) -> Any:
+    """The setter of slot NAME (its member descriptor's), which a frozen dataclass's __setattr__ does not
+    stand in front of."""
+    return Decision.__dict__[name].__set__
+
+
+_new_decision = object.__new__
+_route, _cities, _dates, _aspect = _setter("route"), _setter("cities"), _setter("dates"), _setter("aspect")
+_reason, _places, _compare = _setter("reason"), _setter("places"), _setter("compare")
+_clarification, _hours, _unknown_words = _setter("clarification"), _setter("hours"), _setter("unknown_words")
+_unknown_place = _setter("unknown_place")
 
 #: The reason of the decision for a question with nothing in it.
 EMPTY_REASON = "clarify: empty query"
