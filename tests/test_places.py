@@ -172,3 +172,46 @@ def _after_three_cities(router):
 def test_follow_up_place_count_comes_from_the_count_word(router, text, cities):
     decision = router.route(text, today=TODAY, session=_after_three_cities(router))
     assert decision.route == "rule" and decision.compare and decision.cities == cities, decision.reason
+
+
+@pytest.mark.parametrize(
+    "typo,city",
+    [("shangahi", "上海市"), ("bejing", "北京市"), ("hangzhouu", "杭州市"), ("gaungzhou", "广州市"),
+     ("chongqinn", "重庆市"), ("shijazhuang", "石家庄市"), ("huhehaote", "呼和浩特市")],
+)  # fmt: skip
+def test_misspelled_latin_names_are_repaired(router, typo, city):
+    assert router.parts.parser.reader.gazetteer.repair_latin(typo).name == city
+
+
+def test_a_latin_repair_looks_at_every_name_within_reach():
+    # Only names whose length is within the edit limit are scanned: a name an edit or two away is always
+    # among them, whichever edits they are.
+    import random
+
+    from rapidfuzz.distance import OSA
+
+    from hybrid_weather.rules import Gazetteer
+
+    gazetteer = Gazetteer()
+    keys = sorted(gazetteer._latin)
+    rng = random.Random(3)
+    reached = 0
+    for _ in range(500):
+        typo = list(rng.choice(keys))
+        for _ in range(rng.randint(1, 2)):
+            at = rng.randrange(len(typo) + 1)
+            edit = rng.choice(["insert", "delete", "replace", "swap"])
+            if edit == "insert":
+                typo.insert(at, rng.choice("aeiounghz"))
+            elif edit == "delete" and at < len(typo):
+                del typo[at]
+            elif edit == "replace" and at < len(typo):
+                typo[at] = rng.choice("aeiounghz")
+            elif edit == "swap" and at + 1 < len(typo):
+                typo[at], typo[at + 1] = typo[at + 1], typo[at]
+        text = "".join(typo)
+        for limit in (1, 2):
+            within = {k for k in keys if OSA.distance(text, k) <= limit}
+            reached += bool(within)
+            assert within <= set(gazetteer._latin_near(len(text), limit)), (text, limit)
+    assert reached > 500  # most typos are within reach of their name: the check above is not empty
