@@ -7,7 +7,6 @@ since common words such as 背景/程度 sound like 北京/成都) → unknown.
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable
@@ -147,11 +146,6 @@ class Gazetteer:
     def is_place_word(self, word: str) -> bool:
         """Whether WORD names a place (cheaper than lookup() when the place itself is not needed)."""
         return word in self._nicknames or word in self._ambiguous or word in self._by_word
-
-    @functools.cached_property
-    def word_ends(self) -> frozenset[str]:
-        """The last characters of the words is_place_word() knows: a place cannot end on any other."""
-        return frozenset(word[-1] for words in (self._nicknames, self._ambiguous, self._by_word) for word in words)
 
     def lookup_latin(self, word: str) -> PlaceMatch | None:
         """Resolve English or toneless pinyin (shanghai, new york, xi'an)."""

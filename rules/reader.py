@@ -74,11 +74,9 @@ class Reader:
         """The date spans of CLEAN, none starting inside a place's name: 昆明后天 is 昆明 and 后天, not
         昆 and 明后天 (the spans are found before the tokenizer sees the places)."""
         spans = find_dates(clean, today)
-        lookup, ends = self.gazetteer.is_place_word, self.gazetteer.word_ends
+        lookup = self.gazetteer.is_place_word
         for index, span in enumerate(spans):
             start, end = span.start, span.end
-            if not (start + 1 < end and clean[start] in ends) and not (start + 2 < end and clean[start + 1] in ends):
-                continue  # no place can end inside the date's first two characters: the lookups below find none
             if any(lookup(clean[begin:start]) for begin in range(max(0, start - 4), start)):
                 continue  # a place ends where the date starts (浦东明天, 朝阳明天): nothing to take back
             for cut in range(start + 1, min(end, start + 3)):
