@@ -77,36 +77,44 @@ class Gazetteer:
         by_word: dict[str, list[Place]] = defaultdict(list)
         self._pinyin_keys: list[tuple[str, Place]] = []
         latin: dict[str, list[Place]] = defaultdict(list)
-        for unit in places["china"]:
-            level = _LEVELS[unit["level"]]
-            short = unit["short"]
-            display = unit["canonical"] if level == "county" else (short[-1] if short else unit["name"])
+        china, world = places["china"], places["world"]
+        code_, name_, canonical_, short_, level_, parent_, lat_, lon_, pinyin_, en_ = map(
+            china["columns"].index,
+            ("code", "name", "canonical", "short", "level", "parent", "lat", "lon", "pinyin", "en"),
+        )
+        for unit in china["rows"]:
+            level = _LEVELS[unit[level_]]
+            short = unit[short_]
+            display = unit[canonical_] if level == "county" else (short[-1] if short else unit[name_])
             place = Place(
-                unit["canonical"],
+                unit[canonical_],
                 display,
                 level,
-                unit["lat"],
-                unit["lon"],
+                unit[lat_],
+                unit[lon_],
                 CHINA_TZ_NAME,
                 "CN",
-                unit["code"],
-                unit["parent"],
+                unit[code_],
+                unit[parent_],
             )
-            self._by_code[unit["code"]] = place
+            self._by_code[unit[code_]] = place
             self._by_name[place.name] = place
-            for word in dict.fromkeys([unit["canonical"], unit["name"], *short]):
+            for word in dict.fromkeys([unit[canonical_], unit[name_], *short]):
                 by_word[word].append(place)
-            for reading in unit.get("pinyin", ()):
+            for reading in unit[pinyin_]:
                 self._pinyin_keys.append((reading, place))
                 latin[reading.translate(_NO_TONES)].append(place)
-            for english in unit.get("en", ()):  # Harbin, Urumqi: GeoNames' English names
+            for english in unit[en_]:  # Harbin, Urumqi: GeoNames' English names
                 latin[english].append(place)
-        for city in places["world"]:
-            place = Place(city["name"], city["name"], "world", city["lat"], city["lon"], city["tz"], city["country"])
+        name_, names_, en_, country_, lat_, lon_, tz_ = map(
+            world["columns"].index, ("name", "names", "en", "country", "lat", "lon", "tz")
+        )
+        for city in world["rows"]:
+            place = Place(city[name_], city[name_], "world", city[lat_], city[lon_], city[tz_], city[country_])
             self._by_name[place.name] = place
-            for word in city["names"]:
+            for word in city[names_]:
                 by_word[word].append(place)
-            latin[_latin_key(city["en"])].append(place)
+            latin[_latin_key(city[en_])].append(place)
         self._by_word = {word: tuple(found) for word, found in by_word.items()}
         self._nicknames = {word: self._by_name[name] for word, name in aliases["nicknames"].items()}
         self._ambiguous = {word: tuple(self._by_name[n] for n in names) for word, names in aliases["ambiguous"].items()}

@@ -264,7 +264,9 @@ def distinct_cities(router, count: int, today: dt.date) -> list[str]:
     (for bursts of questions about many places: one upstream request each)."""
     data = json.loads(resources.files("hybrid_weather.rules").joinpath("data/places.json").read_text("utf-8"))
     names, seen = [], set()
-    for entry in data["china"]:
+    columns = data["china"]["columns"]
+    for row in data["china"]["rows"]:
+        entry = dict(zip(columns, row, strict=True))
         if entry["level"] != 2 or not entry.get("short"):
             continue
         decision = router.route(f"{entry['short'][0]}今天天气", today=today)
