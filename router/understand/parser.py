@@ -28,7 +28,7 @@ from hybrid_weather.rules import (
     normalize,
 )
 
-from .decision import Comparison, Decision, clarify, to_llm
+from .decision import Comparison, Decision, assembled, clarify, to_llm
 from .follow_up import borrow_context
 
 #: Most places one question may name; more is asked to be split up.
@@ -272,7 +272,9 @@ class QueryParser:
             if match.ambiguous:
                 options = "、".join(p.display for p in match.candidates)
                 return clarify(f"ambiguous place: {word}", f"“{word}”可以指{options}，您想查哪一个？")
-        places = list(dict.fromkeys(match.candidates[0] for _, _, match in reading.places))
+        places = [match.candidates[0] for _, _, match in reading.places]
+        if len(places) > 1:
+            places = list(dict.fromkeys(places))  # 北京和北京市: one place
         if "distance" in reading.aspects:
             return _distance(places, reading)
         if not places:
@@ -311,14 +313,12 @@ class QueryParser:
             if compare is None:
                 return to_llm("comparison without a measurable quantity")
         how = f"; compare {compare}" if compare else ""
-        vias = sorted({match.via for _, _, match in reading.places} - {"name"})
-        via = f" via {','.join(vias)}" if vias else ""
+        vias = [match.via for _, _, match in reading.places if match.via != "name"]
+        via = f" via {','.join(sorted(set(vias)))}" if vias else ""
         hours = _hours(spans)
         when = f" ({hours[0]:02d}-{hours[1]:02d}h)" if hours else ""
         reason = f"rule: {len(places)} place(s){via}, {len(dates)} day(s){when}, {aspect}{how}"
-        return Decision(
-            "rule", [p.name for p in places], dates, aspect, reason, places=places, compare=compare, hours=hours
-        )
+        return assembled("rule", [p.name for p in places], dates, aspect, reason, places, compare, None, hours)
 
 
 def _distance(places: list[Place], reading: Reading) -> Decision:
