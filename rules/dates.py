@@ -418,6 +418,8 @@ _resolved: dict[tuple[str, str, dt.date], tuple[dt.date, ...]] = {}
 
 
 def _join_ranges(text: str, spans: list[DateSpan]) -> list[DateSpan]:
+    if len(spans) < 2:
+        return spans  # most questions: nothing to join
     joined: list[DateSpan] = []
     for span in spans:
         previous = joined[-1] if joined else None

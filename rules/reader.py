@@ -74,18 +74,25 @@ class Reader:
         """The date spans of CLEAN, none starting inside a place's name: 昆明后天 is 昆明 and 后天, not
         昆 and 明后天 (the spans are found before the tokenizer sees the places)."""
         spans = find_dates(clean, today)
-        lookup = self.gazetteer.is_place_word
         for index, span in enumerate(spans):
             start, end = span.start, span.end
-            if any(lookup(clean[begin:start]) for begin in range(max(0, start - 4), start)):
-                continue  # a place ends where the date starts (浦东明天, 朝阳明天): nothing to take back
+            if end - start < 2 or self._place_ends(clean, max(0, start - 4), start, start):
+                continue  # nothing to cut, or a place ends where the date starts (浦东明天): nothing to take back
             for cut in range(start + 1, min(end, start + 3)):
-                if any(lookup(clean[begin:cut]) for begin in range(max(0, cut - 4), start)):
+                if self._place_ends(clean, max(0, cut - 4), start, cut):
                     rest = find_dates(clean[cut:end], today)
                     shifted = [r._replace(start=r.start + cut, end=r.end + cut) for r in rest]
                     spans[index : index + 1] = shifted[:1]
                     break
         return spans
+
+    def _place_ends(self, clean: str, first: int, last: int, cut: int) -> bool:
+        """Whether a place's name ends at CUT, beginning between FIRST and LAST (excluded). A loop, not
+        any() over a generator: this runs for every date of every question."""
+        for begin in range(first, last):
+            if self.gazetteer.is_place_word(clean[begin:cut]):
+                return True
+        return False
 
     def tokens(self, clean: str, spans: list[DateSpan]) -> Tokens:
         """The tokens of normalised CLEAN, with one None standing where each date span was cut out."""
