@@ -148,3 +148,14 @@ def test_every_date_word_is_matched_whole():
     for word in date_words():
         assert [(span.start, span.end) for span in find_dates(word, today)] == [(0, len(word))], word
         assert [span.text for span in find_dates(f"北京{word}吗", today)] == [word], word
+
+
+def test_the_days_of_a_span_are_in_order_without_repeats():
+    # The parser takes a single span's days as they come (sorted and unique) without sorting them again.
+    texts = [*date_words(), "从周五到下周一", "12月30日到1月2日", "未来5天", "这周末", "下周", "春节", "3天后"]
+    texts.append("next 3 days")
+    for offset in range(0, 400, 7):
+        today = dt.date(2026, 1, 1) + dt.timedelta(days=offset)
+        for text in texts:
+            for span in find_dates(text, today):
+                assert list(span.dates) == sorted(set(span.dates)), (text, today, span)

@@ -148,7 +148,8 @@ class QueryParser:
         spans, excluded = self._apply_corrections(reading, tokens, spans)
         if excluded and not reading.places and context is None:
             return to_llm("the question names a place only to exclude it"), []
-        dates = sorted({d for span in spans for d in span.dates})
+        # Sorted and without repeats; most questions name one date, whose days are in order already.
+        dates = list(spans[0].dates) if len(spans) == 1 else sorted({d for span in spans for d in span.dates})
         borrowed = ""
         if context is not None and context.route == "rule":
             dates, borrowed = borrow_context(
