@@ -7,12 +7,12 @@ follow-up (那上海呢？) works without any state on the server and on any wor
 from __future__ import annotations
 
 import datetime as dt
-import json
 import secrets
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from .encoding import dumps
 from .errors import invalid
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def chunks(answer: Answer, include_usage: bool) -> Iterator[bytes]:
 
     def event(delta: dict[str, Any], finish: str | None, **extra: Any) -> bytes:
         chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **extra}
-        return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode()
+        return b"data: " + dumps(chunk) + b"\n\n"
 
     yield event({"role": "assistant", "content": ""}, None)
     text = answer.text
@@ -110,7 +110,7 @@ def chunks(answer: Answer, include_usage: bool) -> Iterator[bytes]:
         yield event({"content": text[start : start + _CHUNK_CHARS]}, None)
     yield event({}, "stop")
     if include_usage:
-        yield f"data: {json.dumps({**base, 'choices': [], 'usage': _usage(answer)})}\n\n".encode()
+        yield b"data: " + dumps({**base, "choices": [], "usage": _usage(answer)}) + b"\n\n"
     yield b"data: [DONE]\n\n"
 
 

@@ -18,6 +18,11 @@ class JSONResponse(Response):
         return orjson.dumps(content)
 
 
+def dumps(value: Any) -> bytes:
+    """VALUE as compact UTF-8 JSON (Chinese unescaped)."""
+    return orjson.dumps(value)
+
+
 def loads(raw: bytes) -> Any:
     """RAW parsed; ValueError (orjson.JSONDecodeError is one) when it is not JSON."""
     return orjson.loads(raw)
