@@ -72,6 +72,22 @@ def test_no_rain(router, weather_server):
     assert ask(router, "上海明天会下雨吗").text == "上海明天不会下雨（晴，降水概率5%）。"
 
 
+def test_a_kept_answer_text_follows_the_forecast_and_the_asking(weather_server):
+    # Rule answer texts are kept per decision and fetched forecast: a new forecast is a new text, and the
+    # same forecast asked with or without emoji, or about another day, is not the kept text.
+    with make_router(weather_server.url, cache_ttl=0) as router:  # every ask fetches anew
+        for code, probability, said in ((61, 70, "可能下雨"), (0, 5, "不会下雨"), (61, 80, "可能下雨")):
+            weather_server.set_day(*SHANGHAI, TOMORROW, weather_code=code, precipitation_probability_max=probability)
+            for _ in range(2):
+                text = ask(router, "上海明天会下雨吗").text
+                assert said in text and f"{probability}%" in text, text
+    with make_router(weather_server.url) as router:  # one cached forecast
+        plain, with_emoji = ask(router, "上海明天天气").text, router.ask("上海明天天气", today=TODAY).text
+        assert with_emoji != plain and with_emoji.endswith(plain[plain.index("：") :])
+        assert ask(router, "上海明天天气").text == plain and "明天" in plain
+        assert "后天" in ask(router, "上海后天天气").text
+
+
 def test_every_aspect_is_rendered(router, weather_server):
     weather_server.set_day(
         *BEIJING,
