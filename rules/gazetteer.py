@@ -182,8 +182,8 @@ class Gazetteer:
         return _single(places)
 
     def _latin_near(self, length: int, limit: int) -> list[str]:
-        """The Latin keys within LIMIT edits of some word of LENGTH could be: those whose length is within
-        LIMIT of it (an edit changes the length by one at most). Scanning only these, not all 2,889, took
+        """The Latin keys that a word of LENGTH can be within LIMIT edits of: those whose length is within
+        LIMIT of LENGTH (an edit changes a length by one at most). Scanning only these, not all 2,889, took
         a misspelled name's repair from 146 to 53 us."""
         window = self._latin_windows.get((length, limit))
         if window is None:
