@@ -13,6 +13,8 @@ import time
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hybrid_weather.agent.llm import ModelTable, Usage
 from hybrid_weather.router import HybridRouter, LLMUnavailable
@@ -395,3 +397,18 @@ def test_row_ids_stay_unique_when_the_program_seeds_random_and_after_a_fork():
         os._exit(0)
     os.waitpid(child, 0)
     assert os.read(reader, 100).decode() != row_format.row(entry)[0]
+
+
+@settings(max_examples=3_000)
+@given(
+    st.floats(min_value=0, max_value=4.2e9)
+    | st.builds(lambda second, tail: second + tail, st.integers(0, 4_200_000_000),
+                st.sampled_from([0.0, 0.5, 0.4999995, 0.5000005, 0.9999995, 0.9999999, 0.0000005]))
+)  # fmt: skip
+def test_row_times_are_written_as_datetime_writes_them(timestamp):
+    # The writer formats a row's time itself (kept per second, three times faster); it must be the string
+    # datetime makes, rounding of the microseconds and its carry into the next second included.
+    from hybrid_weather.router.ledger.rows import utc_isoformat
+
+    expected = dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).isoformat(timespec="microseconds")
+    assert utc_isoformat(timestamp) == expected
