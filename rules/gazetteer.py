@@ -7,6 +7,7 @@ since common words such as 背景/程度 sound like 北京/成都) → unknown.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable
@@ -356,6 +357,7 @@ _FUZZY_INITIALS = (("zh", "z"), ("ch", "c"), ("sh", "s"), ("l", "n"))
 _FUZZY_FINALS = (("iang", "ian"), ("uang", "uan"), ("ang", "an"), ("eng", "en"), ("ing", "in"))
 
 
+@functools.cache  # a few hundred syllables, each asked for again and again: 49 -> 26 us a four-character repair
 def _fuzzy_syllable(syllable: str) -> str:
     for a, b in _FUZZY_INITIALS:
         if syllable.startswith(a):
