@@ -386,4 +386,6 @@ _NO_TONES = str.maketrans("", "", "0123456789 ")
 
 
 def _latin_key(word: str) -> str:
-    return "".join(ch for ch in word.lower() if ch.isalpha())
+    word = word.lower()
+    # Most words are letters only (shanghai, tokyo): the key is the word, without a pass over its characters.
+    return word if word.isalpha() else "".join(ch for ch in word if ch.isalpha())
