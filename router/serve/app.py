@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import logging
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -223,13 +224,18 @@ class Service:
 
     def _saved(self, answer: Any) -> float | None:
         """What answering without a model saved: the all-LLM baseline of this answer (rule and clarify)."""
-        if answer.route == "llm":
-            return None
+        return None if answer.route == "llm" else self._baseline_cost(len(answer.decision.cities))
+
+    @functools.cached_property
+    def _baseline_cost(self) -> Callable[[int], float | None]:
+        """default_baseline_cost for the configured table and model, by number of places: bound once, not
+        imported and looked up again for every answer."""
         from ..ledger import default_baseline_cost
 
         parts = self.router.parts
-        model = parts.settings.model or parts.models.default_model
-        return default_baseline_cost(parts.models, model, len(answer.decision.cities))
+        return functools.partial(
+            default_baseline_cost, parts.models, parts.settings.model or parts.models.default_model
+        )
 
     def _report(self, read: Any) -> Any:
         ledger = self.router.ledger
