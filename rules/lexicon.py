@@ -58,14 +58,12 @@ class Lexicon:
         #: 降温 / 回暖: a change from today, so the asked day is compared with today.
         self.trend: dict[str, str] = {w: way for way, words in data["trend"].items() for w in words}
         self._open_category = {m: category for category, markers in data["open_ended"].items() for m in markers}
-        # One alternation, longest marker first, so the reason names the most specific marker.
-        self._open_pattern = re.compile(
-            "|".join(re.escape(m) for m in sorted(self._open_category, key=len, reverse=True))
-        )
+        # Longest marker first, so the reason names the most specific marker.
+        self._open_pattern = _longest_first(self._open_category)
         # Aspect words that hold an open-ended marker (几点日出 holds 几点, which alone asks for knowledge):
         # inside them the marker asks nothing open.
-        shielding = sorted((w for w in self.aspect_of if self._open_pattern.search(w)), key=len, reverse=True)
-        self._shielding = re.compile("|".join(re.escape(w) for w in shielding)) if shielding else None
+        shielding = [w for w in self.aspect_of if self._open_pattern.search(w)]
+        self._shielding = _longest_first(shielding) if shielding else None
         #: The other roles of English and pinyin words: filler or conjunction.
         self.latin_role: dict[str, str] = {
             w: role for role, words in data["latin"].items() if not role.startswith("aspect:") for w in words
@@ -115,3 +113,8 @@ class Lexicon:
 
     def _shielded(self, text: str) -> str:
         return self._shielding.sub(" ", text) if self._shielding is not None else text
+
+
+def _longest_first(words: Iterable[str]) -> re.Pattern[str]:
+    """One alternation of WORDS that, where several start at one position, matches the longest."""
+    return re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
