@@ -93,17 +93,28 @@ def test_no_open_ended_trap_takes_the_rule_route(router):
 def test_the_memo_gives_every_question_the_decision_a_fresh_parse_gives():
     memo = HybridRouter()
     questions = [(case["query"], dt.date.fromisoformat(case["today"])) for case in CASES]
-    first = [memo.route(q, today=day) for q, day in questions]  # fills the memo
-    again = [memo.route(q, today=day) for q, day in questions]  # read from it
+    first = [memo.route(q, today=day) for q, day in questions]  # asked once: not kept
+    second = [memo.route(q, today=day) for q, day in questions]  # asked again: kept
     parser = memo.parts.parser
+    assert parser._alone.cache_info().currsize == len(set(questions))
+    again = [memo.route(q, today=day) for q, day in questions]  # read from the memo
+    assert parser._alone.cache_info().hits >= len(questions)
     fresh = [parser._decide_text(q, day) for q, day in questions]  # the same parser, bypassing the memo
-    assert again == first == fresh
+    assert again == second == first == fresh
+
+
+def test_a_question_asked_once_is_not_kept():
+    # Most distinct questions come once: keeping each would push a kept one out for nothing.
+    router = HybridRouter()
+    router.route("北京明天会下雨吗", today=dt.date(2026, 11, 29))
+    assert router.parts.parser._alone.cache_info().currsize == 0
 
 
 def test_a_caller_cannot_change_what_the_memo_gives_the_next_caller():
     router = HybridRouter()
     day = dt.date(2026, 11, 29)
-    decision = router.route("北京和上海明天哪个冷", today=day)
+    router.route("北京和上海明天哪个冷", today=day)
+    decision = router.route("北京和上海明天哪个冷", today=day)  # the second asking: kept in the memo
     decision.cities.append("广州市")
     decision.dates.clear()
     decision.places.clear()
