@@ -1,9 +1,13 @@
 """One test per date form (today is Sunday 2026-11-29 throughout)."""
 
 import datetime as dt
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from hybrid_weather.rules import dates
 from hybrid_weather.rules.dates import date_words, find_dates, parse_number
 
 TODAY = dt.date(2026, 11, 29)  # a Sunday
@@ -159,3 +163,26 @@ def test_the_days_of_a_span_are_in_order_without_repeats():
         for text in texts:
             for span in find_dates(text, today):
                 assert list(span.dates) == sorted(set(span.dates)), (text, today, span)
+
+
+_KINDS = dates._han_kinds(*dates._han_words())
+# Questions made of dates of every kind (drawn from each kind's own pattern) and of the pieces around and
+# between them: near-dates, the characters dates are made of, a question's words.
+_PIECES = st.sampled_from(sorted(set("0123456789一二两三十年月日号个的了./-~ 北京气温吗a") | {"今后", "周末", "星期"}))
+_DATE_TEXT = st.lists(st.one_of(_PIECES, *(st.from_regex(re.compile(p), fullmatch=True) for _, p in _KINDS)),
+                      max_size=5).map("".join)  # fmt: skip
+
+
+def _found(matches):
+    return [(m.span(), m.lastgroup, {k: v for k, v in m.groupdict().items() if v is not None}) for m in matches]
+
+
+@settings(max_examples=2000)
+@given(_DATE_TEXT)
+def test_the_scan_finds_what_one_pattern_of_every_kind_finds(text):
+    # The scan tries, at a character, only the kinds of date stated to start with it. One pattern that tries
+    # every kind at every position where any may start must find the same: a kind whose start characters
+    # were stated wrong would find a date the scan misses.
+    starts = "".join(sorted(set().union(*(chars for chars, _ in _KINDS))))
+    every_kind = re.compile(f"(?=[{re.escape(starts)}])(?:" + "|".join(pattern for _, pattern in _KINDS) + ")")
+    assert _found(dates._han_matches(text)) == _found(every_kind.finditer(text))
