@@ -34,6 +34,12 @@ class SoundAlikes:
             if 1 <= len(word) <= _MAX_WORD_CHARS and all(ch in self._table for ch in word):
                 for key in self._keys(word):
                     self._words[key].add(word)
+        # For the words of each length, the syllables at each place in them: most windows a repair tries
+        # have a character whose every sound is at no word's place there, and need not be read whole.
+        self._syllables_at: dict[int, list[frozenset[str]]] = {
+            length: [frozenset(key[at] for key in self._words if len(key) == length) for at in range(length)]
+            for length in range(1, _MAX_WORD_CHARS + 1)
+        }
 
     def _toneless(self, char: str) -> list[str] | None:
         readings = self._readings.get(char)
@@ -55,6 +61,15 @@ class SoundAlikes:
         for length in range(_MAX_WORD_CHARS, end - start - 1, -1):
             for first in range(max(0, end - length), min(start, len(text) - length) + 1):
                 window = text[first : first + length]
+                if not self._may_sound_like_a_word(window):
+                    continue
                 words = {w for key in self._keys(window) for w in self._words.get(key, ())} - {window}
                 for word in sorted(words, key=lambda w: (w not in self._content, w)):
                     yield text[:first] + word + text[first + length :], window, word
+
+    def _may_sound_like_a_word(self, window: str) -> bool:
+        """False when a character of WINDOW has no sound that a word of its length has at its place."""
+        for syllables, char in zip(self._syllables_at[len(window)], window, strict=True):
+            if syllables.isdisjoint(self._toneless(char) or ()):
+                return False
+        return True

@@ -1,0 +1,84 @@
+"""The shortcuts in front of the typo repairs skip only work that could find nothing: with them and without
+them, a repair finds the same. Words are drawn as real names and router words with characters swapped for
+others of the same sound, so that both repairs and near misses come up."""
+
+import functools
+import itertools
+from collections import defaultdict
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hybrid_weather.router import HybridRouter
+from hybrid_weather.rules import gazetteer as gazetteer_module
+from hybrid_weather.rules import sound_alike
+from hybrid_weather.rules._data import load_table
+
+
+@pytest.fixture(scope="module")
+def reader():
+    reader = HybridRouter(ledger="off").parts.parser.reader
+    reader.gazetteer.repair("杭洲")  # the repair index, built on the first typo
+    return reader
+
+
+@pytest.fixture(scope="module")
+def names(reader):
+    """Place names, misheard: a strategy."""
+    return _misheard(sorted(w for w in reader.gazetteer.words() if 2 <= len(w) <= 5))
+
+
+@pytest.fixture(scope="module")
+def router_words(reader):
+    """The words a sound-alike repair may produce, misheard: a strategy."""
+    return _misheard(sorted(set(itertools.chain.from_iterable(reader.sound_alikes._words.values()))))
+
+
+@functools.cache
+def _same_sound() -> dict[str, list[str]]:
+    """Each character's homophones (any toneless reading shared)."""
+    by_sound: dict[str, set[str]] = defaultdict(set)
+    for char, toned in load_table("pinyin")["readings"].items():
+        for reading in toned.split(","):
+            by_sound[reading.rstrip("012345")].add(char)
+    alike: dict[str, set[str]] = defaultdict(set)
+    for chars in by_sound.values():
+        for char in chars:
+            alike[char] |= chars
+    return {char: sorted(chars)[:60] for char, chars in alike.items()}
+
+
+def _misheard(words: list[str]) -> st.SearchStrategy[str]:
+    """One of WORDS with some of its characters swapped for homophones, or a few characters of anything."""
+    alike = _same_sound()
+    swapped = st.sampled_from(words).flatmap(
+        lambda w: st.tuples(*(st.sampled_from([ch, *alike.get(ch, [])]) for ch in w)).map("".join)
+    )
+    return swapped | st.text(alphabet=sorted(alike)[:3000], min_size=1, max_size=4)
+
+
+@settings(max_examples=600, deadline=None)
+@given(data=st.data())
+def test_a_place_repair_finds_the_same_with_and_without_its_shortcut(reader, names, data):
+    index = reader.gazetteer._repair_index
+    word = data.draw(names)
+    found = index.find(word)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gazetteer_module._PinyinIndex, "_may_be_a_name", lambda self, word, per_char: True)
+        assert index.find(word) == found
+
+
+@settings(max_examples=600, deadline=None)
+@given(data=st.data())
+def test_sound_alike_rewrites_are_the_same_with_and_without_their_shortcut(reader, router_words, data):
+    sound_alikes = reader.sound_alikes
+    word = data.draw(router_words)
+    before = data.draw(st.sampled_from(["", "北京", "明天", "今天的"]))
+    after = data.draw(st.sampled_from(["", "吗", "怎么样"]))
+    text = before + word + after
+    start, end = len(before), len(before) + len(word)
+    found = list(sound_alikes.rewrites(text, start, end))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sound_alike.SoundAlikes, "_may_sound_like_a_word", lambda self, window: True)
+        assert list(sound_alikes.rewrites(text, start, end)) == found
