@@ -156,10 +156,16 @@ class Gazetteer:
         """Whether WORD names a place (cheaper than lookup() when the place itself is not needed)."""
         return word in self._nicknames or word in self._ambiguous or word in self._by_word
 
-    def lookup_latin(self, word: str) -> PlaceMatch | None:
-        """Resolve English or toneless pinyin (shanghai, new york, xi'an)."""
-        found = self._latin.get(_latin_key(word))
-        return PlaceMatch(_most_likely(found), "latin") if found else None
+    def lookup_latin(self, words: list[str]) -> tuple[int, PlaceMatch | None]:
+        """The longest run of WORDS from the first that names a place in English or toneless pinyin
+        (new york city, xiamen, xi'an), as (its number of words, the match); (0, None) when none does.
+        Each word's key is made once for the runs of every length."""
+        keys = [_latin_key(word) for word in words]
+        for size in range(len(keys), 0, -1):
+            found = self._latin.get("".join(keys[:size]) if size > 1 else keys[0])
+            if found:
+                return size, PlaceMatch(_most_likely(found), "latin")
+        return 0, None
 
     def repair_latin(self, word: str) -> Place | None:
         """The place a misspelled English or pinyin name means (shangahi, bejing), or None.
@@ -413,5 +419,9 @@ _NO_TONE_DIGITS = str.maketrans("", "", "0123456789")
 
 def _latin_key(word: str) -> str:
     word = word.lower()
-    # Most words are letters only (shanghai, tokyo): the key is the word, without a pass over its characters.
-    return word if word.isalpha() else "".join(ch for ch in word if ch.isalpha())
+    # Most words are letters only (shanghai, tokyo), and the reader's windows of words letters and spaces
+    # (new york, in xiamen on): the key without a pass over its characters in Python.
+    if word.isalpha():
+        return word
+    joined = word.replace(" ", "")
+    return joined if joined.isalpha() else "".join(ch for ch in word if ch.isalpha())

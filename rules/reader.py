@@ -190,11 +190,10 @@ class Reader:
             if token is None or not token.isascii() or not token[0].isalpha():
                 break
             words.append(token)
-        for size in range(len(words), 0, -1):
-            match = self.gazetteer.lookup_latin(" ".join(words[:size]))
-            if match is not None:
-                self._add_place(reading, index, " ".join(words[:size]), match)
-                return index + size
+        size, match = self.gazetteer.lookup_latin(words)
+        if match is not None:
+            self._add_place(reading, index, " ".join(words[:size]), match)
+            return index + size
         lexicon, word = self.lexicon, words[0]
         role = lexicon.latin_role.get(word, "")
         if word in lexicon.aspect_of:  # pm2.5, aqi
