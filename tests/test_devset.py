@@ -122,7 +122,7 @@ def test_a_caller_cannot_change_what_the_memo_gives_the_next_caller():
     assert again.cities == ["北京市", "上海市"] and again.dates == [dt.date(2026, 11, 30)] and len(again.places) == 2
 
 
-def test_a_decision_with_its_own_lists_keeps_every_field():
+def test_the_fast_copies_of_a_decision_keep_every_field():
     import dataclasses
 
     from hybrid_weather.router.understand import Decision
@@ -132,3 +132,4 @@ def test_a_decision_with_its_own_lists_keeps_every_field():
     original = Decision(**values)
     copy = original.with_own_lists()
     assert copy == original and copy.cities is not original.cities and copy.places is not original.places
+    assert original.with_reason("another reason") == dataclasses.replace(original, reason="another reason")

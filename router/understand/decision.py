@@ -52,6 +52,15 @@ class Decision:
             self.clarification, self.hours, self.unknown_words, self.unknown_place,
         )  # fmt: skip
 
+    def with_reason(self, reason: str) -> Decision:
+        """This Decision with another REASON (a repair or a borrowed context said in it): what
+        dataclasses.replace does in a third of its time (2.9 -> 0.9 us). tests/test_devset.py checks it keeps
+        every field."""
+        return assembled(
+            self.route, self.cities, self.dates, self.aspect, reason, self.places, self.compare, self.clarification,
+            self.hours, self.unknown_words, self.unknown_place,
+        )  # fmt: skip
+
     def to_json(self, query: str) -> dict[str, Any]:
         """The `route --json` object (docs/contracts.md): exactly these keys."""
         return {

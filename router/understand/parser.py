@@ -8,7 +8,6 @@ wrong rule answer — the worst outcome — rare.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import functools
 from collections.abc import Mapping
@@ -120,7 +119,7 @@ class QueryParser:
                     break
                 repaired, _ = self._parse(rewritten, today, context, recent_places, found)
                 if repaired.route == "rule":
-                    return dataclasses.replace(repaired, reason=f"{repaired.reason}; sound-alike: {window}→{word}")
+                    return repaired.with_reason(f"{repaired.reason}; sound-alike: {window}→{word}")
         return decision
 
     def _parse(
@@ -169,7 +168,7 @@ class QueryParser:
             )
         decision = self._decide(reading, dates, today, spans)
         if borrowed and decision.route == "rule":
-            decision = dataclasses.replace(decision, reason=f"{decision.reason}; from context: {borrowed}")
+            decision = decision.with_reason(f"{decision.reason}; from context: {borrowed}")
         return decision, []
 
     def _apply_corrections(
