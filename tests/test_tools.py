@@ -7,7 +7,7 @@ import datetime as dt
 import json
 import threading
 import time
-from typing import Literal
+from typing import Annotated, Literal
 
 import pytest
 from test_llm import ledger_rows
@@ -69,6 +69,35 @@ def test_the_schema_comes_from_the_type_hints_and_the_docstring():
         "tags": {"type": "array", "items": {"type": "string"}},
     }  # context is filled in by the router, never shown to the model
     assert book_room("x", 1, context=None) == {}  # the decorator returns the function unchanged
+
+
+#: One description for the same parameter of several tools.
+City = Annotated[str, "the city, as the user said it"]
+
+
+def test_an_annotated_parameter_carries_its_description():
+    @tool
+    def hotels(city: City, stars: Annotated[int | None, "at least this many stars"] = None) -> list[str]:
+        """Hotels in a city."""
+        return []
+
+    @tool
+    def museums(city: City) -> list[str]:
+        """Museums in a city.
+
+        Args:
+            city: a city with museums
+        """
+        return []
+
+    properties = hotels.__hybrid_weather_tool__.schema["function"]["parameters"]["properties"]
+    assert properties == {
+        "city": {"type": "string", "description": "the city, as the user said it"},
+        "stars": {"type": "integer", "description": "at least this many stars"},
+    }
+    # The docstring's Args: line, when there is one, is what the model reads.
+    museum_city = museums.__hybrid_weather_tool__.schema["function"]["parameters"]["properties"]["city"]
+    assert museum_city == {"type": "string", "description": "a city with museums"}
 
 
 def test_name_and_description_can_be_given():

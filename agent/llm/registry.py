@@ -16,7 +16,9 @@
 
 The JSON schema the model sees comes from the signature: str, int, float, bool, Literal[...] (an enum),
 list[...] and dict; a parameter without a default is required; `X | None = None` is optional. The
-description is the docstring's first paragraph, each parameter's the line its `Args:` section gives it.
+description is the docstring's first paragraph, each parameter's the line its `Args:` section gives it,
+or else the text of an `Annotated[type, "description"]` hint (one description for the parameters of
+several tools).
 A parameter annotated ToolContext is not shown to the model: it receives the question's `today` and the
 request's deadline. Sync and async functions both work; each call ends by the request's deadline (a
 sync function that overruns is left behind in a daemon thread, its result ignored). What the function
@@ -37,7 +39,7 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 #: Characters of a tool's result the model is sent at the most: a tool that returns a whole web page would
 #: otherwise spend the request's token budget in one call.
@@ -167,7 +169,7 @@ def build_tool(fn: Callable[..., Any], *, name: str | None = None, description: 
     if not text:
         raise TypeError(f"tool {tool_name}: give it a docstring (or description=): the model reads it to choose")
     try:
-        hints = typing.get_type_hints(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
     except (NameError, TypeError) as error:  # a hint naming what the function's module cannot see
         raise TypeError(f"tool {tool_name}: its type hints cannot be read ({error})") from None
     properties: dict[str, Any] = {}
@@ -176,15 +178,15 @@ def build_tool(fn: Callable[..., Any], *, name: str | None = None, description: 
     for parameter in inspect.signature(fn).parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             raise TypeError(f"tool {tool_name}: *{parameter.name} cannot be described to the model")
-        hint = hints.get(parameter.name)
+        hint, noted = _annotated(hints.get(parameter.name))
         if hint is ToolContext:
             context = parameter.name
             continue
         if hint is None:
             raise TypeError(f"tool {tool_name}: parameter {parameter.name} needs a type hint")
         schema, optional = _json_schema(hint, f"tool {tool_name}: parameter {parameter.name}")
-        if parameter.name in documented:
-            schema["description"] = documented[parameter.name]
+        if parameter.name in documented or noted:
+            schema["description"] = documented.get(parameter.name) or noted
         if parameter.default is parameter.empty:
             if optional:
                 raise TypeError(f"tool {tool_name}: parameter {parameter.name} may be None, so give it a default")
@@ -197,6 +199,13 @@ def build_tool(fn: Callable[..., Any], *, name: str | None = None, description: 
 
 
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _annotated(hint: Any) -> tuple[Any, str | None]:
+    """(the type, its description) of Annotated[type, "description"]; (HINT, None) for any other hint."""
+    if get_origin(hint) is not Annotated:
+        return hint, None
+    return hint.__origin__, next((m for m in hint.__metadata__ if isinstance(m, str)), None)
 
 
 def _json_schema(hint: Any, where: str) -> tuple[dict[str, Any], bool]:

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from hybrid_weather.rules import Place, Reader, find_dates, great_circle_km, normalize
 
@@ -22,6 +22,11 @@ from ..weather import Fetched, WeatherService, past_days_for, to_jsonable
 from .registry import MAX_RESULT_CHARS, Tool, ToolContext, ToolError, build_tool, to_content, tool_of
 
 logger = logging.getLogger("hybrid_weather")
+
+#: A place, as the built-in tools describe it to the model.
+PlaceName = Annotated[str, "地点名称，如“上海”“北京朝阳区”“东京”，一次一个地点"]
+#: A day or days, as the built-in tools describe them to the model.
+DateWords = Annotated[str | None, "日期或范围，如“今天”“明天”“周六”“2026-12-01”“未来三天”；不填表示今天"]
 
 #: The tools that look up the weather: an LLM answer that only called these, about one place and day,
 #: is one the rules could have given (the ledger's plain_lookup).
@@ -99,30 +104,16 @@ class ToolBox:
 
     # -- the built-in tools --------------------------------------------------------------------------
 
-    def get_weather(self, place: str, context: ToolContext, date: str | None = None) -> dict[str, Any]:
-        """查询一个地点某天或几天的天气预报：天气状况、最高和最低气温、降水概率和降水量、风力、湿度。
-
-        Args:
-            place: 地点名称，如“上海”“北京朝阳区”“东京”，一次一个地点
-            date: 日期或范围，如“今天”“明天”“周六”“2026-12-01”“未来三天”；不填表示今天
-        """
+    def get_weather(self, place: PlaceName, context: ToolContext, date: DateWords = None) -> dict[str, Any]:
+        """查询一个地点某天或几天的天气预报：天气状况、最高和最低气温、降水概率和降水量、风力、湿度。"""
         return self._days(place, date, context, air=False)
 
-    def get_air_quality(self, place: str, context: ToolContext, date: str | None = None) -> dict[str, Any]:
-        """查询一个地点某天或几天的空气质量：AQI 及等级、PM2.5、PM10。
-
-        Args:
-            place: 地点名称，如“上海”“北京朝阳区”“东京”，一次一个地点
-            date: 日期或范围，如“今天”“明天”“周六”“2026-12-01”“未来三天”；不填表示今天
-        """
+    def get_air_quality(self, place: PlaceName, context: ToolContext, date: DateWords = None) -> dict[str, Any]:
+        """查询一个地点某天或几天的空气质量：AQI 及等级、PM2.5、PM10。"""
         return self._days(place, date, context, air=True)
 
-    def get_current_weather(self, place: str, context: ToolContext) -> dict[str, Any]:
-        """查询一个地点此刻的实况：天气状况、气温、湿度。
-
-        Args:
-            place: 地点名称，如“上海”“北京朝阳区”“东京”，一次一个地点
-        """
+    def get_current_weather(self, place: PlaceName, context: ToolContext) -> dict[str, Any]:
+        """查询一个地点此刻的实况：天气状况、气温、湿度。"""
         found = self._place(place, context.deadline)
         fetched = self._fetched(found, lambda: self.service.forecast(found, 1, context.deadline))
         return self._with_source({"place": found.name, "current": to_jsonable(fetched.value.current)}, fetched)
