@@ -49,16 +49,16 @@ class Tokenizer:
                 tokens.append(run)
         return tokens
 
-    def _segment(self, han: str) -> list[str]:
+    def _segment(self, han: str) -> tuple[str, ...]:
         # Questions repeat their pieces (天气, 会下雨吗, 明天): a run seen before is not segmented again.
         # A plain dict, emptied when full: reads and writes of one key are atomic under the GIL, and a
-        # race only segments a run twice.
+        # race only segments a run twice. The kept tuple is only ever copied out, never handed out.
         words = self._memo.get(han)
         if words is None:
             if len(self._memo) >= _MEMO_SIZE:
                 self._memo.clear()
             words = self._memo[han] = self._segment_once(han)
-        return list(words)
+        return words
 
     def _segment_once(self, han: str) -> tuple[str, ...]:
         # jieba's own maximum-probability path over its word graph (what cut(HMM=False) does), called
