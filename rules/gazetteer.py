@@ -372,7 +372,7 @@ class _PinyinIndex:
         """False when no reading of WORD, fuzzy and with every reading of each character, is a name's: what
         any stage of find() matches is one of these. A character with no sound at its place in a name of
         its length ends it at once (明添, 霍格沃茨: 1 us, not 5-26); else the fuzzy readings are looked up
-        whole (一共: 17 -> 3 us), unless there are too many of them to be cheaper than find() itself."""
+        whole (一共: 17 -> 2 us), unless there are too many of them to be cheaper than find() itself."""
         places = self.fuzzy_at.get(len(word))
         if places is None:
             return False
@@ -426,8 +426,8 @@ _NO_TONE_DIGITS = str.maketrans("", "", "0123456789")
 
 def _latin_key(word: str) -> str:
     word = word.lower()
-    # Most words are letters only (shanghai, tokyo), and the reader's windows of words letters and spaces
-    # (new york, in xiamen on): the key without a pass over its characters in Python.
+    # Most words are letters only (shanghai, tokyo) and most names of several words letters and spaces (new
+    # york): the key without a pass over its characters in Python.
     if word.isalpha():
         return word
     joined = word.replace(" ", "")
