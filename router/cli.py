@@ -614,7 +614,7 @@ def simulate(log: TextIO, model: str | None, per_day: int | None, as_json: bool,
     from .ledger import simulate as project
 
     with _errors_as_exit_codes(), HybridRouter(ledger="off") as router:
-        chosen = model or router.settings.model or router.models.default_model
+        chosen = model or router.parts.model
         if router.models.get(chosen) is None:
             raise click.BadParameter(
                 f"no price for model {chosen!r}; add it to {router.settings.home_dir() / 'models.json'}",

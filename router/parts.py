@@ -111,6 +111,12 @@ class Parts:
     def models(self) -> ModelTable:
         return ModelTable(self.settings.home_dir() / "models.json")
 
+    @property
+    def model(self) -> str:
+        """The model LLM answers use and the all-LLM baseline is priced on: HYBRID_WEATHER_MODEL, else the
+        price table's default."""
+        return self.settings.model or self.models.default_model
+
     @lazy_part
     def ledger(self) -> Ledger | SpoolLedger | None:
         """The request ledger, or None when it is off (ledger="off" or HYBRID_WEATHER_LEDGER=off, any case).
@@ -123,7 +129,7 @@ class Parts:
             return None
         from .ledger import Ledger, SpoolLedger
 
-        models, model, queries = self.models, self.settings.model, self.settings.ledger_queries
+        models, model, queries = self.models, self.model, self.settings.ledger_queries
         setting = "the ledger= argument" if self._ledger else self.settings.ledger_setting()
         spool, keep_days = self.settings.spool_for(location), self.settings.keep_days(location)
         sizing = {"queue_size": self._ledger_queue} if self._ledger_queue else {}
@@ -148,7 +154,7 @@ class Parts:
         settings = self.settings
         if self.models.problem:
             raise ConfigurationError(self.models.problem)
-        model = settings.model or self.models.default_model
+        model = self.model
         facts = self.models.get(model)
         if facts and facts.retires_on and facts.retires_on <= today_in_china().isoformat():
             logger.warning(

@@ -233,9 +233,7 @@ class Service:
         from ..ledger import default_baseline_cost
 
         parts = self.router.parts
-        return functools.partial(
-            default_baseline_cost, parts.models, parts.settings.model or parts.models.default_model
-        )
+        return functools.partial(default_baseline_cost, parts.models, parts.model)
 
     def _report(self, read: Any) -> Any:
         ledger = self.router.ledger
