@@ -80,3 +80,40 @@ def service_missing(reason: str) -> None:
 def subprocess_env(**values: str) -> dict[str, str]:
     """The isolated environment of this test, with VALUES set: for every process a test starts."""
     return {**os.environ, **values}
+
+
+def rows_of_every_width(started_at: float):
+    """Ledger entries whose rows take each width (rows.ANSWER_WIDTH): rule answers, which leave the LLM's
+    columns empty and omit them, beside requests that fill one or more of those columns — and what each
+    must store in them, by query."""
+    from hybrid_weather.agent.llm import Usage
+    from hybrid_weather.router.ledger import LedgerEntry
+
+    llm_columns = ("model", "prompt_tokens", "cached_tokens", "completion_tokens", "llm_attempts", "session_id",
+                   "llm_loops", "tool_calls", "tool_failures", "agreement", "unknown_words", "plain_lookup",
+                   "invalid")  # fmt: skip
+
+    def rule(query: str, **fields) -> LedgerEntry:
+        values = {"places": ("上海市",), "provider": "demo", "cache_hit": True, "days": 1, **fields}
+        return LedgerEntry(started_at=started_at, route="rule", query=query, **values)
+
+    llm = LedgerEntry(
+        started_at=started_at, route="llm", query="llm", model="m-1", usage=Usage(100, 20, 30), llm_attempts=1,
+        llm_loops=2, tool_calls=1, tool_failures=0, plain_lookup=True, unknown_words=("遛狗",), cost_usd=0.001,
+    )  # fmt: skip
+    failed = LedgerEntry(started_at=started_at, route="llm", query="failed", outcome="LLMUnavailable", llm_attempts=3)
+    filled_by_llm = {
+        "model": "m-1", "prompt_tokens": 100, "cached_tokens": 20, "completion_tokens": 30, "llm_attempts": 1,
+        "llm_loops": 2, "tool_calls": 1, "tool_failures": 0, "plain_lookup": 1, "unknown_words": '["遛狗"]',
+    }  # fmt: skip
+    cases = [
+        (rule("rule-1"), {}),
+        (rule("session", session_id="s-1"), {"session_id": "s-1"}),
+        (rule("rule-2"), {}),
+        (rule("invalid", cache_hit=None, cost_usd=float("nan")), {"invalid": '["cost_usd"]'}),
+        (llm, filled_by_llm),
+        (failed, {"llm_attempts": 3}),
+        (rule("rule-3"), {}),
+    ]
+    empty = dict.fromkeys(llm_columns)
+    return [entry for entry, _ in cases], {entry.query: {**empty, **filled} for entry, filled in cases}

@@ -21,6 +21,8 @@ from hybrid_weather.router import HybridRouter, LLMUnavailable
 from hybrid_weather.router.cli import cli
 from hybrid_weather.router.ledger import MIGRATIONS, Ledger, LedgerEntry, mask_personal_data, migrate, savings_report
 
+from conftest import rows_of_every_width
+
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 
 
@@ -122,6 +124,33 @@ def test_ids_sort_by_time(tmp_path):
     ledger.close()
     with sqlite3.connect(tmp_path / "l.db") as db:
         assert [r[0] for r in db.execute("SELECT query FROM requests ORDER BY id")] == [str(i) for i in range(50)]
+
+
+@pytest.mark.parametrize("way", ["written", "spooled and written back"])
+def test_rows_of_every_width_in_one_batch_store_every_column(tmp_path, way):
+    # Rule rows omit the columns only LLM, failed or session requests fill; a batch that mixes them must
+    # still store each row's every column, straight away or by way of the spool.
+    entries, expected = rows_of_every_width(time.time())
+    path = tmp_path / "l.db"
+    ledger = Ledger(path)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    if way != "written":
+        blocker.execute("BEGIN EXCLUSIVE")  # the database is away: the batch goes to the spool
+    for entry in entries:
+        ledger.record(entry)
+    ledger.close()
+    if way != "written":
+        blocker.execute("ROLLBACK")
+        assert count(path) == 0
+        Ledger(path).close()  # written back
+    blocker.close()
+    with sqlite3.connect(path) as db:
+        db.row_factory = sqlite3.Row
+        stored = {row["query"]: dict(row) for row in db.execute("SELECT * FROM requests")}
+    assert sorted(stored) == sorted(expected)
+    for query, columns in expected.items():
+        assert {name: stored[query][name] for name in columns} == columns, query
+        assert stored[query]["route"] in {"rule", "llm"} and stored[query]["datetime_utc"].endswith("+00:00")
 
 
 # -- load, crash, migration --------------------------------------------------------------------------

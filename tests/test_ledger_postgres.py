@@ -20,7 +20,7 @@ import pytest
 from hybrid_weather.agent.llm.models import ModelTable, Usage
 from hybrid_weather.router.ledger import MIGRATIONS, Ledger, LedgerEntry
 
-from conftest import service_missing, subprocess_env
+from conftest import rows_of_every_width, service_missing, subprocess_env
 from fake_weather import free_port
 
 BASE_URL = os.environ.get("HYBRID_WEATHER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -117,6 +117,29 @@ def test_the_schema_is_created_on_first_use_with_the_same_migrations_in_postgres
     again = Ledger(pg_url)  # a second process (or host) opening it finds it made: nothing applied twice
     again.close()
     assert stored(pg_url, "SELECT count(*) FROM _hybrid_weather_migrations")[0][0] == len(MIGRATIONS)
+
+
+def test_rows_of_every_width_in_one_batch_store_every_column(pg_url):
+    # Rule rows omit the columns only LLM, failed or session requests fill; COPY takes them whole.
+    entries, expected = rows_of_every_width(time.time())
+    ledger = Ledger(pg_url)
+    for entry in entries:
+        ledger.record(entry)
+    ledger.close()
+    import psycopg
+    from psycopg.rows import dict_row
+
+    with psycopg.connect(pg_url, row_factory=dict_row) as db:
+        stored_rows = {row["query"]: row for row in db.execute("SELECT * FROM requests").fetchall()}
+
+    def as_sqlite(value):  # booleans and jsonb as the SQLite ledger keeps them
+        if isinstance(value, bool):
+            return int(value)
+        return json.dumps(value, ensure_ascii=False) if isinstance(value, list) else value
+
+    assert sorted(stored_rows) == sorted(expected)
+    for query, columns in expected.items():
+        assert {name: as_sqlite(stored_rows[query][name]) for name in columns} == columns, query
 
 
 def test_four_processes_of_5000_asks_store_exactly_20000_rows(pg_url):

@@ -18,7 +18,7 @@ from psycopg import errors
 from ..settings import redact
 from .migrations import MIGRATIONS_TABLE
 from .rollup import LATENCY_BOUNDS_MS, POSTGRES, ROLLUP_KEY, ROLLUP_SUMS
-from .rows import COLUMNS
+from .rows import COLUMNS, padded
 
 #: Seconds to wait for a connection, and for one statement of the writer (a report gets longer).
 CONNECT_TIMEOUT = 3
@@ -188,8 +188,8 @@ class PostgresDatabase:
         names = ", ".join(columns)
         with db.transaction(), db.cursor() as cursor:
             with cursor.copy(f"COPY incoming ({names}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
+                for row in rows:  # a row of COLUMNS may stop early (rows.ANSWER_WIDTH): its NULLs put back
+                    copy.write_row(padded(row) if columns is COLUMNS else row)
             cursor.execute(
                 f"INSERT INTO requests ({names}) SELECT {names} FROM incoming ORDER BY id ON CONFLICT (id) DO NOTHING"
             )

@@ -20,9 +20,10 @@ from .rows import COLUMNS, load_secret
 # timeout, so a stuck database cannot hang close() and the writer spools its batch before it.
 _BUSY_TIMEOUT_MS = 1_000
 # A batch is written as multi-row INSERTs, each one execute() whose parameters sqlite3 binds in C: a full
-# batch (512 rows, DEFAULT_BATCH_SIZE) is one statement, one release of the interpreter lock; a smaller
-# one is split in powers of two, so a handful of statement shapes stay in sqlite3's statement cache
-# (preparing a 512-row statement costs ~6 ms; a cached one, nothing). Not the alternatives:
+# batch (512 rows, DEFAULT_BATCH_SIZE) of one width (rule answers all stop at rows.ANSWER_WIDTH) is one
+# statement, one release of the interpreter lock; rows of each width go together, split in powers of two,
+# so a handful of statement shapes stay in sqlite3's statement cache (preparing a 512-row statement costs
+# ~6 ms; a cached one, nothing). Not the alternatives:
 # - not executemany: sqlite3 lets go of the interpreter around every row's step, and a writer thread that
 #   must win it back after each row from a busy request thread (an event loop) managed 157 rows/s;
 # - not one statement over a JSON list (json_each + json_extract per column): SQLite parsing the JSON
@@ -30,23 +31,41 @@ _BUSY_TIMEOUT_MS = 1_000
 #   bench_ledger.py 29,002 -> 47,316 rows/s from 8 threads.
 # The rollup trigger still runs for each row, inside SQLite.
 _MOST_ROWS = 512  # in one statement, where SQLite allows 512 x 30 parameters (3.32 and later: 32,766)
-_ROW = "(" + ", ".join("?" * len(COLUMNS)) + ")"
 
 
-def _rows_per_statement(db: sqlite3.Connection) -> int:
-    """The largest power of two of rows, at most _MOST_ROWS, whose parameters DB takes in one statement."""
+def _rows_per_statement(db: sqlite3.Connection, width: int) -> int:
+    """The largest power of two of rows, at most _MOST_ROWS, whose WIDTH parameters each DB takes in one
+    statement."""
     limit, which = getattr(db, "getlimit", None), getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
     if limit is not None and which is not None:  # Python 3.11+
         parameters = int(limit(which))
     else:
         parameters = 32_766 if sqlite3.sqlite_version_info >= (3, 32) else 999
-    return min(_MOST_ROWS, 1 << (parameters // len(COLUMNS)).bit_length() - 1)
+    return min(_MOST_ROWS, 1 << (parameters // width).bit_length() - 1)
 
 
 @functools.cache
-def _insert(rows: int, once: bool) -> str:
+def _insert(rows: int, width: int, once: bool) -> str:
+    """The statement that stores ROWS rows of the first WIDTH columns (a row may stop early: rows.py)."""
     verb = "INSERT OR IGNORE" if once else "INSERT"  # a replayed row may already be stored: its id says so
-    return f"{verb} INTO requests ({', '.join(COLUMNS)}) VALUES {', '.join([_ROW] * rows)}"
+    row = "(" + ", ".join("?" * width) + ")"
+    return f"{verb} INTO requests ({', '.join(COLUMNS[:width])}) VALUES {', '.join([row] * rows)}"
+
+
+def _statements(db: sqlite3.Connection, rows: Sequence[Sequence[object]], once: bool) -> list[tuple[str, list[object]]]:
+    """ROWS as multi-row INSERTs: rows of one width together, in chunks of powers of two."""
+    by_width: dict[int, list[Sequence[object]]] = {}
+    for row in rows:
+        by_width.setdefault(len(row), []).append(row)
+    statements = []
+    for width, same in by_width.items():
+        most, start = _rows_per_statement(db, width), 0
+        while start < len(same):
+            size = min(most, 1 << (len(same) - start).bit_length() - 1)
+            chunk = same[start : start + size]
+            statements.append((_insert(size, width, once), list(itertools.chain.from_iterable(chunk))))
+            start += size
+    return statements
 
 
 _memory_ids = itertools.count()
@@ -114,21 +133,16 @@ class SQLiteDatabase:
     def write(self, db: sqlite3.Connection, rows: Sequence[Sequence[object]], *, once: bool = False) -> int:
         """ROWS stored in one transaction (rolled back when refused); ONCE skips rows already stored.
         Returns how many were stored."""
-        most = _rows_per_statement(db)
-        sizes: list[int] = []
-        while sum(sizes) < len(rows):
-            sizes.append(min(most, 1 << (len(rows) - sum(sizes)).bit_length() - 1))
+        statements = _statements(db, rows, once)
         try:
             # One statement (a full batch) is a transaction of its own: BEGIN and COMMIT would each let go of
             # the GIL and wait to win it back from a busy request thread (bench_ask: ~5 ms each, a batch).
-            explicit = len(sizes) > 1
+            explicit = len(statements) > 1
             if explicit:
                 db.execute("BEGIN IMMEDIATE")
-            stored, start = 0, 0
-            for size in sizes:
-                chunk = rows[start : start + size]
-                stored += db.execute(_insert(size, once), list(itertools.chain.from_iterable(chunk))).rowcount
-                start += size
+            stored = 0
+            for statement, parameters in statements:
+                stored += db.execute(statement, parameters).rowcount
             if explicit:
                 db.execute("COMMIT")
             return stored

@@ -31,7 +31,7 @@ from hybrid_weather.agent.llm.models import ModelTable
 from ..settings import is_postgres, redact
 from .entry import LedgerEntry
 from .handoff import Handoff
-from .rows import COLUMNS, RowFormat
+from .rows import COLUMNS, RowFormat, padded
 from .spool import Spool, spool_path
 
 logger = logging.getLogger("hybrid_weather")
@@ -79,6 +79,8 @@ def database_for(location: str) -> Database:
         try:
             from .postgres_db import PostgresDatabase
         except ImportError as error:
+            if (error.name or "").startswith("hybrid_weather"):
+                raise  # our own code is broken, not the install: the traceback says where
             raise LedgerUnavailable(
                 f"a PostgreSQL ledger needs psycopg ({error}); install it with: pip install 'hybrid-weather[fleet]'"
             ) from None
@@ -314,7 +316,7 @@ class Ledger:
     def _commit(self, db: Any, batch: list[LedgerEntry]) -> None:
         """BATCH stored, tried COMMIT_ATTEMPTS times; spooled when the database keeps refusing it. A
         connection that breaks raises to the loop, which spools the batch and connects again."""
-        self._in_hand = [self._format.row(entry) for entry in batch]
+        self._in_hand = self._format.rows(batch)
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
                 self.database.write(db, self._in_hand)
@@ -366,13 +368,13 @@ class Ledger:
 
     def _spool(self, entries: list[LedgerEntry], why: str) -> None:
         if entries:
-            self._spool_rows([self._format.row(entry) for entry in entries], why)
+            self._spool_rows(self._format.rows(entries), why)
 
     def _spool_rows(self, rows: list[tuple[object, ...]], why: str) -> None:
         if not rows:
             return
         try:
-            self.spool.append(COLUMNS, rows)
+            self.spool.append(COLUMNS, [padded(row) for row in rows])
         except OSError as error:
             logger.error("ledger: %s, and the spool %s cannot be written (%s): %d rows lost", why, self.spool.path,
                          error, len(rows))  # fmt: skip
@@ -410,7 +412,7 @@ class SpoolLedger:
         row = self._format.row(entry)
         with self._lock:
             try:
-                self.spool.append(COLUMNS, [row])
+                self.spool.append(COLUMNS, [padded(row)])
             except OSError as error:
                 if not self._noted:
                     self.problem = f"{self.problem}; the spool {self.spool.path} cannot be written either ({error})"
