@@ -45,6 +45,10 @@ class Lexicon:
         self.compare = frozenset(data["compare"])
         self.cold = frozenset(data["cold"])
         self.hot = frozenset(data["hot"])
+        #: Words of how the weather feels: cold, hot, and the others (晒, 闷).
+        self.feeling = self.cold | self.hot | frozenset(data["felt"])
+        #: Right after a word of how it feels, how strongly or by whom (冻人, 冻死人, 冷得要命, 冻手); nothing else.
+        self.complements = frozenset(data["complements"])
         #: 两个 → 2, 三个 → 3, 几个 → 0 (all of them): how many places a follow-up refers to.
         self.counts: dict[str, int] = dict(data["counts"])
         #: Fillers after which an unknown word stands where a place would (查一下杭洲的天气, 去纳尼亚).
@@ -76,6 +80,7 @@ class Lexicon:
         yield from self.negations
         yield from self.place_suffixes
         yield from self.distance_links
+        yield from self.complements
         yield from self._open_category
 
     def question_words(self) -> Iterable[str]:

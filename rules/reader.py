@@ -110,6 +110,7 @@ class Reader:
         reading = Reading()
         lexicon = self.lexicon
         index = 0
+        felt_at = -2  # the index of the last word of how the weather feels (冷, 晒), for its complements
         while index < len(tokens):
             token = tokens[index]
             if token is None:
@@ -123,9 +124,13 @@ class Reader:
                 self._add_place(reading, index, token, match)  # 平遥古城: the place itself, or a unit inside
             elif match is not None:
                 self._add_place(reading, index, token, match)
+            elif index == felt_at + 1 and token in lexicon.complements:
+                felt_at = index  # 冻死人了: part of the feeling before it, as 冷死了 is one word
             elif token in lexicon.place_suffixes:
                 pass  # 西塘古镇: the town is the unknown word before it
             elif token in lexicon.aspect_of:
+                if token in lexicon.feeling:
+                    felt_at = index
                 reading.aspects.append(lexicon.aspect_of[token])
                 reading.cold |= token in lexicon.cold
                 reading.hot |= token in lexicon.hot
@@ -142,6 +147,7 @@ class Reader:
             elif token in lexicon.negations:
                 reading.negation_at.append(index)
             elif token in lexicon.cold or token in lexicon.hot:
+                felt_at = index
                 reading.aspects.append("temperature")  # 好冷, 更暖和: said of the temperature
                 reading.cold |= token in lexicon.cold
                 reading.hot |= token in lexicon.hot

@@ -1,6 +1,8 @@
 """The generated corpus (tests/corpus.py): rule precision and recall on 20,000 composed weather questions,
 and no rule answer on 5,000 composed open-ended ones."""
 
+import itertools
+
 from corpus import TODAY, trap_corpus, weather_corpus
 
 from hybrid_weather.router import HybridRouter
@@ -37,3 +39,24 @@ def test_generated_open_ended_questions_never_get_a_rule_answer():
     leaks = [case.query for case in traps if router.route(case.query, today=TODAY).route == "rule"]
     print(f"trap corpus: {len(traps)} questions, {len(leaks)} answered by rules")
     assert leaks == []
+
+
+def test_how_strongly_the_weather_is_felt_belongs_to_the_feeling():
+    # Spoken Chinese follows a word of how the weather feels with how strongly, or by whom: 冻人, 冻死人,
+    # 热得要命, 冷炸了, 冻手. Every pairing, after every form of the question, is that feeling's question;
+    # the same words anywhere else are not understood (人多 is about crowds, not weather).
+    router = HybridRouter(provider="demo", ledger="off")
+    feelings = {"冷": "temperature", "热": "temperature", "冻": "temperature", "冻不冻": "temperature",
+                "热不热": "temperature", "晒": "weather", "晒不晒": "weather", "闷": "humidity"}  # fmt: skip
+    complements = ["人", "死人", "死了", "死人了", "得要命", "得慌", "得不行", "得厉害", "炸了", "疯了", "坏了",
+                   "手", "脚"]  # fmt: skip
+    forms = ["哈尔滨明天{}吗", "明天哈尔滨{}不", "哈尔滨后天会不会{}", "请问哈尔滨明天{}吗？"]
+    wrong = []
+    for (feeling, aspect), complement, form in itertools.product(feelings.items(), complements, forms):
+        query = form.format(feeling + complement)
+        decision = router.route(query, today=TODAY)
+        if (decision.route, decision.cities, decision.aspect) != ("rule", ["哈尔滨市"], aspect):
+            wrong.append(f"{query}: {decision.route} {decision.cities} {decision.aspect} ({decision.reason})")
+    assert wrong == []
+    for elsewhere in ["北京明天人多吗", "上海明天下雨人多不多", "北京明天手冷吗", "北京明天脚下滑吗", "上海明天死了吗"]:
+        assert router.route(elsewhere, today=TODAY).route != "rule", elsewhere
