@@ -49,7 +49,7 @@ def test_how_strongly_the_weather_is_felt_belongs_to_the_feeling():
     feelings = {"冷": "temperature", "热": "temperature", "冻": "temperature", "冻不冻": "temperature",
                 "热不热": "temperature", "晒": "weather", "晒不晒": "weather", "闷": "humidity"}  # fmt: skip
     complements = ["人", "死人", "死了", "死人了", "得要命", "得慌", "得不行", "得厉害", "炸了", "疯了", "坏了",
-                   "手", "脚"]  # fmt: skip
+                   "成狗", "成狗了", "化了", "手", "脚"]  # fmt: skip
     forms = ["哈尔滨明天{}吗", "明天哈尔滨{}不", "哈尔滨后天会不会{}", "请问哈尔滨明天{}吗？"]
     wrong = []
     for (feeling, aspect), complement, form in itertools.product(feelings.items(), complements, forms):
