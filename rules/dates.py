@@ -235,6 +235,11 @@ _HAS_LATIN = re.compile("[a-z]")
 # 下 as in "next" (下周三), but not the 下 of 一下 (查一下周庄, 看一下星期六: check on Saturday).
 _NEXT = "(?<!一)下"
 _YEAR_WORDS = {"今年": 0, "明年": 1, "去年": -1}
+# What may follow the hour of a clock time: 半, 一刻, 整, 30, 30分, 二十, 十五分.
+_CLOCK_MINUTES = r"半|[一三]刻|整|[0-5]?\d分?|[二三四五]?十[一二三四五六七八九]?分?|[一二三四五六七八九]分"
+# 一点 and 两点 are also "a little" (冷一点, 穿厚一点): a time only with 钟 or minutes after them, or right
+# after a day or a part of the day (明天一点, 凌晨两点).
+_LITTLE = frozenset({"一", "两", "二"})
 _NAMED_DAY_MARKERS = r"(?:节气)?(?:那天|那日|当天|这天|那一天|当日)?"
 
 
@@ -303,6 +308,8 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
          r"|(?:星期|礼拜)(?P<wd2>[" + WEEKDAY_CHARS + r"1-7]|天(?!气(?!温)))))"),
         ({"下", *this}, rf"(?P<week>(?P<wkp>{_NEXT}个?|这个?|本)(?:周|星期|礼拜))"),
         (set(_NUM_CHARS), rf"(?P<dom>(?P<dn>{_NUM})[号日])"),
+        # 3点, 下午三点半 (the 下午 is a part of the day of its own), 8:30, 十点一刻: an hour of the day.
+        (set(_NUM_CHARS), rf"(?P<clock>(?P<ch>{_NUM})(?:点钟?|[:：](?=[0-5]\d))(?P<cm>{_CLOCK_MINUTES})?)"),
         ({w[0] for w in words}, "(?P<word>" + _alternatives(words) + ")"),
     ]  # fmt: skip
 
@@ -370,7 +377,8 @@ class DateSpan(NamedTuple):
 
     @property
     def is_part_of_day(self) -> bool:
-        return self.kind == "part"
+        """A part of the day (早上) or a clock time (3点): hours, no day of their own."""
+        return self.kind == "part" or self.kind == "clock"
 
 
 def date_words() -> list[str]:
@@ -413,9 +421,27 @@ def _han_matches(text: str) -> list[re.Match[str]]:
     for start in _han_starts().finditer(text):
         at = start.start()
         if at >= end and (m := _han_pattern(text[at]).match(text, at)) is not None:
+            if m.lastgroup == "clock" and not _is_clock(m, text):
+                continue
             matches.append(m)
             end = m.end()
     return matches
+
+
+def _is_clock(m: re.Match[str], text: str) -> bool:
+    """Whether a match of the clock pattern is a time of day (not 冷一点, a little colder; not 30点)."""
+    hour = parse_number(m["ch"])
+    if hour is None or hour > 24 or (m.start() > 0 and text[m.start() - 1] in _NUM_CHARS):
+        return False  # not an hour, or the end of a longer number (30点 is no 0点)
+    if m["ch"] not in _LITTLE or m["cm"] or text.startswith("点钟", m.end("ch")):
+        return True
+    return text.endswith(_clock_leads(), 0, m.start())
+
+
+@functools.cache
+def _clock_leads() -> tuple[str, ...]:
+    """The Han words after which 一点 and 两点 are times: days and parts of the day (明天, 凌晨, 今晚)."""
+    return tuple(w for w in (*_OFFSETS, *_PARTS, *_OFFSET_PARTS) if not w.isascii())
 
 
 def _span(m: re.Match[str], today: dt.date, text: str) -> DateSpan:
@@ -425,6 +451,9 @@ def _span(m: re.Match[str], today: dt.date, text: str) -> DateSpan:
         kind = "part" if word in _PARTS else "range" if word in _RANGES else kind
     if kind == "part":
         return DateSpan(start, m.end(), word, (), _PARTS[word], None, kind)
+    if kind == "clock":  # the hour as said (3 of 下午3点): the parser reads it within the part of the day
+        hour = parse_number(m["ch"]) or 0
+        return DateSpan(start, m.end(), word, (), (hour, hour + 1), None, kind)
     if kind == "named":
         # 今年/明年/去年 (的) before a named day pick its year.
         year_word = next((y for y in _YEAR_WORDS if text[:start].rstrip("的").endswith(y)), None)

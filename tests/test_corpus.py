@@ -1,6 +1,7 @@
 """The generated corpus (tests/corpus.py): rule precision and recall on 20,000 composed weather questions,
 and no rule answer on 5,000 composed open-ended ones."""
 
+import datetime as dt
 import itertools
 
 from corpus import TODAY, trap_corpus, weather_corpus
@@ -60,3 +61,30 @@ def test_how_strongly_the_weather_is_felt_belongs_to_the_feeling():
     assert wrong == []
     for elsewhere in ["北京明天人多吗", "上海明天下雨人多不多", "北京明天手冷吗", "北京明天脚下滑吗", "上海明天死了吗"]:
         assert router.route(elsewhere, today=TODAY).route != "rule", elsewhere
+
+
+def test_a_clock_time_asks_for_its_hour():
+    # An hour of the day is read within the part of the day named with it; without one, 1 to 5 are the
+    # afternoon's. 一点 and 两点 are also "a little", and are a time only where a time can stand.
+    router = HybridRouter(provider="demo", ledger="off")
+    said = {
+        "下午三点": (15, 16), "晚上8点": (20, 21), "凌晨两点": (2, 3), "早上七点半": (7, 8), "中午1点": (13, 14),
+        "傍晚6点": (18, 19), "上午10点": (10, 11), "晚上12点": (23, 24), "3点": (15, 16), "10点": (10, 11),
+        "12:30": (12, 13), "21点": (21, 22), "一点": (13, 14), "三点一刻": (15, 16), "三点二十": (15, 16),
+        "3点30分": (15, 16), "三点钟": (15, 16), "9:15": (9, 10), "3点到5点": (15, 17), "下午2点到4点": (14, 16),
+    }  # fmt: skip
+    wrong = []
+    for (clock, hours), (day, date), form in itertools.product(
+        said.items(),
+        [("明天", TODAY + dt.timedelta(days=1)), ("后天", TODAY + dt.timedelta(days=2))],
+        ["杭州{}{}会下雨吗", "{}{}杭州多少度", "请问{}{}杭州天气怎么样？"],
+    ):
+        query = form.format(day, clock)
+        decision = router.route(query, today=TODAY)
+        if (decision.route, decision.cities, decision.dates, decision.hours) != ("rule", ["杭州市"], [date], hours):
+            wrong.append(f"{query}: {decision.route} {decision.dates} {decision.hours} ({decision.reason})")
+    assert wrong == []
+    assert router.route("今晚8点杭州冷吗", today=TODAY).hours == (20, 21)  # within 今晚's evening
+    assert router.route("明早7点杭州冷吗", today=TODAY).hours == (7, 8)
+    for little in ["杭州明天冷一点吗", "杭州明天会暖和一点吗", "杭州明天风小一点吗", "杭州明天雨大两点吗"]:
+        assert router.route(little, today=TODAY).hours is None, little

@@ -407,11 +407,24 @@ def test_tonight_is_answered_from_the_evening_hours(router, weather_server):
     assert [h["time"][11:13] for h in hours] == [f"{h:02d}" for h in range(18, 24)]
 
 
+def test_a_clock_time_is_answered_from_its_hour(router, weather_server):
+    # Rain at 15 h only: 下午3点 is that hour; 下午5点 and 早上7点 are dry; 3点到5点 holds the wet hour.
+    weather_server.set_hours(*BEIJING, TOMORROW, range(24), weather_code=1, precipitation_probability=0)
+    weather_server.set_hours(*BEIJING, TOMORROW, [15], weather_code=61, precipitation_probability=80)
+    answer = ask(router, "北京明天下午三点会下雨吗")
+    assert answer.decision.hours == (15, 16)
+    assert answer.text == "北京明天15时可能下雨（小雨，降水概率80%），记得带伞。"
+    assert [h["time"][11:13] for h in answer.data["places"][0]["hours"]] == ["15"]
+    assert ask(router, "北京明天下午5点会下雨吗").text.startswith("北京明天17时不会下雨")
+    assert ask(router, "明早7点北京下雨吗").decision.hours == (7, 8)
+    assert ask(router, "北京明天3点到5点会下雨吗").text.startswith("北京明天15时至17时可能下雨")
+
+
 def test_morning_temperature_comes_from_the_morning_hours(router, weather_server):
     weather_server.set_hours(*SHANGHAI, TOMORROW, range(6, 9), temperature_2m=4.0)
     weather_server.set_hours(*SHANGHAI, TOMORROW, range(9, 24), temperature_2m=15.0)
     answer = ask(router, "上海明天早上多少度")
-    assert answer.text == "上海明天6时至9时气温4°C~4°C。"
+    assert answer.text == "上海明天6时至9时气温4°C。"  # one temperature in those hours: said once
 
 
 def test_a_provider_without_hours_answers_for_the_day_and_says_so(weather_server):

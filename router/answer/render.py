@@ -41,11 +41,13 @@ class Facts:
 
 
 def day_label(day: dt.date, today: dt.date, *, with_date: bool = False, hours: tuple[int, int] | None = None) -> str:
-    """今天, 明天, 12月3日（周四）; with HOURS the part of the day too (今天18时至24时)."""
+    """今天, 明天, 12月3日（周四）; with HOURS the part of the day too (今天18时至24时), or its hour (明天15时)."""
     relative = _RELATIVE_DAYS.get((day - today).days)
     calendar = f"{day.month}月{day.day}日（周{weekday_char(day)}）"
     label = f"{relative} {calendar}" if relative and with_date else relative or calendar
-    return f"{label}{hours[0]}时至{hours[1]}时" if hours else label
+    if hours is None:
+        return label
+    return f"{label}{hours[0]}时" if hours[1] - hours[0] == 1 else f"{label}{hours[0]}时至{hours[1]}时"
 
 
 def render_distance(first: Place, second: Place, km: float, *, emoji: bool = True) -> str:
@@ -263,7 +265,8 @@ def _falls_as(weather: DailyWeather) -> str:
 def _temperature_range(weather: DailyWeather) -> str:
     if weather.temp_min is None and weather.temp_max is None:
         return "气温未知"
-    return f"{_degrees(weather.temp_min)}~{_degrees(weather.temp_max)}"
+    low, high = _degrees(weather.temp_min), _degrees(weather.temp_max)
+    return low if low == high else f"{low}~{high}"  # one hour (明天15时) can have one temperature
 
 
 def _rain_numbers(weather: DailyWeather) -> str:

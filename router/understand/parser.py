@@ -361,9 +361,28 @@ def _masked(text: str, spans: list[DateSpan]) -> str:
 
 
 def _hours(spans: list[DateSpan]) -> tuple[int, int] | None:
-    """The part of the day asked about (今晚, 明天早上), when the question names exactly one."""
-    parts = {span.hours for span in spans if span.hours}
-    return parts.pop() if len(parts) == 1 else None
+    """The hours asked about: the part of the day (今晚, 明天早上), when the question names exactly one; the
+    hour of a clock time, read within it (下午3点: 15 to 16 h); or from one clock time to the next (3点到5点)."""
+    parts = {span.hours for span in spans if span.hours and span.kind != "clock"}
+    part = parts.pop() if len(parts) == 1 else None
+    clocks = [_on_the_clock(span.hours[0], part) for span in spans if span.hours and span.kind == "clock"]
+    if len(clocks) == 1:
+        return clocks[0], clocks[0] + 1
+    if len(clocks) == 2 and clocks[0] < clocks[1]:
+        return clocks[0], clocks[1]
+    return part
+
+
+def _on_the_clock(said: int, part: tuple[int, int] | None) -> int:
+    """The hour (0-23) of a clock time said as SAID (0-24): within PART (下午3点 is 15, 晚上8点 20, 凌晨3点 3,
+    晚上12点 the day's last hour); without one, 1 to 5 are the afternoon's (明天3点 is 15) and the rest as said."""
+    if said >= 12:
+        return 23 if said == 24 or (said == 12 and part is not None and part[0] >= 18) else said
+    if part is None:
+        return said + 12 if 1 <= said <= 5 else said
+    first, end = part
+    # Of the morning's hour and the afternoon's, the one inside the part, else the nearer (早上9点: 9).
+    return min((said, said + 12), key=lambda hour: max(first - hour, hour - (end - 1), 0))
 
 
 def _comparison(aspect: Aspect, reading: Reading) -> Comparison | None:
