@@ -49,6 +49,8 @@ class Lexicon:
         self.feeling = self.cold | self.hot | frozenset(data["felt"])
         #: Right after a word of how it feels, how strongly or by whom (冻人, 冻死人, 冷得要命, 冻手); nothing else.
         self.complements = frozenset(data["complements"])
+        #: 高, 低: right after a word of another aspect, how much of it (湿度高); elsewhere, of the temperature.
+        self.degrees = frozenset(data["degrees"])
         #: 两个 → 2, 三个 → 3, 几个 → 0 (all of them): how many places a follow-up refers to.
         self.counts: dict[str, int] = dict(data["counts"])
         #: Fillers after which an unknown word stands where a place would (查一下杭洲的天气, 去纳尼亚).

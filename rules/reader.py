@@ -111,13 +111,17 @@ class Reader:
         lexicon = self.lexicon
         index = 0
         felt_at = -2  # the index of the last word of how the weather feels (冷, 晒), for its complements
+        measured_at = -2  # the index of the last word of an aspect other than temperature (湿度), for 高 and 低
         while index < len(tokens):
             token = tokens[index]
             if token is None:
                 index += 1
                 continue
             if token.isascii() and token[0].isalpha():
+                known = len(reading.aspects)
                 index = self._read_latin(tokens, index, reading)
+                if len(reading.aspects) > known and reading.aspects[-1] != "temperature":
+                    measured_at = index - 1  # aqi高, pm2.5低
                 continue
             match = self.gazetteer.lookup(token)
             if token in lexicon.place_suffixes and _after_place(reading, index):
@@ -128,9 +132,13 @@ class Reader:
                 felt_at = index  # 冻死人了: part of the feeling before it, as 冷死了 is one word
             elif token in lexicon.place_suffixes:
                 pass  # 西塘古镇: the town is the unknown word before it
+            elif index == measured_at + 1 and token in lexicon.degrees:
+                pass  # 湿度高, 降水概率低: how much of the aspect before, not how warm
             elif token in lexicon.aspect_of:
                 if token in lexicon.feeling:
                     felt_at = index
+                elif lexicon.aspect_of[token] != "temperature":
+                    measured_at = index
                 reading.aspects.append(lexicon.aspect_of[token])
                 reading.cold |= token in lexicon.cold
                 reading.hot |= token in lexicon.hot

@@ -88,3 +88,23 @@ def test_a_clock_time_asks_for_its_hour():
     assert router.route("明早7点杭州冷吗", today=TODAY).hours == (7, 8)
     for little in ["杭州明天冷一点吗", "杭州明天会暖和一点吗", "杭州明天风小一点吗", "杭州明天雨大两点吗"]:
         assert router.route(little, today=TODAY).hours is None, little
+
+
+def test_high_and_low_after_an_aspect_say_how_much_of_it():
+    # 湿度高 asks about the humidity, not the temperature: before, it was read as both (a whole-day answer),
+    # and 北京和上海哪个湿度高 compared their temperatures.
+    router = HybridRouter(provider="demo", ledger="off")
+    nouns = {"湿度": "humidity", "空气湿度": "humidity", "空气质量": "air", "aqi": "air", "pm2.5": "air",
+             "降水概率": "rain", "风速": "wind", "紫外线": "uv", "温度": "temperature",
+             "气温": "temperature"}  # fmt: skip
+    forms = ["深圳明天{}吗", "明天深圳{}不{}", "请问深圳后天{}吗？"]
+    wrong = []
+    for (noun, aspect), degree, form in itertools.product(nouns.items(), ["高", "低"], forms):
+        query = form.format(noun + degree, degree)
+        decision = router.route(query, today=TODAY)
+        if (decision.route, decision.cities, decision.aspect) != ("rule", ["深圳市"], aspect):
+            wrong.append(f"{query}: {decision.route} {decision.aspect} ({decision.reason})")
+    assert wrong == []
+    compared = router.route("北京和上海明天哪个湿度高", today=TODAY)
+    assert (compared.aspect, compared.compare) == ("humidity", "humidity")
+    assert router.route("北京明天高吗", today=TODAY).aspect == "temperature"  # alone, 高 is the temperature's
