@@ -51,6 +51,8 @@ class Lexicon:
         self.complements = frozenset(data["complements"])
         #: 高, 低: right after a word of another aspect, how much of it (湿度高); elsewhere, of the temperature.
         self.degrees = frozenset(data["degrees"])
+        #: 飘, 落, 来: right before a rain or snow word, its verb (飘雪, 落小雨, 来雨); nothing else.
+        self.falls = frozenset(data["falls"])
         #: 两个 → 2, 三个 → 3, 几个 → 0 (all of them): how many places a follow-up refers to.
         self.counts: dict[str, int] = dict(data["counts"])
         #: Fillers after which an unknown word stands where a place would (查一下杭洲的天气, 去纳尼亚).
@@ -83,6 +85,7 @@ class Lexicon:
         yield from self.place_suffixes
         yield from self.distance_links
         yield from self.complements
+        yield from self.falls
         yield from self._open_category
 
     def question_words(self) -> Iterable[str]:

@@ -164,6 +164,8 @@ class Reader:
                     reading.leader_at.add(index)
             elif token in lexicon.distance_links:
                 reading.link_at.append(index)
+            elif token in lexicon.falls and _falls_next(lexicon, tokens, index):
+                pass  # 飘雪, 落小雨, 来雨: the verb of the rain or snow after it
             elif not lexicon.is_particles(token):
                 _add_unknown(reading, index, token)
             index += 1
@@ -262,3 +264,9 @@ def _add_unknown(reading: Reading, index: int, token: str) -> None:
         reading.unknown[-1] = (first, index, text + token)
     else:
         reading.unknown.append((index, index, token))
+
+
+def _falls_next(lexicon: Lexicon, tokens: Tokens, index: int) -> bool:
+    """Whether the token after INDEX is a word of rain or snow (雪 of 飘雪)."""
+    following = tokens[index + 1] if index + 1 < len(tokens) else None
+    return following is not None and lexicon.aspect_of.get(following) in ("rain", "snow")
