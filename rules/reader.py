@@ -60,7 +60,7 @@ class Reader:
             lexicon = self.lexicon
             function_words = itertools.chain(lexicon.fillers, lexicon.compare, lexicon.counts)
             content = itertools.chain(lexicon.aspect_of, lexicon.cold, lexicon.hot, date_words())
-            self._sound_alikes = SoundAlikes(function_words, content=content)
+            self._sound_alikes = SoundAlikes(function_words, content=content, particles=lexicon.particle_chars)
         return self._sound_alikes
 
     def names_weather(self, clean: str, today: dt.date) -> bool:

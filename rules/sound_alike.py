@@ -23,9 +23,13 @@ _MAX_READINGS = 16
 class SoundAlikes:
     """Toneless-pinyin index of a vocabulary; built once, read by every thread."""
 
-    def __init__(self, vocabulary: Iterable[str], *, content: Iterable[str] = ()) -> None:
+    def __init__(
+        self, vocabulary: Iterable[str], *, content: Iterable[str] = (), particles: Iterable[str] = ()
+    ) -> None:
         """VOCABULARY is every word a repair may produce; CONTENT those that carry meaning (aspects,
-        dates), preferred over function words when one window sounds like both (下鱼 → 下雨, not 下与)."""
+        dates), preferred over function words when one window sounds like both (下鱼 → 下雨, not 下与);
+        PARTICLES the only words one character is read as (see rewrites)."""
+        self._particles = frozenset(particles)
         self._table: dict[str, str] = load_table("pinyin")["readings"]  # toned, comma-separated
         self._readings: dict[str, list[str]] = {}  # toneless, made for the characters that are asked about
         self._content = frozenset(content)
@@ -60,10 +64,18 @@ class SoundAlikes:
         a coincidence, and a one-character function word can make a sentence complete yet wrong."""
         for length in range(_MAX_WORD_CHARS, end - start - 1, -1):
             for first in range(max(0, end - length), min(start, len(text) - length) + 1):
+                if length == 1 and first + 1 < len(text) and text[first + 1] != " ":
+                    # One character sounds like too many words: it is read again only as a modal particle
+                    # where a clause ends (下雪马 → 下雪么). Read as any word anywhere, it made questions of
+                    # words that ask something else (北京明天开吗: 开 → 嘅, a filler; 广州今天堵不堵: 堵 →
+                    # 度, the temperature; 吵 → 潮, the humidity).
+                    continue
                 window = text[first : first + length]
                 if not self._may_sound_like_a_word(window):
                     continue
                 words = {w for key in self._keys(window) for w in self._words.get(key, ())} - {window}
+                if length == 1:
+                    words &= self._particles
                 for word in sorted(words, key=lambda w: (w not in self._content, w)):
                     yield text[:first] + word + text[first + length :], window, word
 

@@ -126,5 +126,23 @@ def test_a_verb_of_falling_belongs_to_the_rain_or_snow_after_it():
         if (decision.route, decision.cities, decision.aspect) != ("rule", ["长春市"], aspect):
             wrong.append(f"{query}: {decision.route} {decision.aspect} ({decision.reason})")
     assert wrong == []
-    for elsewhere in ["长春明天来看看", "长春明天飘吗", "长春明天降价吗"]:
+    for elsewhere in ["长春明天来看看", "长春明天飘吗", "长春明天落地吗", "长春明天降价吗"]:
         assert router.route(elsewhere, today=TODAY).route != "rule", elsewhere
+
+
+def test_one_character_is_read_again_only_as_a_particle_where_a_clause_ends():
+    # A one-character word the router lacks sounds like too many words: read again as any of them, 北京明天
+    # 开吗 became 嘅 (a filler) and a weather question, 广州今天堵不堵 度 (the temperature). It is read again
+    # only as a mistyped particle at a clause's end (下雪马 → 下雪么), and never when asked as A-not-A.
+    router = HybridRouter(provider="demo", ledger="off")
+    asked = "开堵挤闲贵吵亮黑卖停拆封喝满慢美"
+    forms = ["北京明天{0}吗", "广州今天{0}不{0}", "杭州明天{0}没{0}", "上海后天{0}吗，谢谢"]
+    answered = [
+        query
+        for query in (form.format(c) for form, c in itertools.product(forms, asked))
+        if router.route(query, today=TODAY).route == "rule"
+    ]
+    assert answered == []
+    for typo, aspect in [("哈尔滨明天会下雪马", "snow"), ("大连明天刮风马", "wind"), ("上海明天下雨妈，谢谢", "rain")]:
+        decision = router.route(typo, today=TODAY)
+        assert (decision.route, decision.aspect) == ("rule", aspect), typo

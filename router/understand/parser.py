@@ -117,6 +117,8 @@ class QueryParser:
             for attempts, (rewritten, window, word) in enumerate(self.reader.sound_alikes.rewrites(clean, start, end)):
                 if attempts >= _MAX_REPAIRS:
                     break
+                if len(window) == 1 and any(window + no + window in text for no in "不没唔"):
+                    continue  # 广州今天贵不贵: a character asked as A-not-A is what is asked, not a particle
                 repaired, _ = self._parse(rewritten, today, context, recent_places, found)
                 if repaired.route == "rule":
                     return repaired.with_reason(f"{repaired.reason}; sound-alike: {window}→{word}")
