@@ -76,6 +76,11 @@ class SoundAlikes:
                 words = {w for key in self._keys(window) for w in self._words.get(key, ())} - {window}
                 if length == 1:
                     words &= self._particles
+                elif length > end - start:
+                    # A window wider than the unknown word swallows a word the router knows: it may become a
+                    # word of meaning (天七 → 天气), not a function word, which would drop the unknown one
+                    # (深圳明天能贵吗: 能贵 → 大概, and the question asked nothing).
+                    words &= self._content
                 for word in sorted(words, key=lambda w: (w not in self._content, w)):
                     yield text[:first] + word + text[first + length :], window, word
 

@@ -143,6 +143,8 @@ def test_one_character_is_read_again_only_as_a_particle_where_a_clause_ends():
         if router.route(query, today=TODAY).route == "rule"
     ]
     assert answered == []
+    # Nor does a wider window swallow a word the router knows to become a function word (能贵 → 大概).
+    assert [q for q in ("深圳明天能贵吗", "深圳明天能退吗") if router.route(q, today=TODAY).route == "rule"] == []
     for typo, aspect in [("哈尔滨明天会下雪马", "snow"), ("大连明天刮风马", "wind"), ("上海明天下雨妈，谢谢", "rain")]:
         decision = router.route(typo, today=TODAY)
         assert (decision.route, decision.aspect) == ("rule", aspect), typo
