@@ -347,6 +347,9 @@ def _latin_pattern() -> re.Pattern[str]:
         + "|".join(
             [
                 r"(?P<week>(?P<wkp>next|this) week)",
+                # 3pm, 8:30 am, at 11 a.m.: an hour of the day that says which half (not the 8pm of 12.8pm2.5).
+                r"(?P<en_clock>(?:at )?(?<![\d.:])(?P<eh>1[0-2]|0?[1-9])(?::[0-5]\d)? ?"
+                r"(?P<eap>am|pm|[ap]\.m\.?)(?![\d.]))",
                 r"(?P<next_n>(?:the )?next (?P<en>\d{1,2}|two|three|four|five|seven) days)",
                 r"(?P<weekend>(?P<wep>next |this )?weekend)",
                 r"(?P<en_weekday>(?P<ewp>next |this |on )?(?P<ewd>"
@@ -377,8 +380,8 @@ class DateSpan(NamedTuple):
 
     @property
     def is_part_of_day(self) -> bool:
-        """A part of the day (早上) or a clock time (3点): hours, no day of their own."""
-        return self.kind == "part" or self.kind == "clock"
+        """A part of the day (早上) or a time (3点, 3pm): hours, no day of their own."""
+        return self.kind == "part" or self.kind == "clock" or self.kind == "hour"
 
 
 def date_words() -> list[str]:
@@ -433,6 +436,8 @@ def _is_clock(m: re.Match[str], text: str) -> bool:
     hour = parse_number(m["ch"])
     if hour is None or hour > 24 or (m.start() > 0 and text[m.start() - 1] in _NUM_CHARS):
         return False  # not an hour, or the end of a longer number (30点 is no 0点)
+    if text[m.end() :].lstrip().startswith(("am", "pm", "a.m", "p.m")):
+        return False  # 8:30am: the English time, which says its half
     if m["ch"] not in _LITTLE or m["cm"] or text.startswith("点钟", m.end("ch")):
         return True
     return text.endswith(_clock_leads(), 0, m.start())
@@ -454,6 +459,9 @@ def _span(m: re.Match[str], today: dt.date, text: str) -> DateSpan:
     if kind == "clock":  # the hour as said (3 of 下午3点): the parser reads it within the part of the day
         hour = parse_number(m["ch"]) or 0
         return DateSpan(start, m.end(), word, (), (hour, hour + 1), None, kind)
+    if kind == "en_clock":  # 3pm: the hour itself, 0-23
+        hour = int(m["eh"]) % 12 + (12 if m["eap"].startswith("p") else 0)
+        return DateSpan(start, m.end(), word, (), (hour, hour + 1), None, "hour")
     if kind == "named":
         # 今年/明年/去年 (的) before a named day pick its year.
         year_word = next((y for y in _YEAR_WORDS if text[:start].rstrip("的").endswith(y)), None)

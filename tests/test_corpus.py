@@ -84,6 +84,13 @@ def test_a_clock_time_asks_for_its_hour():
         if (decision.route, decision.cities, decision.dates, decision.hours) != ("rule", ["杭州市"], [date], hours):
             wrong.append(f"{query}: {decision.route} {decision.dates} {decision.hours} ({decision.reason})")
     assert wrong == []
+    english = {"at 3pm": (15, 16), "8am": (8, 9), "at 11 a.m.": (11, 12), "12am": (0, 1), "12pm": (12, 13),
+               "8:30 pm": (20, 21), "at 9:15am": (9, 10)}  # fmt: skip
+    for clock, hours in english.items():
+        for query in (f"will it rain in hangzhou {clock} tomorrow", f"hangzhou weather tomorrow {clock}"):
+            decision = router.route(query, today=TODAY)
+            assert (decision.route, decision.cities, decision.hours) == ("rule", ["杭州市"], hours), query
+    assert router.route("青岛12.8pm2.5多少", today=TODAY).hours is None  # the 8pm of pm2.5 is no time
     assert router.route("今晚8点杭州冷吗", today=TODAY).hours == (20, 21)  # within 今晚's evening
     assert router.route("明早7点杭州冷吗", today=TODAY).hours == (7, 8)
     for little in ["杭州明天冷一点吗", "杭州明天会暖和一点吗", "杭州明天风小一点吗", "杭州明天雨大两点吗"]:

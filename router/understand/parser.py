@@ -364,10 +364,15 @@ def _masked(text: str, spans: list[DateSpan]) -> str:
 
 def _hours(spans: list[DateSpan]) -> tuple[int, int] | None:
     """The hours asked about: the part of the day (今晚, 明天早上), when the question names exactly one; the
-    hour of a clock time, read within it (下午3点: 15 to 16 h); or from one clock time to the next (3点到5点)."""
-    parts = {span.hours for span in spans if span.hours and span.kind != "clock"}
+    hour of a clock time, read within it (下午3点: 15 to 16 h; 3pm says its half itself); or from one clock
+    time to the next (3点到5点)."""
+    parts = {span.hours for span in spans if span.hours and span.kind not in ("clock", "hour")}
     part = parts.pop() if len(parts) == 1 else None
-    clocks = [_on_the_clock(span.hours[0], part) for span in spans if span.hours and span.kind == "clock"]
+    clocks = [
+        span.hours[0] if span.kind == "hour" else _on_the_clock(span.hours[0], part)  # 3pm says its half
+        for span in spans
+        if span.hours and span.kind in ("clock", "hour")
+    ]
     if len(clocks) == 1:
         return clocks[0], clocks[0] + 1
     if len(clocks) == 2 and clocks[0] < clocks[1]:
