@@ -215,3 +215,20 @@ def test_a_latin_repair_looks_at_every_name_within_reach():
             reached += bool(within)
             assert within <= set(gazetteer._latin_near(len(text), limit)), (text, limit)
     assert reached > 500  # most typos are within reach of their name: the check above is not empty
+
+
+@pytest.mark.parametrize("first", ["广州明天会下雨吗", "广州后天冷不冷", "广州周六风大吗"])
+@pytest.mark.parametrize("follow_up", ["深圳也是吗", "深圳也一样吗", "深圳同样吗", "那深圳呢", "深圳也{aspect}吗"])
+def test_a_place_asked_as_also_asks_the_last_question_again(router, first, follow_up):
+    # 也, 一样, 同样 make a question about a place alone a follow-up, as 呢 does: the same days and question.
+    # With its own question (深圳也冷吗) it keeps the days only.
+    from hybrid_weather.router import Session
+
+    session = Session()
+    asked = router.route(first, today=TODAY, session=session)
+    session.remember(first, "", asked)
+    word = {"rain": "下雨", "temperature": "冷", "wind": "刮风"}[asked.aspect]
+    decision = router.route(follow_up.format(aspect=word), today=TODAY, session=session)
+    assert (decision.route, decision.cities, decision.dates, decision.aspect) == (
+        "rule", ["深圳市"], asked.dates, asked.aspect
+    ), decision.reason  # fmt: skip

@@ -10,6 +10,14 @@ from .decision import Decision
 
 #: How many recent places a comparison without a count word means (这些城市哪个更热 → the last two).
 DEFAULT_FOLLOW_UP_PLACES = 2
+#: Words that make a question a follow-up even when it names only a place: 那上海呢, 深圳也是吗,
+#: 苏州也一样吗, 杭州同样吗 (ask the last question again, about that place).
+_FOLLOW_UP_WORDS = ("呢", "也", "一样", "同样")
+
+
+def is_follow_up(clean: str) -> bool:
+    """Whether normalised CLEAN says it asks the last question again (呢, 也, 一样, 同样)."""
+    return any(word in clean for word in _FOLLOW_UP_WORDS)
 
 
 def borrow_context(
@@ -37,9 +45,11 @@ def borrow_context(
         if not reading.aspects and context.aspect:
             reading.aspects.append(context.aspect)
             borrowed.append("aspect")
-    elif not dates and not reading.aspects and not reading.compare:
+    elif not dates and (follow_up or not (reading.aspects or reading.compare)):
+        # 那上海 keeps the day and the question; 上海也冷吗 keeps the day (its own question says the rest).
         dates = list(context.dates)
-        if context.aspect:
+        borrowed.append("dates")
+        if not reading.aspects and not reading.compare and context.aspect:
             reading.aspects.append(context.aspect)
-        borrowed.append("dates, aspect")
+            borrowed.append("aspect")
     return dates, ", ".join(borrowed)

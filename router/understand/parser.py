@@ -28,7 +28,7 @@ from hybrid_weather.rules import (
 )
 
 from .decision import Comparison, Decision, assembled, clarify, to_llm
-from .follow_up import borrow_context
+from .follow_up import borrow_context, is_follow_up
 
 #: Most places one question may name; more is asked to be split up.
 MAX_PLACES = 5
@@ -166,7 +166,7 @@ class QueryParser:
         borrowed = ""
         if context is not None and context.route == "rule":
             dates, borrowed = borrow_context(
-                reading, dates, context, recent_places or list(context.places), follow_up="呢" in clean
+                reading, dates, context, recent_places or list(context.places), follow_up=is_follow_up(clean)
             )
         decision = self._decide(reading, dates, today, spans)
         if borrowed and decision.route == "rule":
