@@ -135,11 +135,12 @@ class Reader:
             elif index == measured_at + 1 and token in lexicon.degrees:
                 pass  # 湿度高, 降水概率低: how much of the aspect before, not how warm
             elif token in lexicon.aspect_of:
+                aspect = lexicon.aspect_of[token]
                 if token in lexicon.feeling:
                     felt_at = index
-                elif lexicon.aspect_of[token] != "temperature":
+                elif aspect != "temperature":
                     measured_at = index
-                reading.aspects.append(lexicon.aspect_of[token])
+                reading.aspects.append(aspect)
                 reading.cold |= token in lexicon.cold
                 reading.hot |= token in lexicon.hot
                 reading.trend = lexicon.trend.get(token, reading.trend)

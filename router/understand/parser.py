@@ -366,13 +366,19 @@ def _hours(spans: list[DateSpan]) -> tuple[int, int] | None:
     """The hours asked about: the part of the day (今晚, 明天早上), when the question names exactly one; the
     hour of a clock time, read within it (下午3点: 15 to 16 h; 3pm says its half itself); or from one clock
     time to the next (3点到5点)."""
-    parts = {span.hours for span in spans if span.hours and span.kind not in ("clock", "hour")}
+    parts: set[tuple[int, int]] = set()
+    times: list[tuple[str, int]] = []  # (kind, hour as said) of each clock time
+    for span in spans:  # a loop, not comprehensions: most questions name no hours, and this runs for each
+        if span.hours is not None:
+            if span.kind == "clock" or span.kind == "hour":
+                times.append((span.kind, span.hours[0]))
+            else:
+                parts.add(span.hours)
     part = parts.pop() if len(parts) == 1 else None
-    clocks = [
-        span.hours[0] if span.kind == "hour" else _on_the_clock(span.hours[0], part)  # 3pm says its half
-        for span in spans
-        if span.hours and span.kind in ("clock", "hour")
-    ]
+    if not times:
+        return part
+    # 3pm says its half; 3点 is read within the part of the day.
+    clocks = [said if kind == "hour" else _on_the_clock(said, part) for kind, said in times]
     if len(clocks) == 1:
         return clocks[0], clocks[0] + 1
     if len(clocks) == 2 and clocks[0] < clocks[1]:
