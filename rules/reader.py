@@ -128,12 +128,8 @@ class Reader:
                 self._add_place(reading, index, token, match)  # 平遥古城: the place itself, or a unit inside
             elif match is not None:
                 self._add_place(reading, index, token, match)
-            elif index == felt_at + 1 and token in lexicon.complements:
-                felt_at = index  # 冻死人了: part of the feeling before it, as 冷死了 is one word
             elif token in lexicon.place_suffixes:
                 pass  # 西塘古镇: the town is the unknown word before it
-            elif index == measured_at + 1 and token in lexicon.degrees:
-                pass  # 湿度高, 降水概率低: how much of the aspect before, not how warm
             elif token in lexicon.aspect_of:
                 aspect = lexicon.aspect_of[token]
                 if token in lexicon.feeling:
@@ -156,6 +152,9 @@ class Reader:
             elif token in lexicon.negations:
                 reading.negation_at.append(index)
             elif token in lexicon.cold or token in lexicon.hot:
+                if index == measured_at + 1 and token in lexicon.degrees:
+                    index += 1
+                    continue  # 湿度高, 降水概率低: how much of the aspect before, not how warm
                 felt_at = index
                 reading.aspects.append("temperature")  # 好冷, 更暖和: said of the temperature
                 reading.cold |= token in lexicon.cold
@@ -165,6 +164,8 @@ class Reader:
                     reading.leader_at.add(index)
             elif token in lexicon.distance_links:
                 reading.link_at.append(index)
+            elif index == felt_at + 1 and token in lexicon.complements:
+                felt_at = index  # 冻死人了: part of the feeling before it, as 冷死了 is one word
             elif token in lexicon.falls and _falls_next(lexicon, tokens, index):
                 pass  # 飘雪, 落小雨, 来雨: the verb of the rain or snow after it
             elif not lexicon.is_particles(token):
