@@ -120,6 +120,9 @@ class Gazetteer:
         self._by_word = {word: tuple(found) for word, found in by_word.items()}
         self._nicknames = {word: self._by_name[name] for word, name in aliases["nicknames"].items()}
         self._ambiguous = {word: tuple(self._by_name[n] for n in names) for word, names in aliases["ambiguous"].items()}
+        # Every word that names a place, in one set: is_place_word() asks of every few characters before a
+        # date and of every token, and most are no place (one look-up, not three).
+        self._place_words = frozenset(itertools.chain(self._by_word, self._nicknames, self._ambiguous))
         for word, name in aliases["latin"].items():
             latin[_latin_key(word)] = [self._by_name[name]]
         self._latin = {key: tuple(dict.fromkeys(found)) for key, found in latin.items()}
@@ -155,7 +158,7 @@ class Gazetteer:
 
     def is_place_word(self, word: str) -> bool:
         """Whether WORD names a place (cheaper than lookup() when the place itself is not needed)."""
-        return word in self._nicknames or word in self._ambiguous or word in self._by_word
+        return word in self._place_words
 
     def lookup_latin(self, words: list[str]) -> tuple[int, PlaceMatch | None]:
         """The longest run of WORDS from the first that names a place in English or toneless pinyin
