@@ -65,6 +65,15 @@ class Lexicon:
         self.spread = frozenset(data["spread"])
         #: 降温 / 回暖: a change from today, so the asked day is compared with today.
         self.trend: dict[str, str] = {w: way for way, words in data["trend"].items() for w in words}
+        #: Each word's role, in the order Reader.read tries them (a word on two lists takes the first): one
+        #: look-up for a token instead of up to nine set lookups (a filler was the ninth).
+        self.role_of: dict[str, str] = {}
+        for role, words in (("aspect", self.aspect_of), ("compare", self.compare), ("conjunction", self.conjunctions),
+                            ("count", self.counts), ("correction", self.corrections), ("negation", self.negations),
+                            ("temperature", self.cold | self.hot), ("filler", self.fillers),
+                            ("link", self.distance_links)):  # fmt: skip
+            for word in words:
+                self.role_of.setdefault(word, role)
         self._open_category = {m: category for category, markers in data["open_ended"].items() for m in markers}
         # Longest marker first, so the reason names the most specific marker.
         self._open_pattern = _longest_first(self._open_category)

@@ -130,7 +130,17 @@ class Reader:
                 self._add_place(reading, index, token, match)
             elif token in lexicon.place_suffixes:
                 pass  # 西塘古镇: the town is the unknown word before it
-            elif token in lexicon.aspect_of:
+            elif (role := lexicon.role_of.get(token)) is None:
+                if index == felt_at + 1 and token in lexicon.complements:
+                    felt_at = index  # 冻死人了: part of the feeling before it, as 冷死了 is one word
+                elif token in lexicon.falls and _falls_next(lexicon, tokens, index):
+                    pass  # 飘雪, 落小雨, 来雨: the verb of the rain or snow after it
+                elif not lexicon.is_particles(token):
+                    _add_unknown(reading, index, token)
+            elif role == "filler":
+                if token in lexicon.place_leaders:
+                    reading.leader_at.add(index)
+            elif role == "aspect":
                 aspect = lexicon.aspect_of[token]
                 if token in lexicon.feeling:
                     felt_at = index
@@ -141,17 +151,7 @@ class Reader:
                 reading.hot |= token in lexicon.hot
                 reading.trend = lexicon.trend.get(token, reading.trend)
                 reading.spread |= token in lexicon.spread
-            elif token in lexicon.compare:
-                reading.compare = True
-            elif token in lexicon.conjunctions:
-                reading.conjunction_at.add(index)
-            elif token in lexicon.counts:
-                reading.count = lexicon.counts[token]
-            elif token in lexicon.corrections:
-                reading.correction_at.append(index)
-            elif token in lexicon.negations:
-                reading.negation_at.append(index)
-            elif token in lexicon.cold or token in lexicon.hot:
+            elif role == "temperature":
                 if index == measured_at + 1 and token in lexicon.degrees:
                     index += 1
                     continue  # 湿度高, 降水概率低: how much of the aspect before, not how warm
@@ -159,17 +159,18 @@ class Reader:
                 reading.aspects.append("temperature")  # 好冷, 更暖和: said of the temperature
                 reading.cold |= token in lexicon.cold
                 reading.hot |= token in lexicon.hot
-            elif token in lexicon.fillers:
-                if token in lexicon.place_leaders:
-                    reading.leader_at.add(index)
-            elif token in lexicon.distance_links:
+            elif role == "compare":
+                reading.compare = True
+            elif role == "conjunction":
+                reading.conjunction_at.add(index)
+            elif role == "count":
+                reading.count = lexicon.counts[token]
+            elif role == "correction":
+                reading.correction_at.append(index)
+            elif role == "negation":
+                reading.negation_at.append(index)
+            else:  # "link"
                 reading.link_at.append(index)
-            elif index == felt_at + 1 and token in lexicon.complements:
-                felt_at = index  # 冻死人了: part of the feeling before it, as 冷死了 is one word
-            elif token in lexicon.falls and _falls_next(lexicon, tokens, index):
-                pass  # 飘雪, 落小雨, 来雨: the verb of the rain or snow after it
-            elif not lexicon.is_particles(token):
-                _add_unknown(reading, index, token)
             index += 1
         reading.unknown = [run for run in reading.unknown if not self._is_wrapper(run, tokens)]
         return reading
