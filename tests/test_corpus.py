@@ -155,3 +155,18 @@ def test_one_character_is_read_again_only_as_a_particle_where_a_clause_ends():
     for typo, aspect in [("哈尔滨明天会下雪马", "snow"), ("大连明天刮风马", "wind"), ("上海明天下雨妈，谢谢", "rain")]:
         decision = router.route(typo, today=TODAY)
         assert (decision.route, decision.aspect) == ("rule", aspect), typo
+
+
+def test_a_comparison_is_answered_in_the_direction_it_is_asked():
+    # 北京比上海冷吗 asks which is colder: read as 冷吗 (one word, a temperature word the cold list lacked),
+    # it was compared for heat, and the answer said 上海比北京热.
+    router = HybridRouter(provider="demo", ledger="off")
+    asked = {"冷": "cold", "冷吗": "cold", "冷不冷": "cold", "冷唔冷": "cold", "更冷吗": "cold",
+             "热": "hot", "热吗": "hot", "热不热": "hot", "热唔热": "hot", "更热吗": "hot"}  # fmt: skip
+    forms = ["北京比上海{}", "北京明天比上海{}", "明天北京比今天{}", "北京后天会比明天{}"]
+    wrong = []
+    for (word, direction), form in itertools.product(asked.items(), forms):
+        decision = router.route(form.format(word), today=TODAY)
+        if (decision.route, decision.aspect, decision.compare) != ("rule", "temperature", direction):
+            wrong.append(f"{form.format(word)}: {decision.route} {decision.compare} ({decision.reason})")
+    assert wrong == []
