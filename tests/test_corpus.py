@@ -170,3 +170,19 @@ def test_a_comparison_is_answered_in_the_direction_it_is_asked():
         if (decision.route, decision.aspect, decision.compare) != ("rule", "temperature", direction):
             wrong.append(f"{form.format(word)}: {decision.route} {decision.compare} ({decision.reason})")
     assert wrong == []
+
+
+def test_whether_one_can_go_out_is_advice_not_a_lookup():
+    # 出门 is a filler (明天出门要带伞吗 asks about rain), so 北京明天冷吗我奶奶能出门吗 was answered with the
+    # temperature alone: half the question. Asking whether one can go out is advice, for the LLM.
+    router = HybridRouter(provider="demo", ledger="off")
+    going_out = ["能出门", "能出去", "能外出", "能不能出门", "方便出门", "好出门"]
+    forms = ["北京明天{}吗", "北京明天冷吗，我奶奶{}吗", "明天北京下雨，孩子{}吗", "北京后天风大吗 {}吗"]
+    answered = [
+        query
+        for query in (form.format(words) for form, words in itertools.product(forms, going_out))
+        if router.route(query, today=TODAY).route == "rule"
+    ]
+    assert answered == []
+    for lookup in ["明天北京出门要带伞吗", "北京明天出门冷不冷", "北京明天能下雨吗"]:
+        assert router.route(lookup, today=TODAY).route == "rule", lookup
