@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 from typing import Literal, cast, get_args
@@ -75,6 +76,10 @@ class Lexicon:
             for word in words:
                 self.role_of.setdefault(word, role)
         self._open_category = {m: category for category, markers in data["open_ended"].items() for m in markers}
+        # Whether to go out (能出门, 要不要出门 — 要出门 once the A-not-A fold has run —, 该不该出去): advice.
+        going_out = data["going_out"]
+        for modal, verb in itertools.product(going_out["modals"], going_out["verbs"]):
+            self._open_category.setdefault(modal + verb, "advice")
         # Longest marker first, so the reason names the most specific marker.
         self._open_pattern = _longest_first(self._open_category)
         # Aspect words that hold an open-ended marker (几点日出 holds 几点, which alone asks for knowledge):

@@ -176,7 +176,8 @@ def test_whether_one_can_go_out_is_advice_not_a_lookup():
     # 出门 is a filler (明天出门要带伞吗 asks about rain), so 北京明天冷吗我奶奶能出门吗 was answered with the
     # temperature alone: half the question. Asking whether one can go out is advice, for the LLM.
     router = HybridRouter(provider="demo", ledger="off")
-    going_out = ["能出门", "能出去", "能外出", "能不能出门", "方便出门", "好出门"]
+    going_out = ["能出门", "能出去", "能外出", "能不能出门", "方便出门", "好出门", "要不要出门", "用不用出去",
+                 "需不需要外出", "该不该出门", "可不可以出去"]  # fmt: skip
     forms = ["北京明天{}吗", "北京明天冷吗，我奶奶{}吗", "明天北京下雨，孩子{}吗", "北京后天风大吗 {}吗"]
     answered = [
         query
