@@ -18,7 +18,7 @@ from .dates import DateSpan, find_dates, parse_number
 from .gazetteer import Gazetteer, Place, PlaceLevel, PlaceMatch
 from .geo import great_circle_km
 from .lexicon import ASPECTS, WEATHER_ADVICE, Aspect, Lexicon
-from .normalize import MAX_QUERY_CHARS, normalize
+from .normalize import MAX_QUERY_CHARS, asked_as_a_not_a, normalize
 from .privacy import contains_personal_data, mask_personal_data
 from .reader import Reader, Reading, Tokens
 
@@ -41,6 +41,7 @@ __all__ = [
     "Reader",
     "Reading",
     "Tokens",
+    "asked_as_a_not_a",
     "contains_personal_data",
     "find_dates",
     "great_circle_km",

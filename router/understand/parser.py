@@ -23,6 +23,7 @@ from hybrid_weather.rules import (
     Reader,
     Reading,
     Tokens,
+    asked_as_a_not_a,
     in_supported_range,
     normalize,
 )
@@ -117,7 +118,7 @@ class QueryParser:
             for attempts, (rewritten, window, word) in enumerate(self.reader.sound_alikes.rewrites(clean, start, end)):
                 if attempts >= _MAX_REPAIRS:
                     break
-                if len(window) == 1 and any(window + no + window in text for no in "不没唔"):
+                if len(window) == 1 and asked_as_a_not_a(text, window):
                     continue  # 广州今天贵不贵: a character asked as A-not-A is what is asked, not a particle
                 repaired, _ = self._parse(rewritten, today, context, recent_places, found)
                 if repaired.route == "rule":
