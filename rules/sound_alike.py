@@ -28,13 +28,15 @@ class SoundAlikes:
     ) -> None:
         """VOCABULARY is every word a repair may produce; CONTENT those that carry meaning (aspects,
         dates), preferred over function words when one window sounds like both (下鱼 → 下雨, not 下与);
-        PARTICLES the only words one character is read as (see rewrites)."""
-        self._particles = frozenset(particles)
+        PARTICLES the only one-character words the index holds (see rewrites)."""
+        particles = frozenset(particles)
         self._table: dict[str, str] = load_table("pinyin")["readings"]  # toned, comma-separated
         self._readings: dict[str, list[str]] = {}  # toneless, made for the characters that are asked about
         self._content = frozenset(content)
         self._words: dict[tuple[str, ...], set[str]] = defaultdict(set)
         for word in [*vocabulary, *self._content]:
+            if len(word) == 1 and word not in particles:
+                continue  # one character is read again only as a particle
             if 1 <= len(word) <= _MAX_WORD_CHARS and all(ch in self._table for ch in word):
                 for key in self._keys(word):
                     self._words[key].add(word)
@@ -74,9 +76,7 @@ class SoundAlikes:
                 if not self._may_sound_like_a_word(window):
                     continue
                 words = {w for key in self._keys(window) for w in self._words.get(key, ())} - {window}
-                if length == 1:
-                    words &= self._particles
-                elif length > end - start:
+                if length > end - start:
                     # A window wider than the unknown word swallows a word the router knows: it may become a
                     # word of meaning (天七 → 天气), not a function word, which would drop the unknown one
                     # (深圳明天能贵吗: 能贵 → 大概, and the question asked nothing).
