@@ -381,7 +381,13 @@ class DateSpan(NamedTuple):
     @property
     def is_part_of_day(self) -> bool:
         """A part of the day (早上) or a time (3点, 3pm): hours, no day of their own."""
-        return self.kind == "part" or self.kind == "clock" or self.kind == "hour"
+        return self.kind == "part" or self.is_clock_time
+
+    @property
+    def is_clock_time(self) -> bool:
+        """A time of day: 3点 ("clock": the hour as said, read within the part of the day said with it) or
+        3pm ("hour": the hour itself)."""
+        return self.kind == "clock" or self.kind == "hour"
 
 
 def date_words() -> list[str]:

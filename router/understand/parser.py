@@ -371,7 +371,7 @@ def _hours(spans: list[DateSpan]) -> tuple[int, int] | None:
     times: list[tuple[str, int]] = []  # (kind, hour as said) of each clock time
     for span in spans:  # a loop, not comprehensions: most questions name no hours, and this runs for each
         if span.hours is not None:
-            if span.kind == "clock" or span.kind == "hour":
+            if span.is_clock_time:
                 times.append((span.kind, span.hours[0]))
             else:
                 parts.add(span.hours)
