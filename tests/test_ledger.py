@@ -85,6 +85,38 @@ def test_ask_writes_one_complete_row(tmp_path):
     assert len(row["id"]) == 22 and row["datetime_utc"].endswith("+00:00")
 
 
+def test_the_recorder_builds_the_entry_its_fields_name(tmp_path):
+    """Recorder.answered builds entries positionally (it is on every request's path): each value must land in
+    the field that names it, for rule, clarify and LLM-bound answers, with and without a session."""
+    from hybrid_weather.router.ledger import Recorder
+
+    class Kept:
+        def __init__(self):
+            self.entries = []
+
+        def record(self, entry):
+            self.entries.append(entry)
+
+    kept = Kept()
+    recorder = Recorder(kept)
+    with HybridRouter(provider="demo", ledger="off") as router:
+        questions = [("魔都明天会下雨吗", None), ("北京和上海明天哪个冷", "s-1"), ("天气", "s-2"), ("", None)]
+        for query, session_id in questions:
+            answer = router.ask(query)
+            recorder.answered(query, answer, arrived=1234.5, session_id=session_id)
+            decision = answer.decision
+            expected = LedgerEntry(
+                started_at=1234.5, route=answer.route, query=query, reason=decision.reason, aspect=decision.aspect,
+                places=tuple(decision.cities), days=len(decision.dates), provider=answer.source,
+                cache_hit=answer.cache_hit, stale=answer.stale, cost_usd=answer.cost_usd,
+                latency_ms=answer.latency_ms, model=answer.model, session_id=session_id,
+                unknown_words=decision.unknown_words, outcome="empty" if decision.is_empty else "ok",
+            )  # fmt: skip
+            assert kept.entries[-1] == expected and len(kept.entries[-1]) == len(LedgerEntry._fields)
+            assert kept.entries[-1]._asdict() == expected._asdict()
+    assert {entry.route for entry in kept.entries} >= {"rule", "clarify"}
+
+
 def test_hash_only_setting(tmp_path, monkeypatch):
     monkeypatch.setenv("HYBRID_WEATHER_LEDGER_QUERIES", "hash")
     path = tmp_path / "ledger.db"

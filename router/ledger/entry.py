@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from hybrid_weather.agent.llm.models import Usage
 
 
-@dataclass(slots=True)
-class LedgerEntry:
-    """One request; the writer thread derives the rest (id, timestamps, masking, baseline)."""
+class LedgerEntry(NamedTuple):
+    """One request; the writer thread derives the rest (id, timestamps, masking, baseline).
+
+    A tuple, not a dataclass: Recorder.answered, on the path of every request, builds it positionally in
+    C (tuple.__new__) rather than through a keyword constructor in Python."""
 
     started_at: float  #: time.time() when the request arrived
     route: str  #: rule, clarify, llm, or shadow
