@@ -473,3 +473,13 @@ def test_row_times_are_written_as_datetime_writes_them(timestamp):
 
     expected = dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).isoformat(timespec="microseconds")
     assert utc_isoformat(timestamp) == expected
+
+
+@settings(max_examples=2_000)
+@given(st.integers(min_value=-(2**50), max_value=2**50), st.integers(min_value=0, max_value=2**40 - 1))
+def test_row_ids_are_the_milliseconds_then_the_random_bits_in_hex(milliseconds, random_bits):
+    # Made as the hex of 11 bytes where the milliseconds fit in 48 bits (every time this ledger writes):
+    # the same 22 digits as formatting each number, which is what sorts ids by time.
+    from hybrid_weather.router.ledger.rows import _row_id
+
+    assert _row_id(milliseconds, random_bits) == f"{milliseconds:012x}{random_bits:010x}"
