@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from ._data import load_table
 from .china_time import WEEKDAY_CHARS
+from .trie import trie_pattern
 
 _CN_DIGITS = {
     "零": 0,
@@ -246,33 +247,13 @@ _NAMED_DAY_MARKERS = r"(?:节气)?(?:那天|那日|当天|这天|那一天|当�
 def _alternatives(words: Iterable[str]) -> str:
     """An alternation that matches the longest of WORDS at a position.
 
-    Han words as a trie (明(?:天|日|后(?:天)?)...): sre tries an alternation's branches one by one, and a
-    flat list of ~150 words cost that at every position a date may start. Latin words need word boundaries
-    ("now" must not match inside "snow"); Han text has none.
+    Han words as a trie (trie.py): a flat list of ~150 words cost sre ~150 tries at every position a date
+    may start. Latin words need word boundaries ("now" must not match inside "snow"); Han text has none.
     """
     words = list(words)
     latin = sorted((w for w in words if w.isascii()), key=len, reverse=True)
-    han = _trie([w for w in words if not w.isascii()])
+    han = trie_pattern([w for w in words if not w.isascii()])
     return "|".join(([han] if han else []) + [rf"(?<![a-z]){re.escape(w)}(?![a-z])" for w in latin])
-
-
-def _trie(words: list[str]) -> str:
-    root: dict[str, Any] = {}
-    for word in words:
-        node = root
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}  # a word ends here
-    return _branches(root)
-
-
-def _branches(node: dict[str, Any]) -> str:
-    branches = [re.escape(ch) + _branches(child) for ch, child in node.items() if ch]
-    if not branches:
-        return ""
-    body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-    # Greedy: the longer words through this node are tried before the word that ends at it.
-    return f"(?:{body})?" if "" in node else body
 
 
 @functools.cache
