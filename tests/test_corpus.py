@@ -179,6 +179,22 @@ def test_whether_one_can_go_out_is_advice_not_a_lookup():
         assert router.route(lookup, today=TODAY).route == "rule", lookup
 
 
+def test_every_modal_of_need_before_an_umbrella_asks_about_rain():
+    # 要不要带伞 was answered as rain and 该不该带伞 went to the LLM as 'unrecognised: 该': 该 was the one modal
+    # of need (要, 需要, 用, 该) missing from the fillers. Each, plain or asked A-not-A, before each way of
+    # bringing an umbrella, in several question forms: a rain answer for the place and day asked.
+    router = HybridRouter(provider="demo", ledger="off")
+    modals = ["要", "需要", "用", "该", "要不要", "需不需要", "用不用", "该不该"]
+    forms = ["北京明天{}带伞吗", "明天北京{}带雨伞", "北京后天出门{}带把伞吗", "上海明天{}带伞啊"]
+    for modal, form in itertools.product(modals, forms):
+        decision = router.route(form.format(modal), today=TODAY)
+        assert (decision.route, decision.aspect) == ("rule", "rain"), (form.format(modal), decision.reason)
+        assert len(decision.cities) == 1 and len(decision.dates) == 1
+    # What a modal of need asks beyond the weather stays the LLM's.
+    for advice in ["北京明天该穿什么", "北京明天该不该出门", "北京明天该不该带防晒霜"]:
+        assert router.route(advice, today=TODAY).route == "llm", advice
+
+
 def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))
