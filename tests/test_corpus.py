@@ -195,6 +195,23 @@ def test_every_modal_of_need_before_an_umbrella_asks_about_rain():
         assert router.route(advice, today=TODAY).route == "llm", advice
 
 
+def test_should_be_asks_the_weather_and_should_do_stays_advice():
+    # 应该 was an open-ended marker, so 北京明天应该会下雨吗 (it should rain, shouldn't it?) went to the LLM
+    # like 北京明天应该穿什么. Now it is a modal like 该: what follows it decides. The weather it expects,
+    # in several forms, for several places and days, gets a rule answer of that aspect; what to do stays
+    # advice through the words that ask it.
+    router = HybridRouter(provider="demo", ledger="off")
+    expected = {"会下雨吗": "rain", "不会下雨吧": "rain", "带伞吗": "rain", "挺冷的吧": "temperature",
+                "不冷吧": "temperature", "是晴天吧": "weather", "气温多少度": "temperature", "会下雪吗": "snow",
+                "风很大吧": "wind"}  # fmt: skip
+    for (said, aspect), place, day in itertools.product(expected.items(), ["北京", "上海", "成都"], ["明天", "后天"]):
+        for query in (f"{place}{day}应该{said}", f"{day}{place}应该{said}"):
+            decision = router.route(query, today=TODAY)
+            assert (decision.route, decision.aspect) == ("rule", aspect), (query, decision.reason)
+    advice = ["穿什么", "怎么穿", "去哪玩", "注意什么", "晒被子吗", "开空调吗", "准备什么", "出门吗", "穿羽绒服吗"]
+    assert answered_by_rules(router, ["北京明天应该{}", "上海后天我应该{}"], advice) == []
+
+
 def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))
