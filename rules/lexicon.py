@@ -65,6 +65,9 @@ class Lexicon:
         self.distance_links = frozenset(data["distance_links"])
         #: 温差: the day's range of temperature, or the difference between places.
         self.spread = frozenset(data["spread"])
+        #: 去, 到 before places joined by 还是 (去北京还是上海): which place to go to, when no weather word is said.
+        self.going_to = frozenset(data["where_to_go"]["verbs"])
+        self.choice_ors = frozenset(data["where_to_go"]["ors"])
         #: 降温 / 回暖: a change from today, so the asked day is compared with today.
         self.trend: dict[str, str] = {w: way for way, words in data["trend"].items() for w in words}
         #: Each word's role, in the order Reader.read tries them (a word on two lists takes the first): one

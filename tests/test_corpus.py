@@ -212,6 +212,29 @@ def test_should_be_asks_the_weather_and_should_do_stays_advice():
     assert answered_by_rules(router, ["北京明天应该{}", "上海后天我应该{}"], advice) == []
 
 
+def test_choosing_where_to_go_is_advice_and_comparing_them_is_not():
+    # 我要去北京还是上海 got the weather of both places: a choice of where to go, asked with no word of the
+    # weather, is advice for the LLM. With one (哪边暖和, 会下雨吗) it is a comparison the rules answer, and
+    # 还是 between places without a verb of going stays what it was.
+    router = HybridRouter(provider="demo", ledger="off")
+    pairs = [("北京", "上海"), ("杭州", "苏州"), ("广州", "深圳")]
+    choices = [
+        "我要{v}{a}还是{b}",
+        "明天{v}{a}还是{b}好",
+        "{v}{a}好还是{v}{b}好",
+        "后天{v}{a}还是{v}{b}呢",
+        "该{v}{a}还是{b}",
+    ]
+    for verb, (a, b), form in itertools.product(["去", "到"], pairs, choices):
+        decision = router.route(form.format(v=verb, a=a, b=b), today=TODAY)
+        assert decision.route == "llm" and "which place to go" in decision.reason, (form, verb, a, b, decision.reason)
+    weather = {"明天{v}{a}还是{b}，哪边暖和": "temperature", "明天{v}{a}还是{b}，哪边会下雨": "rain",
+               "{v}{a}还是{b}，明天天气怎么样": "weather", "{a}还是{b}明天下雨": "rain"}  # fmt: skip
+    for verb, (a, b), (form, aspect) in itertools.product(["去", "到"], pairs, weather.items()):
+        decision = router.route(form.format(v=verb, a=a, b=b), today=TODAY)
+        assert (decision.route, decision.aspect, len(decision.cities)) == ("rule", aspect, 2), (form, decision.reason)
+
+
 def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))

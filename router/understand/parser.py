@@ -159,6 +159,8 @@ class QueryParser:
             # 离, 从, 之间 join the places of a distance question; in any other they are words not understood.
             links = [token for i, token in enumerate(tokens) if i in reading.link_at and token is not None]
             return to_llm("unrecognised: " + " ".join(links), links), []
+        if self._asks_where_to_go(reading, tokens):
+            return to_llm("open-ended (planning): which place to go to", ["还是"]), []
         spans, excluded = self._apply_corrections(reading, tokens, spans)
         if excluded and not reading.places and context is None:
             return to_llm("the question names a place only to exclude it"), []
@@ -173,6 +175,16 @@ class QueryParser:
         if borrowed and decision.route == "rule":
             decision = decision.with_reason(f"{decision.reason}; from context: {borrowed}")
         return decision, []
+
+    def _asks_where_to_go(self, reading: Reading, tokens: Tokens) -> bool:
+        """Whether the question chooses between places to go (去北京还是上海, 明天去杭州好还是去苏州好): advice,
+        not the weather of both, unless a weather word asks how they compare (去北京还是上海，哪边暖和)."""
+        if len(reading.places) < 2 or reading.aspects or reading.cold or reading.hot or reading.compare:
+            return False
+        lexicon, first_place = self.reader.lexicon, reading.places[0][0]
+        return any(tokens[i] in lexicon.choice_ors for i in reading.conjunction_at) and any(
+            tokens[i] in lexicon.going_to for i in range(first_place)
+        )
 
     def _apply_corrections(
         self, reading: Reading, tokens: Tokens, spans: list[DateSpan]
