@@ -235,6 +235,23 @@ def test_choosing_where_to_go_is_advice_and_comparing_them_is_not():
         assert (decision.route, decision.aspect, len(decision.cities)) == ("rule", aspect, 2), (form, decision.reason)
 
 
+def test_places_offered_as_alternatives_are_compared():
+    # 北京冷还是上海冷 and 明天北京还是上海下雨 asked which, and got each place's figures without saying which:
+    # 还是 between places is a comparison wherever an aspect can be measured, as 哪个 is.
+    router = HybridRouter(provider="demo", ledger="off")
+    asked = {"冷": "cold", "热": "hot", "下雨": "rain", "风大": "wind", "湿度高": "humidity", "下雪": "snow"}
+    forms = ["{a}还是{b}明天{w}", "明天{a}还是{b}{w}", "{a}明天{w}还是{b}明天{w}", "明天是{a}{w}还是{b}{w}"]
+    pairs = [("北京", "上海"), ("广州", "哈尔滨")]
+    for (word, compare), form, (a, b) in itertools.product(asked.items(), forms, pairs):
+        decision = router.route(form.format(a=a, b=b, w=word), today=TODAY)
+        assert (decision.route, decision.compare, len(decision.cities)) == ("rule", compare, 2), (
+            form.format(a=a, b=b, w=word),
+            decision.reason,
+        )
+    # No measurable aspect: the weather of each, as before.
+    assert router.route("北京还是上海明天天气", today=TODAY).compare is None
+
+
 def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))

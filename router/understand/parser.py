@@ -159,7 +159,8 @@ class QueryParser:
             # 离, 从, 之间 join the places of a distance question; in any other they are words not understood.
             links = [token for i, token in enumerate(tokens) if i in reading.link_at and token is not None]
             return to_llm("unrecognised: " + " ".join(links), links), []
-        if self._asks_where_to_go(reading, tokens):
+        choice = self._offers_a_choice(reading, tokens)
+        if choice and self._asks_where_to_go(reading, tokens):
             return to_llm("open-ended (planning): which place to go to", ["还是"]), []
         spans, excluded = self._apply_corrections(reading, tokens, spans)
         if excluded and not reading.places and context is None:
@@ -171,20 +172,25 @@ class QueryParser:
             dates, borrowed = borrow_context(
                 reading, dates, context, recent_places or list(context.places), follow_up=is_follow_up(clean)
             )
-        decision = self._decide(reading, dates, today, spans)
+        decision = self._decide(reading, dates, today, spans, choice=choice)
         if borrowed and decision.route == "rule":
             decision = decision.with_reason(f"{decision.reason}; from context: {borrowed}")
         return decision, []
 
-    def _asks_where_to_go(self, reading: Reading, tokens: Tokens) -> bool:
-        """Whether the question chooses between places to go (去北京还是上海, 明天去杭州好还是去苏州好): advice,
-        not the weather of both, unless a weather word asks how they compare (去北京还是上海，哪边暖和)."""
-        if len(reading.places) < 2 or reading.aspects or reading.cold or reading.hot or reading.compare:
-            return False
-        lexicon, first_place = self.reader.lexicon, reading.places[0][0]
-        return any(tokens[i] in lexicon.choice_ors for i in reading.conjunction_at) and any(
-            tokens[i] in lexicon.going_to for i in range(first_place)
+    def _offers_a_choice(self, reading: Reading, tokens: Tokens) -> bool:
+        """Whether the question offers places as alternatives (北京还是上海, 北京冷还是上海冷): it asks which."""
+        ors = [i for i in reading.conjunction_at if tokens[i] in self.reader.lexicon.choice_ors]
+        return any(
+            any(place < i for place, _, _ in reading.places) and any(place > i for place, _, _ in reading.places)
+            for i in ors
         )
+
+    def _asks_where_to_go(self, reading: Reading, tokens: Tokens) -> bool:
+        """Whether a choice between places is of where to go (去北京还是上海, 明天去杭州好还是去苏州好): advice,
+        not the weather of both, unless a weather word asks how they compare (去北京还是上海，哪边暖和)."""
+        if reading.aspects or reading.cold or reading.hot or reading.compare:
+            return False
+        return any(tokens[i] in self.reader.lexicon.going_to for i in range(reading.places[0][0]))
 
     def _apply_corrections(
         self, reading: Reading, tokens: Tokens, spans: list[DateSpan]
@@ -294,7 +300,11 @@ class QueryParser:
                     return PlaceMatch((repaired,), "pinyin")
         return None
 
-    def _decide(self, reading: Reading, dates: list[dt.date], today: dt.date, spans: list[DateSpan]) -> Decision:
+    def _decide(
+        self, reading: Reading, dates: list[dt.date], today: dt.date, spans: list[DateSpan], *, choice: bool = False
+    ) -> Decision:
+        """The decision READING makes; CHOICE: it offers its places as alternatives (北京冷还是上海冷), which
+        asks how they compare in any measurable aspect."""
         for _, word, match in reading.places:
             if match.ambiguous:
                 options = "、".join(p.display for p in match.candidates)
@@ -333,7 +343,7 @@ class QueryParser:
             # 明天会降温吗: a change from today, answered by comparing the two days.
             dates = [today, dates[0]]
             compare = "cold" if reading.trend == "cold" else "hot"
-        elif reading.compare:
+        elif reading.compare or (choice and aspect != "weather"):
             if len(places) < 2 and len(dates) < 2:
                 return to_llm("comparison with nothing to compare")
             compare = _comparison(aspect, reading)
