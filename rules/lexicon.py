@@ -37,6 +37,8 @@ class Lexicon:
             w: cast(Aspect, aspect) for aspect, words in latin_aspects.items() for w in words
         }
         self.fillers = frozenset(w for words in data["fillers"].values() for w in words)
+        #: What says where someone is (在, 人在, 坐标): a date right before one is not the date asked.
+        self.where_one_is = ("在", *data["fillers"]["whereabouts"])
         #: Modal particles and interjections: a token made only of these is a filler (哈哈哈, 嗯嗯, 喂喂).
         self.particle_chars = frozenset(data["particle_chars"])
         #: 不对, 我是说: the places and dates after one replace those before it.

@@ -252,6 +252,37 @@ def test_places_offered_as_alternatives_are_compared():
     assert router.route("北京还是上海明天天气", today=TODAY).compare is None
 
 
+def test_a_date_that_says_where_one_is_is_not_the_date_asked():
+    # 我现在在杭州，明天下雨吗 was answered for today and tomorrow: 现在 says when the asker is in Hangzhou,
+    # not when the weather is asked. A date right before 在 is set aside where another date is asked.
+    router = HybridRouter(provider="demo", ledger="off")
+    asked = {"明天": 1, "后天": 2}
+    forms = ["我{when}在{place}，{day}下雨吗", "{when}在{place}呢，{day}冷不冷", "我{when}人在{place}，{day}天气怎么样"]
+    for when, form, (day, offset), place in itertools.product(
+        ["现在", "今天", "此刻", "这会儿", "今晚"], forms, asked.items(), ["杭州", "北京"]
+    ):
+        query = form.format(when=when, place=place, day=day)
+        decision = router.route(query, today=TODAY)
+        assert decision.route == "rule" and decision.dates == [TODAY + dt.timedelta(days=offset)], (query, decision)
+    # Alone, or asked beside another date, the date is the one asked.
+    assert router.route("北京现在在下雨吗", today=TODAY).dates == [TODAY]
+    assert router.route("北京现在和明天的天气", today=TODAY).dates == [TODAY, TODAY + dt.timedelta(days=1)]
+
+
+def test_where_the_asker_is_leads_to_the_place():
+    # 人在北京，明天冷不冷, 坐标上海, 我住在广州: saying where one is, then asking, went to the LLM over 人, 坐标,
+    # 住 (words the router did not know). They lead to the place now, a misspelt one included.
+    router = HybridRouter(provider="demo", ledger="off")
+    said = ["人在", "我人在", "身在", "本人在", "我住在", "我家在", "坐标", "现居"]
+    forms = {"{w}{p}，明天冷不冷": "temperature", "{w}{p}，后天会下雨吗": "rain", "{w}{p}明天天气怎么样": "weather"}
+    places = {"北京": "北京市", "成都": "成都市", "杭洲": "杭州市"}
+    for w, (form, aspect), (place, city) in itertools.product(said, forms.items(), places.items()):
+        decision = router.route(form.format(w=w, p=place), today=TODAY)
+        assert (decision.route, decision.aspect, decision.cities) == ("rule", aspect, [city]), (form, w, place)
+    # 人 alone is no place's lead: 北京明天人多吗 asks about crowds.
+    assert router.route("北京明天人多吗", today=TODAY).route == "llm"
+
+
 def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))

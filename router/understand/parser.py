@@ -165,6 +165,7 @@ class QueryParser:
         spans, excluded = self._apply_corrections(reading, tokens, spans)
         if excluded and not reading.places and context is None:
             return to_llm("the question names a place only to exclude it"), []
+        spans = _when_asked(spans, clean, self.reader.lexicon.where_one_is)
         # Sorted and without repeats; most questions name one date, whose days are in order already.
         dates = list(spans[0].dates) if len(spans) == 1 else sorted({d for span in spans for d in span.dates})
         borrowed = ""
@@ -419,6 +420,16 @@ def _on_the_clock(said: int, part: tuple[int, int] | None) -> int:
     first, end = part
     # Of the morning's hour and the afternoon's, the one inside the part, else the nearer (早上9点: 9).
     return min((said, said + 12), key=lambda hour: max(first - hour, hour - (end - 1), 0))
+
+
+def _when_asked(spans: list[DateSpan], clean: str, where_one_is: tuple[str, ...]) -> list[DateSpan]:
+    """SPANS without those that say when someone is somewhere (我现在在杭州，明天下雨吗; 我今天人在北京，后天呢):
+    a date right before one of WHERE_ONE_IS, where another date says when the weather is asked. Alone, such a
+    date is the one asked (北京现在在下雨吗)."""
+    if len(spans) < 2:
+        return spans
+    asked = [span for span in spans if not clean.startswith(where_one_is, span.end)]
+    return asked if asked and len(asked) < len(spans) else spans
 
 
 def _comparison(aspect: Aspect, reading: Reading) -> Comparison | None:
