@@ -283,6 +283,22 @@ def test_where_the_asker_is_leads_to_the_place():
     assert router.route("北京明天人多吗", today=TODAY).route == "llm"
 
 
+def test_a_question_asked_for_someone_else_is_still_the_question():
+    # 我妈让我问下明天上海下不下雨, 老婆问北京明天冷不冷, 同事让我查一下广州明天的天气 went to the LLM (or
+    # asked for the place 事让): whom a question is asked for only wraps it.
+    router = HybridRouter(provider="demo", ledger="off")
+    people = ["我妈", "老婆", "同事", "孩子", "老板", "我爸", "女朋友", "奶奶"]
+    asking = ["{who}让我问下{q}", "{who}问{q}", "{who}叫我查一下{q}", "帮{who}问问{q}", "{who}想知道{q}"]
+    questions = {"明天上海下不下雨": "rain", "北京后天冷不冷": "temperature", "广州明天的天气": "weather"}
+    for who, form, (question, aspect) in itertools.product(people, asking, questions.items()):
+        query = form.format(who=who, q=question)
+        decision = router.route(query, today=TODAY)
+        assert (decision.route, decision.aspect, len(decision.cities)) == ("rule", aspect, 1), (query, decision.reason)
+    # What they ask beyond the weather stays the LLM's.
+    for other in ["孩子明天能去北京吗", "我妈明天去北京，需要带什么", "北京明天我老婆生日"]:
+        assert router.route(other, today=TODAY).route == "llm", other
+
+
 def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))
