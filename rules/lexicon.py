@@ -57,6 +57,8 @@ class Lexicon:
         self.degrees = frozenset(data["degrees"])
         #: 飘, 落, 来: right before a rain or snow word, its verb (飘雪, 落小雨, 来雨); nothing else.
         self.falls = frozenset(data["falls"])
+        #: 起, 刮起: right before a word of fog, wind or dust, its verb (起雾, 刮起大风); nothing else.
+        self.rises = frozenset(data["rises"])
         #: 两个 → 2, 三个 → 3, 几个 → 0 (all of them): how many places a follow-up refers to.
         self.counts: dict[str, int] = dict(data["counts"])
         #: Fillers after which an unknown word stands where a place would (查一下杭洲的天气, 去纳尼亚).
@@ -106,6 +108,7 @@ class Lexicon:
         yield from self.distance_links
         yield from self.complements
         yield from self.falls
+        yield from self.rises
         yield from self._open_category
 
     def question_words(self) -> Iterable[str]:

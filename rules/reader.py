@@ -133,8 +133,10 @@ class Reader:
             elif (role := lexicon.role_of.get(token)) is None:
                 if index == felt_at + 1 and token in lexicon.complements:
                     felt_at = index  # 冻死人了: part of the feeling before it, as 冷死了 is one word
-                elif token in lexicon.falls and _falls_next(lexicon, tokens, index):
+                elif token in lexicon.falls and _aspect_next(lexicon, tokens, index, _FALLING):
                     pass  # 飘雪, 落小雨, 来雨: the verb of the rain or snow after it
+                elif token in lexicon.rises and _aspect_next(lexicon, tokens, index, _ARISING):
+                    pass  # 起雾, 刮起大风, 起沙尘暴: the verb of the fog, wind or dust after it
                 elif not lexicon.is_particles(token):
                     _add_unknown(reading, index, token)
             elif role == "filler":
@@ -269,7 +271,12 @@ def _add_unknown(reading: Reading, index: int, token: str) -> None:
         reading.unknown.append((index, index, token))
 
 
-def _falls_next(lexicon: Lexicon, tokens: Tokens, index: int) -> bool:
-    """Whether the token after INDEX is a word of rain or snow (雪 of 飘雪)."""
+# What falls (雨, 雪) and what arises (雾, 风, 沙尘: the general weather's fog is one of its words).
+_FALLING: frozenset[str] = frozenset({"rain", "snow"})
+_ARISING: frozenset[str] = frozenset({"weather", "wind", "air"})
+
+
+def _aspect_next(lexicon: Lexicon, tokens: Tokens, index: int, aspects: frozenset[str]) -> bool:
+    """Whether the token after INDEX is a word of one of ASPECTS (雪 of 飘雪, 雾 of 起雾)."""
     following = tokens[index + 1] if index + 1 < len(tokens) else None
-    return following is not None and lexicon.aspect_of.get(following) in ("rain", "snow")
+    return following is not None and lexicon.aspect_of.get(following) in aspects

@@ -137,6 +137,24 @@ def test_a_verb_of_falling_belongs_to_the_rain_or_snow_after_it():
         assert router.route(elsewhere, today=TODAY).route != "rule", elsewhere
 
 
+def test_a_verb_of_arising_belongs_to_the_fog_wind_or_dust_after_it():
+    # 起雾, 起大雾, 刮起大风, 起沙尘暴 went to the LLM over 起 (and 沙尘暴 and 雷暴 were not words of dust and
+    # thunder): a verb of arising is part of the fog, wind or dust it names, and nothing elsewhere.
+    router = HybridRouter(provider="demo", ledger="off")
+    arising = {"雾": "weather", "大雾": "weather", "风": "wind", "大风": "wind", "沙尘": "air", "沙尘暴": "air"}
+    forms = ["长春明天会{}吗", "长春后天{}不", "请问长春明天{}了吗？"]
+    wrong = []
+    for verb, (noun, aspect), form in itertools.product(["起", "起了", "刮起"], arising.items(), forms):
+        query = form.format(verb + noun)
+        decision = router.route(query, today=TODAY)
+        if (decision.route, decision.cities, decision.aspect) != ("rule", ["长春市"], aspect):
+            wrong.append(f"{query}: {decision.route} {decision.aspect} ({decision.reason})")
+    assert wrong == []
+    assert router.route("长春明天有雷暴吗", today=TODAY).aspect == "rain"
+    for elsewhere in ["长春明天起床冷吗", "长春明天起来冷吗", "长春明天起雨吗", "长春明天起吗"]:
+        assert router.route(elsewhere, today=TODAY).route != "rule", elsewhere
+
+
 def test_one_character_is_read_again_only_as_a_particle_where_a_clause_ends():
     # A one-character word the router lacks sounds like too many words: read again as any of them, 北京明天
     # 开吗 became 嘅 (a filler) and a weather question, 广州今天堵不堵 度 (the temperature). It is read again
