@@ -241,6 +241,9 @@ _CLOCK_MINUTES = r"半|[一三]刻|整|[0-5]?\d分?|[二三四五]?十[一二三
 # 一点 and 两点 are also "a little" (冷一点, 穿厚一点): a time only with 钟 or minutes after them, or right
 # after a day or a part of the day (明天一点, 凌晨两点).
 _LITTLE = frozenset({"一", "两", "二"})
+# What follows a bare count of days for it to be the days ahead: the weather asked for (三天天气, 7天的天气预报),
+# or 内, within, which the span takes (三天内会下雨吗).
+_AHEAD = "(?:[之以]?内|(?=的?(?:天气|预报)))"
 _NAMED_DAY_MARKERS = r"(?:节气)?(?:那天|那日|当天|这天|那一天|当日)?"
 
 
@@ -278,9 +281,13 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
         ({"下", "上", *this},
          rf"(?P<month_rel>(?P<mrp>{_NEXT}下个?|{_NEXT}个?|上个?|这个?|本)月(?P<mrd>{_NUM})[日号])"),
         ({w[0] for w in named}, rf"(?P<named>(?P<nw>{_alternatives(named)}){_NAMED_DAY_MARKERS})"),
-        (set(_NUM_CHARS), rf"(?P<later>(?P<ln>{_NUM})天[以之]?后)"),
-        (set("未接往今最"), r"(?P<week_ahead>(?:未来|接下来|往后|今后|最近)的?(?:一|1)?(?:周|个?星期|个?礼拜))"),
-        (set("未接最往今近"), rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|近)的?(?P<nn>{_NUM})[天日])"),
+        (set(_NUM_CHARS), rf"(?P<later>(?P<ln>{_NUM})(?P<lw>天|周|个?星期|个?礼拜)[以之]?后)"),
+        # 三天天气, 7天天气预报, 一周天气, 三天内: a bare count of days (not 日: 5日 is a day of the month) or a
+        # week is the days ahead where the weather follows it, or 内.
+        (set("未接往今最一1"), r"(?P<week_ahead>(?:(?:未来|接下来|往后|今后|最近)的?(?:一|1)?(?:周|个?星期|个?礼拜))"
+                             rf"|[一1](?:周|个?星期|个?礼拜){_AHEAD})"),
+        (set("未接最往今近后头") | set(_NUM_CHARS),
+         rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|近)的?(?P<nn>{_NUM})[天日]|[后头]?(?P<nb>{_NUM})天{_AHEAD})"),
         ({"下", "周", *this}, rf"(?P<weekend>(?P<wep>{_NEXT}个?|这个?|本)?周末(?:两天)?)"),
         # 周天气 is the week's weather, but 星期天气温 is Sunday's temperature.
         ({"下", "上", "周", "星", "礼", *this},
@@ -542,7 +549,8 @@ def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]
         return _days(today, 7)
     if kind == "next_n":
         groups = m.groupdict()
-        n = parse_number(groups["nn"]) if groups.get("nn") else _english_number(groups.get("en"))
+        count = groups.get("nn") or groups.get("nb")
+        n = parse_number(count) if count else _english_number(groups.get("en"))
         return _days(today, n) if n and n <= MAX_RANGE_DAYS else ()
     if kind == "range":
         first, count = _RANGES[m.group(0)]
@@ -578,7 +586,7 @@ def _resolve_one(m: re.Match[str], kind: str, today: dt.date) -> dt.date | None:
         return _safe_date(year, month + 1, n) if n is not None else None
     if kind == "later":
         n = parse_number(m["ln"])
-        return _shift(today, n) if n is not None else None
+        return _shift(today, n if m["lw"] == "天" else n * 7) if n is not None else None
     if kind == "weekday":
         weekday, prefix = _WEEKDAYS[m["wd"] or m["wd2"]], m["wdp"] or ""
         if prefix.startswith("下下"):

@@ -123,6 +123,28 @@ def test_ranges_give_every_day(text, offsets):
     assert parse(text) == days(*offsets)
 
 
+def test_a_bare_count_of_days_before_the_weather_is_the_days_ahead():
+    # 北京三天天气, 7天天气预报, 一周天气, 三天内会下雨吗 (how weather apps say it) went to the LLM over 三, 7,
+    # 一周: a count of days or a week with nothing before it is the days ahead where the weather (天气,
+    # 预报) follows it, or 内 (within). Every count, unit and ending; and where it is not (5日 is a day of
+    # the month, 三天后 a day three days on, 下了三天雨 no date).
+    import itertools
+
+    counts = {"两": 2, "三": 3, "3": 3, "七": 7, "7": 7, "十": 10, "15": 15}
+    endings = ["天气", "的天气", "的天气预报", "预报", "内", "之内", "以内"]
+    for (said, n), lead, ending in itertools.product(counts.items(), ["", "后", "头"], endings):
+        text = f"{lead}{said}天{ending}"
+        (span,) = find_dates(text, TODAY)
+        assert list(span.dates) == days(*range(n)), text
+        assert text[span.start : span.end] in (f"{lead}{said}天", f"{lead}{said}天{ending}"), text
+    for week, ending in itertools.product(["一周", "1周", "一个星期", "一礼拜"], endings):
+        assert parse(week + ending) == days(*range(7)), week + ending
+    for later, offset in [("一周后", 7), ("两周后", 14), ("一个星期以后", 7), ("三天后", 3)]:
+        assert parse(later) == days(offset), later
+    assert parse("5日天气") == [dt.date(2026, 12, 5)] and parse("三日天气") == [dt.date(2026, 12, 3)]
+    assert find_dates("下了三天雨", TODAY) == [] and find_dates("三天两头", TODAY) == []
+
+
 def test_weekend_asked_midweek_is_saturday_and_sunday():
     wednesday = dt.date(2026, 12, 2)
     assert parse("周末", wednesday) == [dt.date(2026, 12, 5), dt.date(2026, 12, 6)]
