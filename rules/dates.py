@@ -225,6 +225,12 @@ _RANGES = {
     "近两天": (0, 2),
     "未来几天": (0, 3),
     "接下来几天": (0, 3),
+    # The near term said without a count (北京近期天气, 最近会下雨吗): the same few days as 这几天.
+    "近期": (0, 3),
+    "最近": (0, 3),
+    "近日": (0, 3),
+    "这阵子": (0, 3),
+    "这段时间": (0, 3),
     "next few days": (0, 3),
     "next couple of days": (0, 2),
     "this week": (0, 7),

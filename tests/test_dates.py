@@ -117,6 +117,15 @@ def test_n_days_later_with_chinese_numerals(text, offsets):
         ("下周", [1, 2, 3, 4, 5, 6, 7]),
         ("未来一周", [0, 1, 2, 3, 4, 5, 6]),
         ("今天和明天", [0, 1]),
+        # The near term without a count (北京近期天气 went to the LLM): the few days of 这几天.
+        ("近期", [0, 1, 2]),
+        ("最近", [0, 1, 2]),
+        ("最近的", [0, 1, 2]),
+        ("近日", [0, 1, 2]),
+        ("这阵子", [0, 1, 2]),
+        ("这段时间", [0, 1, 2]),
+        ("最近三天", [0, 1, 2]),
+        ("最近一周", [0, 1, 2, 3, 4, 5, 6]),
     ],
 )
 def test_ranges_give_every_day(text, offsets):
