@@ -80,9 +80,11 @@ class Reader:
                 continue  # nothing to cut, or a place ends where the date starts (浦东明天): nothing to take back
             for cut in range(start + 1, min(end, start + 3)):
                 if self._place_ends(clean, max(0, cut - 4), start, cut):
-                    rest = find_dates(clean[cut:end], today)
-                    shifted = [r._replace(start=r.start + cut, end=r.end + cut) for r in rest]
-                    spans[index : index + 1] = shifted[:1]
+                    # Read on past the span's end: the date after the place may be longer than what was left
+                    # of the span (昆明后日: 明后 was found, 后日 is meant), though not into the next span.
+                    limit = spans[index + 1].start if index + 1 < len(spans) else len(clean)
+                    rest = [r for r in find_dates(clean[cut:limit], today) if r.start == 0][:1]
+                    spans[index : index + 1] = [r._replace(start=cut, end=r.end + cut) for r in rest]
                     break
         return spans
 
