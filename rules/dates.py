@@ -279,9 +279,10 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
     return [
         (set(_DIGITS), r"(?P<iso>(?P<iy>\d{4})[-/.年](?P<im>\d{1,2})[-/.月](?P<id>\d{1,2})[日号]?)"),
         (set(_NUM_CHARS), rf"(?P<md>(?P<mm>{_NUM})月(?P<mdd>{_NUM})[日号]?)"),
-        # 12.5, 12/8: month and day, unless they are a number with a unit or part of one (pm2.5).
+        # 12.5, 12/8: month and day, unless they are a number with a unit (2.5度, 2.5℃ — 2.5 c once normalised —)
+        # or part of one (pm2.5).
         (set(_DIGITS), r"(?P<numeric>(?<![\da-z.])(?P<nm>1[0-2]|0?[1-9])[./](?P<nd>3[01]|[12]\d|0?[1-9])"
-                       r"(?![\d./]|\s*(?:度|℃|°|%|毫米|mm|米|公里|km|元|块|倍|级)))"),
+                       r"(?![\d./]|\s*(?:度|摄氏|℃|°|c(?![a-z])|%|毫米|mm|米|公里|km|元|块|倍|级)))"),
         ({"下", "上", *this},
          rf"(?P<month_rel>(?P<mrp>{_NEXT}下个?|{_NEXT}个?|上个?|这个?|本)月(?P<mrd>{_NUM})[日号])"),
         ({w[0] for w in named}, rf"(?P<named>(?P<nw>{_alternatives(named)}){_NAMED_DAY_MARKERS})"),

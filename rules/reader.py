@@ -10,7 +10,7 @@ import datetime as dt
 import itertools
 from dataclasses import dataclass, field
 
-from .dates import DateSpan, date_words, find_dates
+from .dates import DateSpan, date_words, find_dates, parse_number
 from .gazetteer import Gazetteer, PlaceMatch
 from .lexicon import Aspect, Lexicon
 from .normalize import normalize
@@ -139,6 +139,10 @@ class Reader:
                     pass  # 飘雪, 落小雨, 来雨: the verb of the rain or snow after it
                 elif token in lexicon.rises and _aspect_next(lexicon, tokens, index, _ARISING):
                     pass  # 起雾, 刮起大风, 起沙尘暴: the verb of the fog, wind or dust after it
+                elif (value := _value_with_unit(lexicon, tokens, index)) is not None:
+                    index, aspect = value  # 30度, 二十五度, 零度, 5级: is it that warm, or that windy
+                    reading.aspects.append(aspect)
+                    continue
                 elif not lexicon.is_particles(token):
                     _add_unknown(reading, index, token)
             elif role == "filler":
@@ -271,6 +275,21 @@ def _add_unknown(reading: Reading, index: int, token: str) -> None:
         reading.unknown[-1] = (first, index, text + token)
     else:
         reading.unknown.append((index, index, token))
+
+
+def _value_with_unit(lexicon: Lexicon, tokens: Tokens, index: int) -> tuple[int, Aspect] | None:
+    """(the index after it, the unit's aspect) of a figure at INDEX and the unit after it (30度, 二十五度 —
+    the tokenizer gives a Han numeral a character at a time —, 2.5度, 5级), or None."""
+    end = index
+    while end < len(tokens) and _is_numeral(tokens[end]):
+        end += 1
+    following = tokens[end] if index < end < len(tokens) else None
+    aspect = lexicon.units.get(following) if following is not None else None
+    return (end + 1, aspect) if aspect is not None else None
+
+
+def _is_numeral(token: str | None) -> bool:
+    return token is not None and (token.replace(".", "", 1).isdigit() or parse_number(token) is not None)
 
 
 # What falls (雨, 雪) and what arises (雾, 风, 沙尘: the general weather's fog is one of its words).

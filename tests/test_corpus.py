@@ -317,6 +317,29 @@ def test_a_question_asked_for_someone_else_is_still_the_question():
         assert router.route(other, today=TODAY).route == "llm", other
 
 
+def test_a_value_with_its_unit_asks_about_that_aspect():
+    # 北京明天会超过30度吗, 零度以下吗, 低于零度, 风力超过5级吗 went to the LLM over the figure (30, 零, 于零):
+    # a figure right before a unit (度, ℃, 级) is a value of the unit's aspect, Han numerals included
+    # (the tokenizer gives them a character at a time), and 低于/超过/以下 say which side of it is asked.
+    router = HybridRouter(provider="demo", ledger="off")
+    figures = ["30", "2.5", "零", "十", "二十五", "三十"]
+    units = {"度": "temperature", "℃": "temperature", "摄氏度": "temperature", "级": "wind"}
+    forms = ["北京明天会超过{}吗", "北京明天{}以下吗", "北京明天会不会低于{}", "明天北京有{}吗", "北京后天{}左右吗",
+             "北京明天能到{}吗"]  # fmt: skip
+    wrong = []
+    for figure, (unit, aspect), form in itertools.product(figures, units.items(), forms):
+        query = form.format(figure + unit)
+        decision = router.route(query, today=TODAY)
+        if (decision.route, decision.aspect, decision.cities) != ("rule", aspect, ["北京市"]):
+            wrong.append(f"{query}: {decision.reason}")
+    assert wrong == []
+    for figure in figures:
+        assert router.route(f"北京明天最低零下{figure}度吗", today=TODAY).aspect == "temperature", figure
+    # A figure before anything else is no value (三个人, 第3名), and what is asked beyond stays unknown.
+    for other in ["北京明天三个人去", "北京明天第3名", "北京明天高三级考试"]:
+        assert router.route(other, today=TODAY).route == "llm", other
+
+
 def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))
