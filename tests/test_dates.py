@@ -43,6 +43,10 @@ def parse(text, today=TODAY):
         ("tomorrow", [1]),
         ("today", [0]),
         ("mingtian", [1]),
+        ("beijing tmr weather", [1]),
+        ("weather tmrw", [1]),
+        ("tdy", [0]),
+        ("cold tonite?", [0]),
     ],
 )
 def test_relative_words(text, offsets):
