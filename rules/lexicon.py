@@ -47,6 +47,8 @@ class Lexicon:
         self.negations = frozenset(data["negations"])
         self.conjunctions = frozenset(data["conjunctions"])
         self.compare = frozenset(data["compare"])
+        #: 更, 冷一点: compare words that compare with something unsaid (the others ask which: 哪个, 谁, 比).
+        self.comparatives = frozenset(data["comparatives"])
         self.cold = frozenset(data["cold"])
         self.hot = frozenset(data["hot"])
         #: Words of how the weather feels: cold, hot, and the others (晒, 闷).

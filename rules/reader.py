@@ -33,6 +33,7 @@ class Reading:
     cold: bool = False
     hot: bool = False
     compare: bool = False
+    asks_which: bool = False  #: a compare word that asks which of several (哪个, 谁, 比), not only 更 or 一点
     trend: str | None = None  #: "cold" for 降温, "hot" for 回暖
     spread: bool = False  #: 温差: the range of temperature is asked
     count: int | None = None  #: places a follow-up refers to (这两个城市 → 2; 0 means all recent ones)
@@ -169,6 +170,7 @@ class Reader:
                 reading.hot |= token in lexicon.hot
             elif role == "compare":
                 reading.compare = True
+                reading.asks_which |= token not in lexicon.comparatives
             elif role == "conjunction":
                 reading.conjunction_at.add(index)
             elif role == "count":

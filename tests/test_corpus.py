@@ -340,6 +340,44 @@ def test_a_value_with_its_unit_asks_about_that_aspect():
         assert router.route(other, today=TODAY).route == "llm", other
 
 
+def test_how_much_is_a_filler_and_a_comparative_of_one_day_compares_it_with_today():
+    # 北京明天超冷吗, 相当冷吗, 有点儿冷吗, 稍微冷吗 went to the LLM over the degree word, and 比较冷 / 更冷
+    # 'compared nothing': a degree word only says how much (比较 is 'rather' here), and a comparative (更,
+    # 冷一点) said of one place and a day to come compares that day with today, as 会降温吗 does.
+    router = HybridRouter(provider="demo", ledger="off")
+    degrees = [
+        "超",
+        "超级",
+        "巨",
+        "相当",
+        "十分",
+        "极其",
+        "格外",
+        "有点儿",
+        "有些",
+        "比较",
+        "稍微",
+        "略",
+        "过于",
+        "真的",
+    ]
+    felt = {"冷": "temperature", "热": "temperature", "闷": "humidity", "风大": "wind"}
+    for degree, (word, aspect), form in itertools.product(degrees, felt.items(), ["北京明天{}吗", "后天上海会{}不"]):
+        query = form.format(degree + word)
+        decision = router.route(query, today=TODAY)
+        assert (decision.route, decision.aspect, decision.compare) == ("rule", aspect, None), (query, decision.reason)
+    tomorrow, later = TODAY + dt.timedelta(days=1), TODAY + dt.timedelta(days=2)
+    comparatives = {"北京明天更冷吗": ("cold", tomorrow), "北京明天会冷一点吗": ("cold", tomorrow),
+                    "北京后天会更暖和一些吗": ("hot", later), "北京明天更加热吗": ("hot", tomorrow),
+                    "北京后天风更大吗": ("wind", later)}  # fmt: skip
+    for query, (compare, day) in comparatives.items():
+        decision = router.route(query, today=TODAY)
+        assert (decision.compare, decision.dates) == (compare, [TODAY, day]), (query, decision.reason)
+    # Today has nothing unsaid to be compared with, and a word that asks which needs several.
+    for nothing in ["北京今天更冷吗", "北京明天哪里冷", "北京明天最冷吗", "北京明天谁更冷"]:
+        assert router.route(nothing, today=TODAY).route == "llm", nothing
+
+
 def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))

@@ -346,7 +346,9 @@ class QueryParser:
             compare = "cold" if reading.trend == "cold" else "hot"
         elif reading.compare or (choice and aspect != "weather"):
             if len(places) < 2 and len(dates) < 2:
-                return to_llm("comparison with nothing to compare")
+                if reading.asks_which or dates[0] <= today:
+                    return to_llm("comparison with nothing to compare")
+                dates = [today, dates[0]]  # 北京明天更冷吗, 会冷一点吗: the day to come, than today
             compare = _comparison(aspect, reading)
             if compare is None:
                 return to_llm("comparison without a measurable quantity")
