@@ -98,6 +98,10 @@ class Lexicon:
         # inside them the marker asks nothing open.
         shielding = [w for w in self.aspect_of if self._open_pattern.search(w)]
         self._shielding = _longest_first(shielding) if shielding else None
+        # 几点, 什么时候: in a question that names a sun event they ask its time (日落时间是几点), which the sun
+        # answer gives; anywhere else they are knowledge markers (几点下雨: the hour of rain is not looked up).
+        self._when = _longest_first(data["when"])
+        self._sun = _longest_first(w for w, aspect in self.aspect_of.items() if aspect == "sun")
         #: The other roles of English and pinyin words: filler or conjunction.
         self.latin_role: dict[str, str] = {
             w: role for role, words in data["latin"].items() if not role.startswith("aspect:") for w in words
@@ -147,6 +151,13 @@ class Lexicon:
         if found and self._shielding is not None:
             found = self._open_pattern.search(self._shielded(text))
         return (self._open_category[found.group(0)], found.group(0)) if found else None
+
+    def asks_when_the_sun(self, text: str) -> str | None:
+        """TEXT without its words of when (几点, 什么时候) if it names a sun event (日落时间是几点 → 日落时间是 ),
+        else None."""
+        if self._sun.search(text) is None or self._when.search(text) is None:
+            return None
+        return self._when.sub(" ", text)
 
     def _shielded(self, text: str) -> str:
         return self._shielding.sub(" ", text) if self._shielding is not None else text

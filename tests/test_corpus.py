@@ -378,6 +378,31 @@ def test_how_much_is_a_filler_and_a_comparative_of_one_day_compares_it_with_toda
         assert router.route(nothing, today=TODAY).route == "llm", nothing
 
 
+def test_a_word_of_when_asks_the_time_of_a_sun_event_and_is_knowledge_elsewhere():
+    # 北京明天日落时间是几点, 日出大概什么时候 went to the LLM over 几点 and 什么时候 (knowledge markers), which
+    # only the ready-made phrases (几点日出, 日落几点) escaped. In a question that names a sun event a word of
+    # when asks its time, which the sun answer gives; elsewhere it is still knowledge (几点下雨).
+    router = HybridRouter(provider="demo", ledger="off")
+    events = ["日出", "日落", "日落时间", "太阳下山", "天黑", "天亮"]
+    forms = ["北京明天{e}是{w}", "北京明天{e}大概{w}", "上海后天{e}在{w}啊", "明天成都{e}{w}呀"]
+    whens = ["几点", "几点钟", "什么时候", "啥时候", "几时"]
+    for event, form, when in itertools.product(events, forms, whens):
+        query = form.format(e=event, w=when)
+        decision = router.route(query, today=TODAY)
+        assert (decision.route, decision.aspect) == ("rule", "sun"), (query, decision.reason)
+    for elsewhere in ["上海明天几点下雨", "北京明天什么时候降温", "北京明天日落几点，为什么冬天天黑早"]:
+        assert router.route(elsewhere, today=TODAY).route == "llm", elsewhere
+
+
+def test_how_much_two_places_differ_compares_them():
+    # 北京和上海明天气温差多少 and 温度相差多少 went to the LLM over 差 and 相差.
+    router = HybridRouter(provider="demo", ledger="off")
+    for said in ["气温差多少", "温度相差多少", "气温相差", "气温差距"]:
+        decision = router.route(f"北京和上海明天{said}", today=TODAY)
+        assert (decision.route, decision.aspect, len(decision.cities)) == ("rule", "temperature", 2), said
+        assert decision.compare is not None, said
+
+
 def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))

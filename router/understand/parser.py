@@ -136,11 +136,14 @@ class QueryParser:
         """Decide normalised CLEAN; also return the words it did not understand."""
         if not clean:
             return clarify("empty query", _ASK_FOR_PLACE), []  # its reason is EMPTY_REASON
-        marker = self.reader.lexicon.open_ended(clean)
+        lexicon = self.reader.lexicon
+        marker = lexicon.open_ended(clean)
+        if marker and (untimed := lexicon.asks_when_the_sun(clean)) is not None:
+            clean, marker = untimed, lexicon.open_ended(untimed)  # 日落时间是几点: the sunset's time, not knowledge
         spans = self.reader.dates(clean, today)
         if marker:
             # Open-ended markers count outside the dates only, so 听日落雨 holds no 日落 (sunset).
-            marker = self.reader.lexicon.open_ended(_masked(clean, spans))
+            marker = lexicon.open_ended(_masked(clean, spans))
         if marker:
             return to_llm(f"open-ended ({marker[0]}): {marker[1]}", [marker[1]]), []
         for span in spans:
