@@ -403,6 +403,27 @@ def test_how_much_two_places_differ_compares_them():
         assert decision.compare is not None, said
 
 
+def test_a_new_day_after_a_comparison_asks_the_same_comparison():
+    # 北京和上海明天哪个冷 → 后天呢 was answered with each place's temperature: the follow-up kept the places
+    # and the aspect but dropped the comparison. Every kind of comparison, then several ways of asking
+    # another day: the same comparison of that day.
+    from hybrid_weather.router.session import Session
+
+    router = HybridRouter(provider="demo", ledger="off")
+    compared = {"北京和上海明天哪个冷": "cold", "北京比上海热吗": "hot", "北京冷还是上海冷": "cold",
+                "北京和上海明天哪里会下雨": "rain", "北京和上海明天哪个风大": "wind", "北京明天温差大吗": "spread",
+                "广州和深圳明天哪个湿度高": "humidity"}  # fmt: skip
+    for (first, compare), again in itertools.product(compared.items(), ["后天呢", "那大后天呢？", "周末呢"]):
+        session = Session()
+        router.ask(first, today=TODAY, session=session)
+        decision = router.ask(again, today=TODAY, session=session).decision
+        assert (decision.route, decision.compare) == ("rule", compare), (first, again, decision.reason)
+    # A follow-up that asks its own question keeps only what it does not say.
+    session = Session()
+    router.ask("北京和上海明天哪个冷", today=TODAY, session=session)
+    assert router.ask("后天会下雨吗", today=TODAY, session=session).decision.compare is None
+
+
 def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))

@@ -45,6 +45,13 @@ def borrow_context(
         if not reading.aspects and context.aspect:
             reading.aspects.append(context.aspect)
             borrowed.append("aspect")
+            if context.compare is not None and not reading.compare:
+                # 北京和上海明天哪个冷 → 后天呢: the same question of another day, comparison and all.
+                reading.compare = True
+                reading.cold |= context.compare == "cold"
+                reading.hot |= context.compare == "hot"
+                reading.spread |= context.compare == "spread"
+                borrowed.append("comparison")
     elif not dates and (follow_up or not (reading.aspects or reading.compare)):
         # 那上海 keeps the day and the question; 上海也冷吗 keeps the day (its own question says the rest).
         dates = list(context.dates)
