@@ -148,7 +148,10 @@ class Reader:
                     _add_unknown(reading, index, token)
             elif role == "filler":
                 if token in lexicon.place_leaders:
-                    reading.leader_at.add(index)
+                    if token in lexicon.whereabouts and reading.places and reading.places[-1][0] == index - 1:
+                        _add_unknown(reading, index, token)  # 上海人在北京: a Shanghainese, not where one is
+                    else:
+                        reading.leader_at.add(index)
             elif role == "aspect":
                 aspect = lexicon.aspect_of[token]
                 if token in lexicon.feeling:

@@ -297,8 +297,10 @@ def test_where_the_asker_is_leads_to_the_place():
     for w, (form, aspect), (place, city) in itertools.product(said, forms.items(), places.items()):
         decision = router.route(form.format(w=w, p=place), today=TODAY)
         assert (decision.route, decision.aspect, decision.cities) == ("rule", aspect, [city]), (form, w, place)
-    # 人 alone is no place's lead: 北京明天人多吗 asks about crowds.
-    assert router.route("北京明天人多吗", today=TODAY).route == "llm"
+    # 人 alone is no place's lead: 北京明天人多吗 asks about crowds; and right after a place, 人在 follows a
+    # demonym (上海人在北京: a Shanghainese in Beijing), not where the asker is.
+    for other in ["北京明天人多吗", "上海人在北京冷吗", "北京人在上海，明天冷吗"]:
+        assert router.route(other, today=TODAY).route == "llm", other
 
 
 def test_a_question_asked_for_someone_else_is_still_the_question():
