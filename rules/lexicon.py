@@ -78,6 +78,9 @@ class Lexicon:
         #: 去, 到 before places joined by 还是 (去北京还是上海): which place to go to, when no weather word is said.
         self.going_to = frozenset(data["where_to_go"]["verbs"])
         self.choice_ors = frozenset(data["where_to_go"]["ors"])
+        #: 能, 会 before 到, 到达: whether one gets somewhere (明天三点能到上海吗), when no weather word is said.
+        self.arriving = frozenset(data["where_to_go"]["arrives"])
+        self.arriving_modals = frozenset(data["where_to_go"]["modals"])
         #: 降温 / 回暖: a change from today, so the asked day is compared with today.
         self.trend: dict[str, str] = {w: way for way, words in data["trend"].items() for w in words}
         #: Each word's role, in the order Reader.read tries them (a word on two lists takes the first): one

@@ -426,6 +426,20 @@ def test_a_new_day_after_a_comparison_asks_the_same_comparison():
     assert router.ask("后天会下雨吗", today=TODAY, session=session).decision.compare is None
 
 
+def test_whether_one_gets_there_is_not_the_weather():
+    # 北京明天10点能到吗 and 明天下午三点能到上海吗 ('will I get there by then?') got the weather at that hour:
+    # 能 and 到 are fillers, and a place, a date and fillers make a weather question. A modal before a verb
+    # of arriving, with no word of the weather, asks whether one gets there; with one, how far it goes.
+    router = HybridRouter(provider="demo", ledger="off")
+    arriving = ["能到", "能不能到", "会到", "要到", "能到达", "可以赶到"]
+    forms = ["北京明天10点{}吗", "明天下午三点{}上海吗", "我后天{}广州吗", "明天早上8点前{}杭州不"]
+    assert answered_by_rules(router, forms, arriving) == []
+    for reach in ["北京明天最低能到零下吗", "北京明天能到20度吗", "北京明天会到零下吗", "北京明天气温会到多少"]:
+        decision = router.route(reach, today=TODAY)
+        assert (decision.route, decision.aspect) == ("rule", "temperature"), reach
+    assert router.route("到北京明天天气", today=TODAY).route == "rule"
+
+
 def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))

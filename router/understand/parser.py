@@ -165,6 +165,8 @@ class QueryParser:
         choice = self._offers_a_choice(reading, tokens)
         if choice and self._asks_where_to_go(reading, tokens):
             return to_llm("open-ended (planning): which place to go to", ["还是"]), []
+        if self._asks_about_arriving(reading, tokens):
+            return to_llm("open-ended (planning): whether one gets there", ["到"]), []
         spans, excluded = self._apply_corrections(reading, tokens, spans)
         if excluded and not reading.places and context is None:
             return to_llm("the question names a place only to exclude it"), []
@@ -187,6 +189,19 @@ class QueryParser:
         return any(
             any(place < i for place, _, _ in reading.places) and any(place > i for place, _, _ in reading.places)
             for i in ors
+        )
+
+    def _asks_about_arriving(self, reading: Reading, tokens: Tokens) -> bool:
+        """Whether the question asks if one gets somewhere (北京明天10点能到吗, 明天下午三点能到上海吗, 能不能到 —
+        once folded, 能到): a modal before a verb of arriving, and no word of the weather (能到20度吗 asks how
+        warm it gets)."""
+        if reading.aspects or reading.cold or reading.hot or reading.compare:
+            return False
+        lexicon = self.reader.lexicon
+        return any(
+            token in lexicon.arriving and tokens[i - 1] in lexicon.arriving_modals
+            for i, token in enumerate(tokens)
+            if i > 0
         )
 
     def _asks_where_to_go(self, reading: Reading, tokens: Tokens) -> bool:
