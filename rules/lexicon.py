@@ -61,6 +61,8 @@ class Lexicon:
         self.degrees = frozenset(data["degrees"])
         #: 度, 级: right after a figure, a value of their aspect (30度, 零度, 5级); 度 alone is the temperature's.
         self.units: dict[str, Aspect] = {unit: cast(Aspect, aspect) for unit, aspect in data["units"].items()}
+        #: 大, 多少: how much of an aspect (雨大吗); in a question that names none, of something unknown (北京大吗).
+        self.measures = frozenset(data["measures"])
         #: 飘, 落, 来: right before a rain or snow word, its verb (飘雪, 落小雨, 来雨); nothing else.
         self.falls = frozenset(data["falls"])
         #: 起, 刮起: right before a word of fog, wind or dust, its verb (起雾, 刮起大风); nothing else.

@@ -440,6 +440,31 @@ def test_whether_one_gets_there_is_not_the_weather():
     assert router.route("到北京明天天气", today=TODAY).route == "rule"
 
 
+def test_how_much_of_nothing_named_and_where_a_place_is_are_not_the_weather():
+    # 北京大吗, 北京多大 (how big is Beijing) and 北京在哪 (where is it) got weather answers: 大 and 多大 are
+    # fillers for 雨大吗 and 风有多大, and 哪 was 'repaired' to the particle 呢. A word that asks how much, in a
+    # question that names no aspect and follows no other, asks about something the router does not know;
+    # 在哪 and 怎么了 are knowledge. Named, or as a follow-up, the measure is still the aspect's.
+    from hybrid_weather.router.session import Session
+
+    router = HybridRouter(provider="demo", ledger="off")
+    forms = ["北京{}吗", "上海{}", "广州今天{}呀", "成都明天有{}"]
+    assert answered_by_rules(router, forms, ["大", "小", "多大", "多少"]) == []
+    for other in ["北京在哪", "上海在哪里", "深圳在什么地方", "北京今天怎么了"]:
+        assert router.route(other, today=TODAY).route == "llm", other
+    for named in [
+        "北京明天雨大吗",
+        "上海明天风有多大",
+        "北京明天湿度多大",
+        "北京明天降水概率多少",
+        "北京明天下多大的雨",
+    ]:
+        assert router.route(named, today=TODAY).route == "rule", named
+    session = Session()
+    router.ask("北京明天风大吗", today=TODAY, session=session)
+    assert router.ask("后天大吗", today=TODAY, session=session).decision.aspect == "wind"
+
+
 def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))

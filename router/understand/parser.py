@@ -162,6 +162,8 @@ class QueryParser:
             # 离, 从, 之间 join the places of a distance question; in any other they are words not understood.
             links = [token for i, token in enumerate(tokens) if i in reading.link_at and token is not None]
             return to_llm("unrecognised: " + " ".join(links), links), []
+        if context is None and (measure := self._measure_of_nothing(reading, tokens)) is not None:
+            return to_llm(f"unrecognised: {measure}", [measure]), [measure]
         choice = self._offers_a_choice(reading, tokens)
         if choice and self._asks_where_to_go(reading, tokens):
             return to_llm("open-ended (planning): which place to go to", ["还是"]), []
@@ -190,6 +192,14 @@ class QueryParser:
             any(place < i for place, _, _ in reading.places) and any(place > i for place, _, _ in reading.places)
             for i in ors
         )
+
+    def _measure_of_nothing(self, reading: Reading, tokens: Tokens) -> str | None:
+        """The word that asks how much (大, 多少, 有多) in a question that names no aspect it could be of: 北京大吗
+        and 北京多大 ask the city's size, not the weather (雨大吗 and 风有多大 name what they measure)."""
+        if reading.aspects or reading.cold or reading.hot or reading.compare or reading.trend or reading.spread:
+            return None
+        measures = self.reader.lexicon.measures
+        return next((token for token in tokens if token in measures), None)
 
     def _asks_about_arriving(self, reading: Reading, tokens: Tokens) -> bool:
         """Whether the question asks if one gets somewhere (北京明天10点能到吗, 明天下午三点能到上海吗, 能不能到 —
