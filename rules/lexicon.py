@@ -67,6 +67,9 @@ class Lexicon:
         self.falls = frozenset(data["falls"])
         #: 起, 刮起: right before a word of fog, wind or dust, its verb (起雾, 刮起大风); nothing else.
         self.rises = frozenset(data["rises"])
+        #: 转, 放, 变, 继续: right before a word of the weather, its change or its going on (转晴, 放晴, 变冷,
+        #: 继续下雨); nothing else.
+        self.turns = frozenset(data["turns"])
         #: 两个 → 2, 三个 → 3, 几个 → 0 (all of them): how many places a follow-up refers to.
         self.counts: dict[str, int] = dict(data["counts"])
         #: Fillers after which an unknown word stands where a place would (查一下杭洲的天气, 去纳尼亚).
@@ -124,6 +127,7 @@ class Lexicon:
         yield from self.complements
         yield from self.falls
         yield from self.rises
+        yield from self.turns
         yield from self._open_category
 
     def question_words(self) -> Iterable[str]:

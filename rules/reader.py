@@ -140,6 +140,8 @@ class Reader:
                     pass  # 飘雪, 落小雨, 来雨: the verb of the rain or snow after it
                 elif token in lexicon.rises and _aspect_next(lexicon, tokens, index, _ARISING):
                     pass  # 起雾, 刮起大风, 起沙尘暴: the verb of the fog, wind or dust after it
+                elif token in lexicon.turns and _aspect_next(lexicon, tokens, index, _CHANGING):
+                    pass  # 转晴, 晴转多云, 放晴, 变冷, 继续下雨: the change, or the going on, of what follows
                 elif (value := _value_with_unit(lexicon, tokens, index)) is not None:
                     index, aspect = value  # 30度, 二十五度, 零度, 5级: is it that warm, or that windy
                     reading.aspects.append(aspect)
@@ -300,6 +302,7 @@ def _is_numeral(token: str | None) -> bool:
 # What falls (雨, 雪) and what arises (雾, 风, 沙尘: the general weather's fog is one of its words).
 _FALLING: frozenset[str] = frozenset({"rain", "snow"})
 _ARISING: frozenset[str] = frozenset({"weather", "wind", "air"})
+_CHANGING: frozenset[str] = frozenset({"weather", "temperature", "rain", "snow", "wind", "humidity", "air"})
 
 
 def _aspect_next(lexicon: Lexicon, tokens: Tokens, index: int, aspects: frozenset[str]) -> bool:

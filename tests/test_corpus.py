@@ -155,6 +155,29 @@ def test_a_verb_of_arising_belongs_to_the_fog_wind_or_dust_after_it():
         assert router.route(elsewhere, today=TODAY).route != "rule", elsewhere
 
 
+def test_a_verb_of_change_belongs_to_the_weather_after_it():
+    # 转晴, 晴转多云 (a forecast's own wording), 放晴, 继续下雨 and 天气会变好吗 went to the LLM over 转, 放, 继续,
+    # 变: a verb of change or of going on is part of the word of the weather right after it, and nothing
+    # elsewhere (转学, 变卦, 继续上班).
+    router = HybridRouter(provider="demo", ledger="off")
+    changing = {"晴": "weather", "阴": "weather", "多云": "weather", "雨": "rain", "下雨": "rain", "小雪": "snow",
+                "大风": "wind"}  # fmt: skip
+    forms = ["长春明天会{}吗", "长春后天{}不", "请问长春明天{}了吗？"]
+    wrong = []
+    for verb, (noun, aspect), form in itertools.product(
+        ["转", "转为", "变", "放", "继续", "持续"], changing.items(), forms
+    ):
+        query = form.format(verb + noun)
+        decision = router.route(query, today=TODAY)
+        if (decision.route, decision.cities, decision.aspect) != ("rule", ["长春市"], aspect):
+            wrong.append(f"{query}: {decision.route} {decision.aspect} ({decision.reason})")
+    assert wrong == []
+    for said in ["长春明天天气会变好吗", "长春明天天气会变差吗", "长春明天会好转吗", "长春明天晴转多云吗"]:
+        assert router.route(said, today=TODAY).aspect == "weather", said
+    for elsewhere in ["长春明天转学吗", "长春明天变卦吗", "长春明天继续上班吗", "长春明天放吗"]:
+        assert router.route(elsewhere, today=TODAY).route != "rule", elsewhere
+
+
 def test_one_character_is_read_again_only_as_a_particle_where_a_clause_ends():
     # A one-character word the router lacks sounds like too many words: read again as any of them, 北京明天
     # 开吗 became 嘅 (a filler) and a weather question, 广州今天堵不堵 度 (the temperature). It is read again
