@@ -15,12 +15,11 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from ._data import load_table
 from .china_time import WEEKDAY_CHARS
-from .trie import trie_pattern
+from .trie import words_pattern
 
 _CN_DIGITS = {
     "零": 0,
@@ -257,18 +256,6 @@ _AHEAD = "(?:[之以]?内|(?=的?(?:天气|预报)))"
 _NAMED_DAY_MARKERS = r"(?:节气)?(?:那天|那日|当天|这天|那一天|当日)?"
 
 
-def _alternatives(words: Iterable[str]) -> str:
-    """An alternation that matches the longest of WORDS at a position.
-
-    Han words as a trie (trie.py): a flat list of ~150 words cost sre ~150 tries at every position a date
-    may start. Latin words need word boundaries ("now" must not match inside "snow"); Han text has none.
-    """
-    words = list(words)
-    latin = sorted((w for w in words if w.isascii()), key=len, reverse=True)
-    han = trie_pattern([w for w in words if not w.isascii()])
-    return "|".join(([han] if han else []) + [rf"(?<![a-z]){re.escape(w)}(?![a-z])" for w in latin])
-
-
 @functools.cache
 def _calendar() -> tuple[dict[str, str], dict[str, list[dt.date]]]:
     """Named-day words → canonical name, and each name's dates (rules/data/calendar.json)."""
@@ -291,7 +278,7 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
                        r"(?![\d./]|\s*(?:度|摄氏|℃|°|c(?![a-z])|%|毫米|mm|米|公里|km|元|块|倍|级)))"),
         ({"下", "上", *this},
          rf"(?P<month_rel>(?P<mrp>{_NEXT}下个?|{_NEXT}个?|上个?|这个?|本)月(?P<mrd>{_NUM})[日号])"),
-        ({w[0] for w in named}, rf"(?P<named>(?P<nw>{_alternatives(named)}){_NAMED_DAY_MARKERS})"),
+        ({w[0] for w in named}, rf"(?P<named>(?P<nw>{words_pattern(named)}){_NAMED_DAY_MARKERS})"),
         (set(_NUM_CHARS), rf"(?P<later>(?P<ln>{_NUM})(?P<lw>天|周|个?星期|个?礼拜)[以之]?后)"),
         # 三天天气, 7天天气预报, 一周天气, 三天内: a bare count of days (not 日: 5日 is a day of the month) or a
         # week is the days ahead where the weather follows it, or 内.
@@ -309,7 +296,7 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
         (set(_NUM_CHARS), rf"(?P<dom>(?P<dn>{_NUM})[号日])"),
         # 3点, 下午三点半 (the 下午 is a part of the day of its own), 8:30, 十点一刻: an hour of the day.
         (set(_NUM_CHARS), rf"(?P<clock>(?P<ch>{_NUM})(?:点钟?|[:：](?=[0-5]\d))(?P<cm>{_CLOCK_MINUTES})?)"),
-        ({w[0] for w in words}, "(?P<word>" + _alternatives(words) + ")"),
+        ({w[0] for w in words}, "(?P<word>" + words_pattern(words) + ")"),
     ]  # fmt: skip
 
 

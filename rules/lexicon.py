@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Literal, cast, get_args
 
 from ._data import load_table
-from .trie import trie_pattern
+from .trie import trie_pattern, words_pattern
 
 #: What a weather question asks about; the Decision contract's `aspect` values.
 Aspect = Literal["weather", "temperature", "rain", "snow", "wind", "humidity", "air", "distance", "sun", "uv"]
@@ -110,8 +110,10 @@ class Lexicon:
         self._shielding = _longest_first(shielding) if shielding else None
         # 几点, 什么时候: in a question that names a sun event they ask its time (日落时间是几点), which the sun
         # answer gives; anywhere else they are knowledge markers (几点下雨: the hour of rain is not looked up).
-        self._when = _longest_first(data["when"])
-        self._sun = _longest_first(w for w, aspect in self.aspect_of.items() if aspect == "sun")
+        self._when = re.compile(words_pattern(data["when"]))
+        self._sun = _longest_first(
+            w for w, aspect in itertools.chain(self.aspect_of.items(), self.latin_aspect_of.items()) if aspect == "sun"
+        )
         #: The other roles of English and pinyin words: filler or conjunction.
         self.latin_role: dict[str, str] = {
             w: role for role, words in data["latin"].items() if not role.startswith("aspect:") for w in words
@@ -163,6 +165,11 @@ class Lexicon:
             found = self._open_pattern.search(self._shielded(text))
         return (self._open_category[found.group(0)], found.group(0)) if found else None
 
+    def may_ask_when(self, text: str, marker: tuple[str, str] | None) -> bool:
+        """Whether TEXT may ask when a sun event is: it holds an open-ended marker (几点 is one), or Latin letters
+        (when, what time are none: English open questions are words the router does not know)."""
+        return marker is not None or _LATIN.search(text) is not None
+
     def asks_when_the_sun(self, text: str) -> str | None:
         """TEXT without its words of when (几点, 什么时候) if it names a sun event (日落时间是几点 → 日落时间是 ),
         else None."""
@@ -172,6 +179,9 @@ class Lexicon:
 
     def _shielded(self, text: str) -> str:
         return self._shielding.sub(" ", text) if self._shielding is not None else text
+
+
+_LATIN = re.compile("[a-z]")
 
 
 def _longest_first(words: Iterable[str]) -> re.Pattern[str]:

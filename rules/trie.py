@@ -1,8 +1,9 @@
-"""Regular expressions of many literal words, as tries: what the date scan and the marker search share."""
+"""Regular expressions of many literal words, as tries: what the date scan and the lexicon share."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -17,6 +18,16 @@ def trie_pattern(words: list[str]) -> str:
             node = node.setdefault(ch, {})
         node[""] = {}  # a word ends here
     return _branches(root)
+
+
+def words_pattern(words: Iterable[str]) -> str:
+    """A pattern matching the longest of WORDS at a position: the Han ones as a trie, the Latin ones whole
+    (each between non-letters: "now" must not match inside "snow", nor "time" inside "sometimes"); Han text
+    has no word boundaries to keep."""
+    words = list(words)
+    latin = sorted((w for w in words if w.isascii()), key=len, reverse=True)
+    han = trie_pattern([w for w in words if not w.isascii()])
+    return "|".join(([han] if han else []) + [rf"(?<![a-z]){re.escape(w)}(?![a-z])" for w in latin])
 
 
 def _branches(node: dict[str, Any]) -> str:

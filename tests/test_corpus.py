@@ -421,6 +421,16 @@ def test_a_word_of_when_asks_the_time_of_a_sun_event_and_is_knowledge_elsewhere(
         assert (decision.route, decision.aspect) == ("rule", "sun"), (query, decision.reason)
     for elsewhere in ["上海明天几点下雨", "北京明天什么时候降温", "北京明天日落几点，为什么冬天天黑早"]:
         assert router.route(elsewhere, today=TODAY).route == "llm", elsewhere
+    # And in English: when and what time ask the sun's time (a word, not inside sometimes).
+    for english in ["when is sunset in beijing", "sunrise time beijing tomorrow", "what time is sunrise in xiamen"]:
+        decision = router.route(english, today=TODAY)
+        assert (decision.route, decision.aspect) == ("rule", "sun"), english
+    for elsewhere in [
+        "when will it rain in beijing",
+        "what time is it in beijing",
+        "will it rain in beijing sometimes",
+    ]:
+        assert router.route(elsewhere, today=TODAY).route == "llm", elsewhere
 
 
 def test_how_much_two_places_differ_compares_them():
