@@ -44,6 +44,12 @@ class Reading:
     link_at: list[int] = field(default_factory=list)  #: 离, 从, 之间: what joins the places of a distance question
     unknown: list[tuple[int, int, str]] = field(default_factory=list)  #: (first, last, text) token runs
 
+    @property
+    def says_weather(self) -> bool:
+        """Whether any word asks about the weather: an aspect, how it feels, a change or a comparison (not
+        a question whose only words of the weather are the default one, 北京明天)."""
+        return bool(self.aspects or self.cold or self.hot or self.compare or self.trend or self.spread)
+
 
 class Reader:
     """Segments and reads questions with the router's own vocabulary. Thread-safe after construction."""

@@ -196,7 +196,7 @@ class QueryParser:
     def _measure_of_nothing(self, reading: Reading, tokens: Tokens) -> str | None:
         """The word that asks how much (大, 多少, 有多) in a question that names no aspect it could be of: 北京大吗
         and 北京多大 ask the city's size, not the weather (雨大吗 and 风有多大 name what they measure)."""
-        if reading.aspects or reading.cold or reading.hot or reading.compare or reading.trend or reading.spread:
+        if reading.says_weather:
             return None
         measures = self.reader.lexicon.measures
         return next((token for token in tokens if token in measures), None)
@@ -205,7 +205,7 @@ class QueryParser:
         """Whether the question asks if one gets somewhere (北京明天10点能到吗, 明天下午三点能到上海吗, 能不能到 —
         once folded, 能到): a modal before a verb of arriving, and no word of the weather (能到20度吗 asks how
         warm it gets)."""
-        if reading.aspects or reading.cold or reading.hot or reading.compare:
+        if reading.says_weather:
             return False
         lexicon = self.reader.lexicon
         return any(
@@ -217,7 +217,7 @@ class QueryParser:
     def _asks_where_to_go(self, reading: Reading, tokens: Tokens) -> bool:
         """Whether a choice between places is of where to go (去北京还是上海, 明天去杭州好还是去苏州好): advice,
         not the weather of both, unless a weather word asks how they compare (去北京还是上海，哪边暖和)."""
-        if reading.aspects or reading.cold or reading.hot or reading.compare:
+        if reading.says_weather:
             return False
         return any(tokens[i] in self.reader.lexicon.going_to for i in range(reading.places[0][0]))
 
