@@ -502,6 +502,18 @@ def test_how_much_of_nothing_named_and_where_a_place_is_are_not_the_weather():
     assert router.ask("后天大吗", today=TODAY, session=session).decision.aspect == "wind"
 
 
+def test_outdoors_is_where_the_weather_is_asked_and_outdoor_activities_are_advice():
+    # 北京今天室外温度 and 北京明天户外冷吗 went to the LLM over 室外 (unknown) and 户外 (an advice marker, for
+    # 户外活动): outside is where the weather is asked, like 外面; what one does outdoors is still advice.
+    router = HybridRouter(provider="demo", ledger="off")
+    forms = {"北京今天{}温度": "temperature", "北京明天{}冷吗": "temperature", "上海后天{}会下雨吗": "rain"}
+    for outside, (form, aspect) in itertools.product(["外面", "外边", "外头", "室外", "屋外", "户外"], forms.items()):
+        decision = router.route(form.format(outside), today=TODAY)
+        assert (decision.route, decision.aspect) == ("rule", aspect), (form.format(outside), decision.reason)
+    for advice in ["北京明天适合户外活动吗", "北京明天能户外运动吗", "北京明天去户外烧烤吗", "北京明天户外徒步冷吗"]:
+        assert router.route(advice, today=TODAY).route == "llm", advice
+
+
 def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))
