@@ -120,6 +120,8 @@ class Gazetteer:
         self._by_word = {word: tuple(found) for word, found in by_word.items()}
         self._nicknames = {word: self._by_name[name] for word, name in aliases["nicknames"].items()}
         self._ambiguous = {word: tuple(self._by_name[n] for n in names) for word, names in aliases["ambiguous"].items()}
+        #: 北上广深, 京津冀, 江浙沪: several places in one word, each asked about.
+        self.groups = {word: tuple(self._by_name[n] for n in names) for word, names in aliases["groups"].items()}
         # Every word that names a place, in one set: is_place_word() asks of every few characters before a
         # date and of every token, and most are no place (one look-up, not three).
         self._place_words = frozenset(itertools.chain(self._by_word, self._nicknames, self._ambiguous))
@@ -138,7 +140,7 @@ class Gazetteer:
 
     def words(self) -> Iterable[str]:
         """Every Han spelling of a place, for the tokenizer's dictionary."""
-        return itertools.chain(self._by_word, self._nicknames, self._ambiguous, self._areas)
+        return itertools.chain(self._by_word, self._nicknames, self._ambiguous, self._areas, self.groups)
 
     def parent_of(self, place: Place) -> Place | None:
         return self._by_code.get(place.parent) if place.parent else None

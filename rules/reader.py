@@ -133,6 +133,11 @@ class Reader:
                     measured_at = index - 1  # aqi高, pm2.5低
                 continue
             match = self.gazetteer.lookup(token)
+            if match is None and (group := self.gazetteer.groups.get(token)) is not None:
+                for place in group:  # 北上广深: each of its places, as if named one by one
+                    reading.places.append((index, place.display, PlaceMatch((place,), "group")))
+                index += 1
+                continue
             if token in lexicon.place_suffixes and _after_place(reading, index):
                 self._add_place(reading, index, token, match)  # 平遥古城: the place itself, or a unit inside
             elif match is not None:

@@ -260,3 +260,23 @@ def test_a_date_right_after_a_place_that_ends_as_a_date_begins(router):
         if (decision.route, [p.name for p in decision.places], decision.dates) != ("rule", [city], expected):
             wrong.append(f"{query}: {decision.reason}")
     assert wrong == []
+
+
+def test_the_short_name_of_several_places_asks_about_each(router):
+    # 北上广深明天天气, 江浙沪明天会下雨吗, 京津冀明天空气质量 asked for a place called 北上广深 (or went to the LLM):
+    # the usual short names of several places at once (rules/data/aliases.json 'groups') are read as those
+    # places, in any question form; a region without a fixed list (长三角) is no group.
+    import itertools
+
+    groups = {"北上广深": ["北京市", "上海市", "广州市", "深圳市"], "江浙沪": ["江苏省", "浙江省", "上海市"],
+              "京津冀": ["北京市", "天津市", "河北省"], "东三省": ["黑龙江省", "吉林省", "辽宁省"],
+              "港澳": ["香港特别行政区", "澳门特别行政区"], "川渝": ["四川省", "重庆市"]}  # fmt: skip
+    forms = {"{}明天天气": (None, "weather"), "{}明天会下雨吗": (None, "rain"),
+             "明天{}哪个最热": ("hot", "temperature"), "请问{}后天冷不冷": (None, "temperature")}  # fmt: skip
+    for (word, cities), (form, (compare, aspect)) in itertools.product(groups.items(), forms.items()):
+        decision = router.route(form.format(word), today=TODAY)
+        assert (decision.route, decision.cities, decision.aspect, decision.compare) == (
+            "rule", cities, aspect, compare,
+        ), (form.format(word), decision.reason)  # fmt: skip
+    assert router.route("长三角明天天气", today=TODAY).route != "rule"
+    assert router.route("北上广深明天适合出游吗", today=TODAY).route == "llm"
