@@ -122,9 +122,12 @@ class Gazetteer:
         self._ambiguous = {word: tuple(self._by_name[n] for n in names) for word, names in aliases["ambiguous"].items()}
         #: 北上广深, 京津冀, 江浙沪: several places in one word, each asked about.
         self.groups = {word: tuple(self._by_name[n] for n in names) for word, names in aliases["groups"].items()}
+        #: 江南, 中原, 河西: a region first, though a district has that short name (南宁市江南区). A name all the
+        #: same (a date after one is not cut into: 江南明天), but lookup() gives it no place.
+        self.regions = frozenset(aliases["regions"])
         # Every word that names a place, in one set: is_place_word() asks of every few characters before a
         # date and of every token, and most are no place (one look-up, not three).
-        self._place_words = frozenset(itertools.chain(self._by_word, self._nicknames, self._ambiguous))
+        self._place_words = frozenset(itertools.chain(self._by_word, self._nicknames, self._ambiguous, self.regions))
         for word, name in aliases["latin"].items():
             latin[_latin_key(word)] = [self._by_name[name]]
         self._latin = {key: tuple(dict.fromkeys(found)) for key, found in latin.items()}
@@ -140,7 +143,11 @@ class Gazetteer:
 
     def words(self) -> Iterable[str]:
         """Every Han spelling of a place, for the tokenizer's dictionary."""
-        return itertools.chain(self._by_word, self._nicknames, self._ambiguous, self._areas, self.groups)
+        return itertools.chain(self._by_word, self._nicknames, self._ambiguous, self._areas, self.groups, self.regions)
+
+    def units_named(self, word: str) -> tuple[Place, ...]:
+        """The administrative units WORD names, a region's word too (江南 → 南宁市江南区)."""
+        return self._by_word.get(word, ())
 
     def parent_of(self, place: Place) -> Place | None:
         return self._by_code.get(place.parent) if place.parent else None
@@ -148,7 +155,7 @@ class Gazetteer:
     def lookup(self, word: str) -> PlaceMatch | None:
         """Resolve a Han word: nickname first, then names and short forms; None if it names no place."""
         match = self._matches.get(word)
-        if match is None and self.is_place_word(word):
+        if match is None and self.is_place_word(word) and word not in self.regions:
             if word in self._nicknames:
                 match = PlaceMatch((self._nicknames[word],), "nickname")
             elif word in self._ambiguous:

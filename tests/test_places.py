@@ -280,3 +280,22 @@ def test_the_short_name_of_several_places_asks_about_each(router):
         ), (form.format(word), decision.reason)  # fmt: skip
     assert router.route("长三角明天天气", today=TODAY).route != "rule"
     assert router.route("北上广深明天适合出游吗", today=TODAY).route == "llm"
+
+
+def test_a_region_is_asked_about_not_the_district_that_shares_its_name(router):
+    # 江南明天下雪吗 was answered for 南宁市江南区 (it does not snow in Nanning), 中原 for Zhengzhou's 中原区, 河西
+    # for Tianjin's 河西区: region names before they are a district's short name (rules/data/aliases.json
+    # 'regions'). Alone they are a clarify (a region's weather differs from place to place), never sent to a
+    # geocoder; beside their city the district is meant; with its suffix, the district.
+    import itertools
+
+    forms = ["{}明天天气", "{}明天会下雪吗", "请问{}后天冷不冷", "北京和{}明天天气"]
+    for region, form in itertools.product(["江南", "中原", "河西", "北疆", "华南", "东北", "岭南"], forms):
+        decision = router.route(form.format(region), today=TODAY)
+        assert (decision.route, decision.reason) == ("clarify", f"clarify: a region, not a place: {region}"), (
+            form.format(region)
+        )
+        assert decision.unknown_place is None
+    for said, city in [("南宁江南明天天气", "南宁市江南区"), ("郑州中原明天冷吗", "郑州市中原区"),
+                       ("天津河西明天下雨吗", "天津市河西区"), ("江南区明天天气", "南宁市江南区")]:  # fmt: skip
+        assert router.route(said, today=TODAY).cities == [city], said

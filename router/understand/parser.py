@@ -284,12 +284,21 @@ class QueryParser:
         if not (in_place_slot and reading.aspects):
             return to_llm(f"unrecognised: {word}", [word])
         gazetteer = self.reader.gazetteer
-        match = (
-            found.get(word)
-            or gazetteer.lookup_local(word, minor=False)
-            or self._repair_place(word, tokens, first, last)
-            or gazetteer.lookup_local(word)
-        )
+        if word in gazetteer.regions:
+            # 江南, 中原, 北疆: a region, whose weather differs from place to place; beside its city the
+            # district of that name is meant (南宁江南 → 南宁市江南区).
+            if not next_to_place or not gazetteer.units_named(word):
+                return clarify(
+                    f"a region, not a place: {word}", f"“{word}”是一片地区，各地天气不同：请说出其中的城市或区县。"
+                )
+            match: PlaceMatch | None = PlaceMatch(gazetteer.units_named(word), "name")
+        else:
+            match = (
+                found.get(word)
+                or gazetteer.lookup_local(word, minor=False)
+                or self._repair_place(word, tokens, first, last)
+                or gazetteer.lookup_local(word)
+            )
         if match is not None and next_to_place and not next_to_conjunction:
             # Right beside a known place a name must lie inside it (上海张江); anything else is content.
             outer = next(m for index, _, m in reading.places if index in (first - 1, last + 1))
