@@ -63,13 +63,13 @@ class Lexicon:
         self.units: dict[str, Aspect] = {unit: cast(Aspect, aspect) for unit, aspect in data["units"].items()}
         #: 大, 多少: how much of an aspect (雨大吗); in a question that names none, of something unknown (北京大吗).
         self.measures = frozenset(data["measures"])
-        #: 飘, 落, 来: right before a rain or snow word, its verb (飘雪, 落小雨, 来雨); nothing else.
-        self.falls = frozenset(data["falls"])
-        #: 起, 刮起: right before a word of fog, wind or dust, its verb (起雾, 刮起大风); nothing else.
-        self.rises = frozenset(data["rises"])
-        #: 转, 放, 变, 继续: right before a word of the weather, its change or its going on (转晴, 放晴, 变冷,
-        #: 继续下雨); nothing else.
-        self.turns = frozenset(data["turns"])
+        #: Verbs that are part of the word of the weather right after them, and nothing elsewhere, with the
+        #: aspects of the words they may go before: 飘, 落, 来 fall (飘雪, 落小雨), 起, 刮起 arise (起雾, 刮起大风),
+        #: 转, 放, 继续 change or go on (转晴, 放晴, 继续下雨). A verb on two lists goes before the words of both.
+        self.verb_before: dict[str, frozenset[Aspect]] = {}
+        for kind, aspects in _VERBS_BEFORE.items():
+            for verb in data[kind]:
+                self.verb_before[verb] = self.verb_before.get(verb, frozenset()) | aspects
         #: 两个 → 2, 三个 → 3, 几个 → 0 (all of them): how many places a follow-up refers to.
         self.counts: dict[str, int] = dict(data["counts"])
         #: Fillers after which an unknown word stands where a place would (查一下杭洲的天气, 去纳尼亚).
@@ -127,9 +127,7 @@ class Lexicon:
         yield from self.place_suffixes
         yield from self.distance_links
         yield from self.complements
-        yield from self.falls
-        yield from self.rises
-        yield from self.turns
+        yield from self.verb_before
         yield from self._open_category
 
     def question_words(self) -> Iterable[str]:
@@ -182,6 +180,13 @@ class Lexicon:
 
 
 _LATIN = re.compile("[a-z]")
+# lexicon.json's lists of verbs before a word of the weather, and the aspects of the words each may go
+# before: what falls (雨, 雪), what arises (雾 — a word of the general weather —, 风, 沙尘), what changes.
+_VERBS_BEFORE: dict[str, frozenset[Aspect]] = {
+    "falls": frozenset({"rain", "snow"}),
+    "rises": frozenset({"weather", "wind", "air"}),
+    "turns": frozenset({"weather", "temperature", "rain", "snow", "wind", "humidity", "air"}),
+}
 
 
 def _longest_first(words: Iterable[str]) -> re.Pattern[str]:

@@ -147,12 +147,8 @@ class Reader:
             elif (role := lexicon.role_of.get(token)) is None:
                 if index == felt_at + 1 and token in lexicon.complements:
                     felt_at = index  # 冻死人了: part of the feeling before it, as 冷死了 is one word
-                elif token in lexicon.falls and _aspect_next(lexicon, tokens, index, _FALLING):
-                    pass  # 飘雪, 落小雨, 来雨: the verb of the rain or snow after it
-                elif token in lexicon.rises and _aspect_next(lexicon, tokens, index, _ARISING):
-                    pass  # 起雾, 刮起大风, 起沙尘暴: the verb of the fog, wind or dust after it
-                elif token in lexicon.turns and _aspect_next(lexicon, tokens, index, _CHANGING):
-                    pass  # 转晴, 晴转多云, 放晴, 变冷, 继续下雨: the change, or the going on, of what follows
+                elif _verb_before_its_word(lexicon, tokens, index):
+                    pass  # 飘雪, 起雾, 转晴, 继续下雨: the verb of the word of the weather after it
                 elif (value := _value_with_unit(lexicon, tokens, index)) is not None:
                     index, aspect = value  # 30度, 二十五度, 零度, 5级: is it that warm, or that windy
                     reading.aspects.append(aspect)
@@ -310,13 +306,10 @@ def _is_numeral(token: str | None) -> bool:
     return token is not None and (token.replace(".", "", 1).isdigit() or parse_number(token) is not None)
 
 
-# What falls (雨, 雪) and what arises (雾, 风, 沙尘: the general weather's fog is one of its words).
-_FALLING: frozenset[str] = frozenset({"rain", "snow"})
-_ARISING: frozenset[str] = frozenset({"weather", "wind", "air"})
-_CHANGING: frozenset[str] = frozenset({"weather", "temperature", "rain", "snow", "wind", "humidity", "air"})
-
-
-def _aspect_next(lexicon: Lexicon, tokens: Tokens, index: int, aspects: frozenset[str]) -> bool:
-    """Whether the token after INDEX is a word of one of ASPECTS (雪 of 飘雪, 雾 of 起雾)."""
-    following = tokens[index + 1] if index + 1 < len(tokens) else None
+def _verb_before_its_word(lexicon: Lexicon, tokens: Tokens, index: int) -> bool:
+    """Whether the token at INDEX is a verb (飘, 起, 转) right before a word it goes with (雪 of 飘雪, 雾 of 起雾)."""
+    aspects = lexicon.verb_before.get(tokens[index] or "")
+    if aspects is None or index + 1 >= len(tokens):
+        return False
+    following = tokens[index + 1]
     return following is not None and lexicon.aspect_of.get(following) in aspects
