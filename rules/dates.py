@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from ._data import load_table
 from .china_time import WEEKDAY_CHARS
+from .normalize import HAS_LATIN
 from .trie import words_pattern
 
 _CN_DIGITS = {
@@ -241,7 +242,6 @@ _RANGES = {
 # What joins two date expressions into a range: 周一到周三, 从明天至后天, 3号~5号.
 _RANGE_JOINS = frozenset({"到", "至", "~", "-", "—", "一直到", "直到", "to", "until", "through"})
 _RANGE_FROM = ("从", "由", "from")
-_HAS_LATIN = re.compile("[a-z]")
 # 下 as in "next" (下周三), but not the 下 of 一下 (查一下周庄, 看一下星期六: check on Saturday).
 _NEXT = "(?<!一)下"
 _YEAR_WORDS = {"今年": 0, "明年": 1, "去年": -1}
@@ -402,7 +402,7 @@ def find_dates(text: str, today: dt.date) -> list[DateSpan]:
     Two expressions joined by 到/至/~ (从X到Y) become one span with every day between them.
     """
     spans = [_span(m, today, text) for m in _han_matches(text)]
-    if _HAS_LATIN.search(text):
+    if HAS_LATIN.search(text):
         latin = [_span(m, today, text) for m in _latin_pattern().finditer(text)]
         spans = sorted(spans + latin, key=lambda s: s.start)
     return _join_ranges(text, spans)

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Literal, cast, get_args
 
 from ._data import load_table
+from .normalize import HAS_LATIN
 from .trie import trie_pattern, words_pattern
 
 #: What a weather question asks about; the Decision contract's `aspect` values.
@@ -163,14 +164,12 @@ class Lexicon:
             found = self._open_pattern.search(self._shielded(text))
         return (self._open_category[found.group(0)], found.group(0)) if found else None
 
-    def may_ask_when(self, text: str, marker: tuple[str, str] | None) -> bool:
-        """Whether TEXT may ask when a sun event is: it holds an open-ended marker (几点 is one), or Latin letters
-        (when, what time are none: English open questions are words the router does not know)."""
-        return marker is not None or _LATIN.search(text) is not None
-
-    def asks_when_the_sun(self, text: str) -> str | None:
+    def asks_when_the_sun(self, text: str, marker: tuple[str, str] | None) -> str | None:
         """TEXT without its words of when (几点, 什么时候) if it names a sun event (日落时间是几点 → 日落时间是 ),
-        else None."""
+        else None. Looked for only where a word of when can be: an open-ended MARKER was found (几点 is one),
+        or Latin letters (when, what time are no markers: English open questions are words not known)."""
+        if marker is None and HAS_LATIN.search(text) is None:
+            return None
         if self._sun.search(text) is None or self._when.search(text) is None:
             return None
         return self._when.sub(" ", text)
@@ -179,7 +178,6 @@ class Lexicon:
         return self._shielding.sub(" ", text) if self._shielding is not None else text
 
 
-_LATIN = re.compile("[a-z]")
 # lexicon.json's lists of verbs before a word of the weather, and the aspects of the words each may go
 # before: what falls (雨, 雪), what arises (雾 — a word of the general weather —, 风, 沙尘), what changes.
 _VERBS_BEFORE: dict[str, frozenset[Aspect]] = {

@@ -22,6 +22,9 @@ _MAX_RAW_CHARS = MAX_QUERY_CHARS * 8
 _A_NOT_A_NEGATIONS = "不没唔"
 _A_NOT_A = re.compile(rf"([\u4e00-\u9fff]{{1,2}})[{_A_NOT_A_NEGATIONS}]\1")
 _HAN_ONLY = re.compile("[\u4e00-\u9fff]+")
+#: Whether normalised text holds Latin letters (normalize() lowercases them): only then are the English and
+#: pinyin patterns worth trying.
+HAS_LATIN = re.compile("[a-z]")
 # Han text with punctuation between its words (上海，今天，天气？ 【深圳】今天天气): every one of these marks, after
 # NFKC, is outside what the full path keeps, so each run of them becomes one space there too.
 _SEPARATORS = '，。？！?!,;；~～“”‘’"（）()【】《》「」『』·—\u3000 \t\n'

@@ -138,7 +138,7 @@ class QueryParser:
             return clarify("empty query", _ASK_FOR_PLACE), []  # its reason is EMPTY_REASON
         lexicon = self.reader.lexicon
         marker = lexicon.open_ended(clean)
-        if lexicon.may_ask_when(clean, marker) and (untimed := lexicon.asks_when_the_sun(clean)) is not None:
+        if (untimed := lexicon.asks_when_the_sun(clean, marker)) is not None:
             clean, marker = untimed, lexicon.open_ended(untimed)  # 日落时间是几点: the sunset's time, not knowledge
         spans = self.reader.dates(clean, today)
         if marker:
