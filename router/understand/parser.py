@@ -287,11 +287,12 @@ class QueryParser:
         if word in gazetteer.regions:
             # 江南, 中原, 北疆: a region, whose weather differs from place to place; beside its city the
             # district of that name is meant (南宁江南 → 南宁市江南区).
-            if not next_to_place or not gazetteer.units_named(word):
+            units = gazetteer.units_named(word)
+            if not next_to_place or not units:
                 return clarify(
                     f"a region, not a place: {word}", f"“{word}”是一片地区，各地天气不同：请说出其中的城市或区县。"
                 )
-            match: PlaceMatch | None = PlaceMatch(gazetteer.units_named(word), "name")
+            match: PlaceMatch | None = PlaceMatch(units, "name")
         else:
             match = (
                 found.get(word)
