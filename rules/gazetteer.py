@@ -11,7 +11,7 @@ import functools
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -74,54 +74,45 @@ class Gazetteer:
     def __init__(self) -> None:
         places = load_table("places")
         aliases = load_table("aliases")
-        self._by_code: dict[str, Place] = {}
-        self._by_name: dict[str, Place] = {}
-        by_word: dict[str, list[Place]] = defaultdict(list)
-        self._pinyin_keys: list[tuple[str, Place]] = []
-        latin: dict[str, list[Place]] = defaultdict(list)
+        # The indexes hold row numbers (the Chinese table's rows, then the world's), and a row's Place is made
+        # the first time a question needs it: making all 5,270 up front, and hashing them to drop repeats,
+        # was half of building the gazetteer and a tenth of a cold CLI run; a run meets a few.
         china, world = places["china"], places["world"]
-        code_, name_, canonical_, short_, level_, parent_, lat_, lon_, pinyin_, en_ = map(
-            china["columns"].index,
-            ("code", "name", "canonical", "short", "level", "parent", "lat", "lon", "pinyin", "en"),
+        self._china_rows: list[list[Any]] = china["rows"]
+        self._world_rows: list[list[Any]] = world["rows"]
+        self._china_column = _columns(china, ("code", "name", "canonical", "short", "level", "parent", "lat", "lon"))
+        self._world_column = _columns(world, ("name", "country", "lat", "lon", "tz"))
+        self._made: list[Place | None] = [None] * (len(self._china_rows) + len(self._world_rows))
+        self._row_of_code: dict[str, int] = {}
+        self._row_of_name: dict[str, int] = {}
+        by_word: dict[str, list[int]] = defaultdict(list)
+        self._pinyin_keys: list[tuple[str, int]] = []
+        latin: dict[str, list[int]] = defaultdict(list)
+        code_, name_, canonical_, short_, pinyin_, en_ = map(
+            china["columns"].index, ("code", "name", "canonical", "short", "pinyin", "en")
         )
-        for unit in china["rows"]:
-            level = _LEVELS[unit[level_]]
-            short = unit[short_]
-            display = unit[canonical_] if level == "county" else (short[-1] if short else unit[name_])
-            place = Place(
-                unit[canonical_],
-                display,
-                level,
-                unit[lat_],
-                unit[lon_],
-                CHINA_TZ_NAME,
-                "CN",
-                unit[code_],
-                unit[parent_],
-            )
-            self._by_code[unit[code_]] = place
-            self._by_name[place.name] = place
-            for word in dict.fromkeys([unit[canonical_], unit[name_], *short]):
-                by_word[word].append(place)
+        for row, unit in enumerate(self._china_rows):
+            self._row_of_code[unit[code_]] = row
+            self._row_of_name[unit[canonical_]] = row
+            for word in dict.fromkeys([unit[canonical_], unit[name_], *unit[short_]]):
+                by_word[word].append(row)
             for reading in unit[pinyin_]:
-                self._pinyin_keys.append((reading, place))
-                latin[reading.translate(_NO_TONES)].append(place)
+                self._pinyin_keys.append((reading, row))
+                latin[reading.translate(_NO_TONES)].append(row)
             for english in unit[en_]:  # Harbin, Urumqi: GeoNames' English names
-                latin[english].append(place)
-        name_, names_, en_, country_, lat_, lon_, tz_ = map(
-            world["columns"].index, ("name", "names", "en", "country", "lat", "lon", "tz")
-        )
-        for city in world["rows"]:
-            place = Place(city[name_], city[name_], "world", city[lat_], city[lon_], city[tz_], city[country_])
-            self._by_name[place.name] = place
+                latin[english].append(row)
+        name_, names_, en_ = map(world["columns"].index, ("name", "names", "en"))
+        for row, city in enumerate(self._world_rows, len(self._china_rows)):
+            self._row_of_name[city[name_]] = row
             for word in city[names_]:
-                by_word[word].append(place)
-            latin[_latin_key(city[en_])].append(place)
+                by_word[word].append(row)
+            latin[_latin_key(city[en_])].append(row)
         self._by_word = {word: tuple(found) for word, found in by_word.items()}
-        self._nicknames = {word: self._by_name[name] for word, name in aliases["nicknames"].items()}
-        self._ambiguous = {word: tuple(self._by_name[n] for n in names) for word, names in aliases["ambiguous"].items()}
+        self._nicknames = {word: self._row_of_name[name] for word, name in aliases["nicknames"].items()}
+        self._ambiguous = {word: tuple(map(self._row_of_name.__getitem__, names))
+                           for word, names in aliases["ambiguous"].items()}  # fmt: skip
         #: 北上广深, 京津冀, 江浙沪: several places in one word, each asked about.
-        self.groups = {word: tuple(self._by_name[n] for n in names) for word, names in aliases["groups"].items()}
+        self.groups = {word: tuple(map(self._place_named, names)) for word, names in aliases["groups"].items()}
         #: 江南, 中原, 河西: a region first, though a district has that short name (南宁市江南区). A name all the
         #: same (a date after one is not cut into: 江南明天), but lookup() gives it no place.
         self.regions = frozenset(aliases["regions"])
@@ -129,7 +120,7 @@ class Gazetteer:
         # date and of every token, and most are no place (one look-up, not three).
         self._place_words = frozenset(itertools.chain(self._by_word, self._nicknames, self._ambiguous, self.regions))
         for word, name in aliases["latin"].items():
-            latin[_latin_key(word)] = [self._by_name[name]]
+            latin[_latin_key(word)] = [self._row_of_name[name]]
         self._latin = {key: tuple(dict.fromkeys(found)) for key, found in latin.items()}
         # Latin keys by the lengths a repair may look at, filled on first use: see _latin_near().
         self._latin_windows: dict[tuple[int, int], list[str]] = {}
@@ -141,27 +132,58 @@ class Gazetteer:
         self._local: _LocalPlaces | None = None
         self._prominence = 0.0
 
+    def _place(self, row: int) -> Place:
+        """The Place of ROW, made on first use and kept (a race makes two equal ones; either is kept)."""
+        place = self._made[row]
+        if place is None:
+            place = self._made[row] = self._make(row)
+        return place
+
+    def _places(self, rows: Iterable[int]) -> tuple[Place, ...]:
+        return tuple(map(self._place, rows))
+
+    def _place_named(self, name: str) -> Place:
+        return self._place(self._row_of_name[name])
+
+    def place_of_code(self, adcode: str) -> Place | None:
+        """The Chinese administrative unit with ADCODE, or None."""
+        row = self._row_of_code.get(adcode)
+        return None if row is None else self._place(row)
+
+    def _make(self, row: int) -> Place:
+        if row >= len(self._china_rows):
+            city, column = self._world_rows[row - len(self._china_rows)], self._world_column
+            name = city[column["name"]]
+            return Place(name, name, "world", city[column["lat"]], city[column["lon"]], city[column["tz"]],
+                         city[column["country"]])  # fmt: skip
+        unit, column = self._china_rows[row], self._china_column
+        level = _LEVELS[unit[column["level"]]]
+        short, canonical = unit[column["short"]], unit[column["canonical"]]
+        display = canonical if level == "county" else (short[-1] if short else unit[column["name"]])
+        return Place(canonical, display, level, unit[column["lat"]], unit[column["lon"]], CHINA_TZ_NAME, "CN",
+                     unit[column["code"]], unit[column["parent"]])  # fmt: skip
+
     def words(self) -> Iterable[str]:
         """Every Han spelling of a place, for the tokenizer's dictionary."""
         return itertools.chain(self._by_word, self._nicknames, self._ambiguous, self._areas, self.groups, self.regions)
 
     def units_named(self, word: str) -> tuple[Place, ...]:
         """The administrative units WORD names, a region's word too (江南 → 南宁市江南区)."""
-        return self._by_word.get(word, ())
+        return self._places(self._by_word.get(word, ()))
 
     def parent_of(self, place: Place) -> Place | None:
-        return self._by_code.get(place.parent) if place.parent else None
+        return self.place_of_code(place.parent) if place.parent else None
 
     def lookup(self, word: str) -> PlaceMatch | None:
         """Resolve a Han word: nickname first, then names and short forms; None if it names no place."""
         match = self._matches.get(word)
         if match is None and self.is_place_word(word) and word not in self.regions:
             if word in self._nicknames:
-                match = PlaceMatch((self._nicknames[word],), "nickname")
+                match = PlaceMatch((self._place(self._nicknames[word]),), "nickname")
             elif word in self._ambiguous:
-                match = PlaceMatch(self._ambiguous[word], "nickname")
+                match = PlaceMatch(self._places(self._ambiguous[word]), "nickname")
             else:
-                match = PlaceMatch(_most_likely(self._by_word[word]), "name")
+                match = PlaceMatch(_most_likely(self._places(self._by_word[word])), "name")
             self._matches[word] = match  # one word, one value: a race stores the same match twice
         return match
 
@@ -177,7 +199,7 @@ class Gazetteer:
         for size in range(len(keys), 0, -1):
             found = self._latin.get("".join(keys[:size]) if size > 1 else keys[0])
             if found:
-                return size, PlaceMatch(_most_likely(found), "latin")
+                return size, PlaceMatch(_most_likely(self._places(found)), "latin")
         return 0, None
 
     def repair_latin(self, word: str) -> Place | None:
@@ -198,7 +220,8 @@ class Gazetteer:
         if not found:
             return None
         best = min(distance for _, distance, _ in found)
-        places = {p for choice, distance, _ in found if distance == best for p in _most_likely(self._latin[choice])}
+        places = {p for choice, distance, _ in found if distance == best
+                  for p in _most_likely(self._places(self._latin[choice]))}  # fmt: skip
         return _single(places)
 
     def _latin_near(self, length: int, limit: int) -> list[str]:
@@ -231,7 +254,7 @@ class Gazetteer:
         """The place named WORD that lies inside one of OUTER's candidates (北京 + 朝阳 → 北京市朝阳区,
         上海 + 张江 → 张江, 香港 + 九龙 → 九龙): units first, then areas and towns. A name that is the outer
         place again (北京北京, 成都，成都) is a repetition, not a place inside it."""
-        units = self._by_word.get(word, ())
+        units = self.units_named(word)
         if set(units) & set(outer.candidates):
             return None
         inside = self.inside(outer, units)
@@ -247,7 +270,7 @@ class Gazetteer:
 
     def _local_places(self) -> _LocalPlaces:
         if self._local is None:  # a race only builds it twice; both copies are equal
-            self._local = _LocalPlaces(self._areas, self._by_name, self._by_code)
+            self._local = _LocalPlaces(self._areas, self._place_named, self.place_of_code)
             self._prominence = self._local.prominence
         return self._local
 
@@ -281,7 +304,7 @@ class Gazetteer:
         if not 2 <= len(word) <= 5:
             return None
         if self._repair_index is None:
-            self._repair_index = _PinyinIndex(self._pinyin_keys)
+            self._repair_index = _PinyinIndex([(reading, self._place(row)) for reading, row in self._pinyin_keys])
         return self._repair_index.find(word)
 
 
@@ -289,10 +312,12 @@ class _LocalPlaces:
     """Areas and towns by word. The table is read once, but a town's Place is only made when a question
     names it: most of the 15,000 are never asked about."""
 
-    def __init__(self, areas: dict[str, str], by_name: dict[str, Place], by_code: dict[str, Place]) -> None:
+    def __init__(
+        self, areas: dict[str, str], place_named: Callable[[str], Place], place_of_code: Callable[[str], Place | None]
+    ) -> None:
         table = load_table("towns")
         self.prominence = float(table["prominence"])
-        self._by_code = by_code
+        self._place_of_code = place_of_code
         self._column = {name: i for i, name in enumerate(table["columns"])}
         self._rows: list[list[Any]] = table["rows"]
         self._rows_of: dict[str, list[int]] = defaultdict(list)
@@ -302,7 +327,7 @@ class _LocalPlaces:
                 self._rows_of[word].append(number)
         self._areas: dict[str, Place] = {}
         for word, unit_name in areas.items():
-            unit = by_name[unit_name]
+            unit = place_named(unit_name)
             self._areas[word] = Place(
                 word, word, "area", unit.latitude, unit.longitude, unit.timezone, "CN", unit.adcode, unit.adcode
             )
@@ -318,7 +343,7 @@ class _LocalPlaces:
     def _town(self, row: list[Any]) -> Place:
         column = self._column
         name, parent = row[column["name"]], row[column["parent"]]
-        county = self._by_code.get(parent)
+        county = self._place_of_code(parent)
         display = f"{name}（{county.name}）" if county is not None and county.level == "county" else name
         return Place(
             name,
@@ -417,12 +442,17 @@ def _fuzzy_syllable(syllable: str) -> str:
     return syllable
 
 
+def _columns(table: dict[str, Any], names: tuple[str, ...]) -> dict[str, int]:
+    """Where each of NAMES is in a row of TABLE."""
+    return {name: table["columns"].index(name) for name in names}
+
+
 def _single(places: set[Place]) -> Place | None:
     ranked = _most_likely(tuple(places))
     return ranked[0] if len(ranked) == 1 else None
 
 
-def _most_likely(found: tuple[Place, ...] | list[Place]) -> tuple[Place, ...]:
+def _most_likely(found: tuple[Place, ...]) -> tuple[Place, ...]:
     """The places of the highest rank among FOUND (a prefecture-level city over a county). Two of one rank
     are all returned, so the user is asked which: 朝阳区 is in Beijing and in Changchun, and no data here
     says which one a person means."""
