@@ -20,15 +20,27 @@ _MAX_RAW_CHARS = MAX_QUERY_CHARS * 8
 
 # A-not-A questions (冷不冷, 下不下雨, 会唔会, 有没有, 暖和不暖和) ask the same as A: keep A.
 _A_NOT_A_NEGATIONS = "不没唔"
-_A_NOT_A = re.compile(rf"([\u4e00-\u9fff]{{1,2}})[{_A_NOT_A_NEGATIONS}]\1")
 _HAN_ONLY = re.compile("[\u4e00-\u9fff]+")
+#: What normalize() keeps besides Han characters (a class for re): every other character becomes a space.
+KEPT_BESIDES_HAN = r"a-z0-9.\-/:%'、"
 #: Whether normalised text holds Latin letters (normalize() lowercases them): only then are the English and
 #: pinyin patterns worth trying.
 HAS_LATIN = re.compile("[a-z]")
 # Han text with punctuation between its words (上海，今天，天气？ 【深圳】今天天气): every one of these marks, after
 # NFKC, is outside what the full path keeps, so each run of them becomes one space there too.
 _SEPARATORS = '，。？！?!,;；~～“”‘’"（）()【】《》「」『』·—\u3000 \t\n'
-_HAN_AND_SEPARATORS = re.compile(f"[\u4e00-\u9fff{re.escape(_SEPARATORS)}]+")
+
+
+@functools.cache
+def _han_and_separators() -> re.Pattern[str]:
+    # This and _a_not_a() are compiled on first use: a class over the Han block costs ~1 ms to compile
+    # (re fills a table character by character), and a question of Han characters only needs neither.
+    return re.compile(f"[\u4e00-\u9fff{re.escape(_SEPARATORS)}]+")
+
+
+@functools.cache
+def _a_not_a() -> re.Pattern[str]:
+    return re.compile(rf"([\u4e00-\u9fff]{{1,2}})[{_A_NOT_A_NEGATIONS}]\1")
 
 
 class _Cleaners:
@@ -49,7 +61,7 @@ class _Cleaners:
         )
         # Everything outside Han, ASCII letters and digits, and the punctuation dates and PM2.5 need, becomes
         # a space; the tokenizer treats spaces as boundaries, so "北京,上海" still reads as two places.
-        self.not_kept = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fffa-z0-9.\-/:%'、 ]+")
+        self.not_kept = re.compile(rf"[^\u3400-\u4dbf\u4e00-\u9fff{KEPT_BESIDES_HAN} ]+")
         self.spaces = re.compile(r"\s+")
         # Latin letters run into digits (tokyo12.8, 3号beijing) are two words; pm2.5 and pm10 stay one.
         self.letters_digits = re.compile(r"(?<=[a-z])(?<!pm)(?=\d)|(?<=\d)(?=[a-z])|(?<=[a-z])(?=pm(?:2\.?5|10))")
@@ -87,7 +99,7 @@ def asked_as_a_not_a(text: str, word: str) -> bool:
 
 def _without_a_not_a(text: str) -> str:
     # re.sub costs 1.3 us even when nothing matches; a question without 不, 没 or 唔 has nothing to fold.
-    return _A_NOT_A.sub(r"\1", text) if "不" in text or "没" in text or "唔" in text else text
+    return _a_not_a().sub(r"\1", text) if "不" in text or "没" in text or "唔" in text else text
 
 
 def _fold_accent(match: re.Match[str]) -> str:
@@ -103,7 +115,7 @@ def normalize(text: str) -> str:
         # Most questions are Han characters only: nothing to fold, strip or split but the A-not-A. Cut after
         # folding, as the full path does: folding 冷不冷 to 冷 shortens the text.
         return _without_a_not_a(to_simplified(text))[:MAX_QUERY_CHARS]
-    if _HAN_AND_SEPARATORS.fullmatch(text):  # what _normalize_fully gives, in a fourth of the time
+    if _han_and_separators().fullmatch(text):  # what _normalize_fully gives, in a fourth of the time
         return _without_a_not_a(to_simplified(" ".join(_HAN_ONLY.findall(text))))[:MAX_QUERY_CHARS].rstrip()
     return _normalize_fully(text)
 

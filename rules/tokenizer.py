@@ -12,12 +12,16 @@ import re
 from collections.abc import Iterable
 from types import ModuleType
 
+from .normalize import KEPT_BESIDES_HAN
+
 _WORD_FREQUENCY = 1000
 # Han runs whose segmentation is kept; runs are short, so this is a few hundred kilobytes at most.
 _MEMO_SIZE = 4096
 # Han runs go through jieba; everything else is split on spaces here, because jieba's own handling of
-# Latin text breaks words at dictionary entries ("york" → y/or/k, since "or" is a conjunction).
-_RUNS = re.compile(r"[\u3400-\u9fff]+|[^\s\u3400-\u9fff]+")
+# Latin text breaks words at dictionary entries ("york" → y/or/k, since "or" is a conjunction). In
+# normalised text a Han character is one not in normalize's small alphabet of the rest: a class of that
+# alphabet compiles in an eighth of the time of one over the Han block (~2 ms of a cold start).
+_RUNS = re.compile(rf"[^{KEPT_BESIDES_HAN}\s]+|[{KEPT_BESIDES_HAN}]+")
 
 
 class Tokenizer:

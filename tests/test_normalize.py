@@ -1,8 +1,16 @@
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hybrid_weather.rules.normalize import _SEPARATORS, MAX_QUERY_CHARS, _normalize_fully, normalize
+from hybrid_weather.rules.normalize import (
+    _SEPARATORS,
+    KEPT_BESIDES_HAN,
+    MAX_QUERY_CHARS,
+    _normalize_fully,
+    normalize,
+)
 
 
 @pytest.mark.parametrize(
@@ -38,6 +46,20 @@ _HAN_AND_PUNCTUATION = st.text(
 @given(_HAN_AND_PUNCTUATION | _HAN_AND_PUNCTUATION.map(lambda text: text * 60))
 def test_the_shortcuts_for_han_text_give_what_the_full_path_gives(text):
     assert normalize(text) == _normalize_fully(text)
+
+
+# Any text at all: letters of every script, symbols, controls, surrogates-free planes beyond the BMP.
+_ANY_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+@settings(max_examples=1000)
+@given(_ANY_TEXT | st.text(st.sampled_from("上海Ｐｍ２．５、，ü" + KEPT_BESIDES_HAN.replace("\\", "")), max_size=30))
+def test_normalised_text_holds_han_and_the_kept_alphabet_only(text):
+    """The tokenizer tells Han from the rest by the kept alphabet alone (a Han class costs ~2 ms to
+    compile): anything else normalize() let through would be segmented as Han."""
+    rest = re.compile(f"[^{KEPT_BESIDES_HAN} ]")
+    assert all(_HAN.match(ch) for ch in rest.findall(normalize(text))), normalize(text)
 
 
 def test_every_lexicon_word_is_in_the_form_normalize_gives():
