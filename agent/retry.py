@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: Attempts per request, the first included, for the weather services and the LLM alike.
 DEFAULT_MAX_ATTEMPTS = 3
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
+class RetryPolicy(NamedTuple):
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     backoff_base: float = 0.2  #: seconds; attempt n waits up to base * 2**(n-1)
     backoff_cap: float = 2.0  #: seconds; no wait is longer

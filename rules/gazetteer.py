@@ -13,7 +13,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ._data import load_table
 from .china_time import CHINA_TZ_NAME
@@ -56,8 +56,7 @@ class Place:
     population: int = 0  #: recorded population, for towns of one name (0: not recorded)
 
 
-@dataclass(frozen=True, slots=True)
-class PlaceMatch:
+class PlaceMatch(NamedTuple):
     """What one word resolves to: a single place, or several a person would have to choose from."""
 
     candidates: tuple[Place, ...]

@@ -7,13 +7,12 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 logger = logging.getLogger("hybrid_weather")
 
 
-@dataclass(frozen=True, slots=True)
-class ModelFacts:
+class ModelFacts(NamedTuple):
     name: str
     input: float | None  #: USD per 1M prompt tokens not read from cache
     cached_input: float | None  #: USD per 1M cached prompt tokens (None: the provider has no cache price)

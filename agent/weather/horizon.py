@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Horizon:
+class Horizon(NamedTuple):
     """Days a provider covers around today (today itself is day 0)."""
 
     days_ahead: int  #: forecast days after today (Open-Meteo: 15, so 16 days with today)

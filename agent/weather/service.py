@@ -14,8 +14,7 @@ import datetime as dt
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 import cachetools
 
@@ -57,8 +56,7 @@ def past_days_for(dates: Iterable[dt.date], today: dt.date) -> int:
     return max(1, max((today - day).days for day in dates))
 
 
-@dataclass(frozen=True, slots=True)
-class Fetched(Generic[T]):
+class Fetched(NamedTuple, Generic[T]):
     """Data for one place, and how it was obtained."""
 
     value: T

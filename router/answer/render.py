@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from hybrid_weather.agent.weather import (
     AirQuality,
@@ -30,8 +30,7 @@ _BREEZY_FORCE = 5
 _SAME_TEMPERATURE = 0.5
 
 
-@dataclass(frozen=True, slots=True)
-class Facts:
+class Facts(NamedTuple):
     """What one place has for the asked days: weather days or air days, in date order."""
 
     place: Place

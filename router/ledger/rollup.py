@@ -13,8 +13,7 @@ import datetime as dt
 import math
 import sqlite3
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Upper bounds (ms) of the latency histogram: 5 % apart from 10 µs to past an hour, so a p50 or p95 read
 #: from it is at most 5 % above the exact one. The last bound catches everything slower.
@@ -27,8 +26,7 @@ ROLLUP_SUMS = ("requests", "priced", "cost_usd", "baseline_cost_usd", "tool_call
                "judged", "invalid")  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class Dialect:
+class Dialect(NamedTuple):
     """How one SQL engine computes the rollup: each key and sum's value for one row named {r}."""
 
     row: dict[str, str]  #: ROLLUP_KEY and ROLLUP_SUMS → an expression over row {r}
@@ -120,8 +118,7 @@ def iso(value: Any) -> str:
     return value.isoformat(timespec="microseconds") if isinstance(value, dt.datetime) else str(value)
 
 
-@dataclass(slots=True)
-class Window:
+class Window(NamedTuple):
     """A report window's rows, aggregated: `groups` by day and the rollup's key (minus the hour), and the
     latency histogram of answered requests per route."""
 
