@@ -462,3 +462,28 @@ def test_an_answers_data_is_its_own(router, weather_server):
     second = router.ask("上海今天天气", today=TODAY)
     assert second.data["places"][0]["days"] == expected["days"]
     assert second.data["places"][0]["current"] == expected["current"]
+
+
+@pytest.mark.parametrize("provider", ["open-meteo", "demo"])
+def test_every_shape_survives_the_caches_json_round_trip(weather_server, provider):
+    """The disk and Redis caches keep fetches as to_jsonable's JSON and rebuild them with from_jsonable:
+    each kind, as a provider really returns it (None fields, nested places and days), comes back equal."""
+    import json
+
+    from hybrid_weather.agent.weather.shapes import SHAPE_OF_KIND, from_jsonable, to_jsonable
+
+    with make_router(weather_server.url, provider=provider) as router:
+        fetch = router.parts.weather.provider
+        place = router.route("上海今天天气", today=TODAY).places[0]
+        deadline = time.monotonic() + 5
+        fetched = {
+            "forecast": fetch.forecast(place, past_days=1, deadline=deadline),
+            "air": fetch.air_quality(place, past_days=1, deadline=deadline),
+            "hourly": fetch.hourly(place, past_days=1, deadline=deadline),
+            "sun": fetch.sun(place, past_days=1, deadline=deadline),
+        }
+    assert set(fetched) == set(SHAPE_OF_KIND)
+    for kind, value in fetched.items():
+        stored = json.loads(json.dumps(to_jsonable(value), ensure_ascii=False))
+        assert isinstance(stored, dict) and isinstance(stored["place"], dict), kind
+        assert from_jsonable(SHAPE_OF_KIND[kind], stored) == value, kind

@@ -6,7 +6,6 @@ have the documented shape is a MalformedResponse, never a crash.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import math
 import time
@@ -552,11 +551,10 @@ def _plausible(data: Checked, label: str) -> Checked:
     for item in items:
         if item is None:
             continue
-        for field in dataclasses.fields(item):
-            kind = _KIND_OF.get(field.name)
-            value = getattr(item, field.name)
+        for name, value in zip(item._fields, item, strict=True):
+            kind = _KIND_OF.get(name)
             if kind is not None and value is not None and not _PLAUSIBLE[kind][0] <= value <= _PLAUSIBLE[kind][1]:
-                raise MalformedResponse(f"{label} sent an implausible {field.name}: {value:.6g}")
+                raise MalformedResponse(f"{label} sent an implausible {name}: {value:.6g}")
     return data
 
 

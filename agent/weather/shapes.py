@@ -6,8 +6,7 @@ import dataclasses
 import datetime as dt
 import types
 import typing
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from hybrid_weather.rules.gazetteer import Place
 
@@ -79,8 +78,7 @@ def aqi_category(aqi: float | None) -> str | None:
     return "严重污染"
 
 
-@dataclass(frozen=True, slots=True)
-class DailyWeather:
+class DailyWeather(NamedTuple):
     """One day at one place, in the place's own time zone. None means the provider did not say."""
 
     date: dt.date
@@ -110,8 +108,7 @@ class DailyWeather:
         return (self.weather_code is not None and self.weather_code in SNOW_CODES) or "雪" in self.condition
 
 
-@dataclass(frozen=True, slots=True)
-class CurrentWeather:
+class CurrentWeather(NamedTuple):
     """Conditions now, for questions about today."""
 
     time: str  #: local time as the provider gives it
@@ -122,8 +119,7 @@ class CurrentWeather:
     wind_scale: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Forecast:
+class Forecast(NamedTuple):
     """A provider's days for one place, as fetched at one moment."""
 
     place: Place
@@ -136,8 +132,7 @@ class Forecast:
         return next((d for d in self.days if d.date == date), None)
 
 
-@dataclass(frozen=True, slots=True)
-class HourlyWeather:
+class HourlyWeather(NamedTuple):
     """One hour at one place, in the place's own time zone (for 今晚, 明天早上, 上班路上)."""
 
     time: dt.datetime  #: local time, naive
@@ -149,8 +144,7 @@ class HourlyWeather:
     humidity: int | None = None  #: %
 
 
-@dataclass(frozen=True, slots=True)
-class HourlyForecast:
+class HourlyForecast(NamedTuple):
     """A provider's hours for one place, as fetched at one moment."""
 
     place: Place
@@ -164,8 +158,7 @@ class HourlyForecast:
         return [h for h in self.hours if h.time.date() == date and start <= h.time.hour < end]
 
 
-@dataclass(frozen=True, slots=True)
-class DailyAir:
+class DailyAir(NamedTuple):
     date: dt.date
     aqi: int | None  #: US AQI, daily maximum of the hourly values
     pm2_5: float | None  #: µg/m³, daily mean
@@ -176,8 +169,7 @@ class DailyAir:
         return aqi_category(self.aqi)
 
 
-@dataclass(frozen=True, slots=True)
-class AirQuality:
+class AirQuality(NamedTuple):
     place: Place
     days: tuple[DailyAir, ...]
     current: DailyAir | None  #: the latest hour, for today
@@ -200,8 +192,7 @@ def uv_category(index: float | None) -> str | None:
     return next(name for lowest, name in reversed(UV_CATEGORIES) if rounded >= lowest)
 
 
-@dataclass(frozen=True, slots=True)
-class SunDay:
+class SunDay(NamedTuple):
     """One day's sun at one place: local times as the place's clock shows them, and the day's top UV index."""
 
     date: dt.date
@@ -214,8 +205,7 @@ class SunDay:
         return uv_category(self.uv_index_max)
 
 
-@dataclass(frozen=True, slots=True)
-class SunForecast:
+class SunForecast(NamedTuple):
     """A provider's sunrise, sunset and UV days for one place (asked apart from the forecast: Open-Meteo
     bills more than ten variables a request as extra calls)."""
 
@@ -228,22 +218,35 @@ class SunForecast:
         return next((d for d in self.days if d.date == date), None)
 
 
-#: The field names of each dataclass to_jsonable has met, in declaration order.
+#: The field names of each record class (a dataclass or a NamedTuple) to_jsonable has met, in order.
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 _SCALARS = (str, int, float, bool, type(None))
 
 
+def field_names(cls: type[Any]) -> tuple[str, ...] | None:
+    """The fields of CLS in declaration order if it is a record: a NamedTuple (the shapes here, made
+    cheaply at import) or a dataclass (Place); None for anything else."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+            names = cls._fields
+        elif dataclasses.is_dataclass(cls):
+            names = tuple(f.name for f in dataclasses.fields(cls))
+        else:
+            return None
+        _FIELD_NAMES[cls] = names
+    return names
+
+
 def to_jsonable(value: Any) -> Any:
-    """Dataclasses, dates and tuples as plain JSON values (for --json and the LLM tools).
+    """Records (NamedTuples, dataclasses), dates and tuples as plain JSON values (for --json and the LLM
+    tools).
 
     A direct walk over each class's fields: dataclasses.asdict deep-copies every leaf first, which cost a
     quarter of a warm rule answer (the issue-15 profile)."""
     if isinstance(value, _SCALARS):
         return value
-    cls = type(value)
-    names = _FIELD_NAMES.get(cls)
-    if names is None and dataclasses.is_dataclass(cls):
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    names = field_names(type(value))
     if names is not None:
         return {name: to_jsonable(getattr(value, name)) for name in names}
     if isinstance(value, dict):
@@ -262,9 +265,9 @@ SHAPE_OF_KIND: dict[str, type[Any]] = {
 
 
 def from_jsonable(cls: type[Any], data: dict[str, Any]) -> Any:
-    """The dataclass CLS rebuilt from what to_jsonable made of one (the disk cache's way back)."""
+    """The record class CLS rebuilt from what to_jsonable made of one (the disk cache's way back)."""
     hints = typing.get_type_hints(cls)
-    return cls(**{f.name: _decode(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data})
+    return cls(**{name: _decode(hints[name], data[name]) for name in field_names(cls) or () if name in data})
 
 
 def _decode(hint: Any, value: Any) -> Any:
@@ -279,7 +282,7 @@ def _decode(hint: Any, value: Any) -> Any:
         return dt.datetime.fromisoformat(value)
     if hint is dt.date:
         return dt.date.fromisoformat(value)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and field_names(hint) is not None:
         return from_jsonable(hint, value)
     return value
 
