@@ -98,7 +98,9 @@ def _import_jieba() -> ModuleType:
     pkg_resources costs ~50 ms and several MB at import, a quarter of a cold CLI run. It also loads
     jieba.finalseg, the HMM for words no dictionary has (11 ms, most of it a 7 ms table), which the
     router never uses: a stand-in takes its place and imports it for whoever reads from it first (a
-    program of the user's that calls jieba.cut with HMM in the same process still gets it).
+    program of the user's that calls jieba.cut with HMM in the same process still gets it). tempfile
+    (with shutil, bz2 and lzma, ~2 ms) is there only for jieba's cache file, which this tokenizer never
+    writes: jieba gets a stand-in too, and every other importer the real module.
     """
     import importlib
     import sys
@@ -107,7 +109,10 @@ def _import_jieba() -> ModuleType:
         return importlib.import_module("jieba")
     sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # makes `import pkg_resources` fail
     sys.modules.setdefault("jieba.finalseg", _OnFirstUse("jieba.finalseg"))
+    tempfile = sys.modules.setdefault("tempfile", _OnFirstUse("tempfile"))
     try:
         return importlib.import_module("jieba")
     finally:
         del sys.modules["pkg_resources"]
+        if isinstance(tempfile, _OnFirstUse) and sys.modules.get("tempfile") is tempfile:
+            del sys.modules["tempfile"]  # jieba keeps the stand-in; the next `import tempfile` is the real one

@@ -97,8 +97,22 @@ def test_the_router_never_loads_jiebas_hmm_but_a_user_of_jieba_still_gets_it():
         "from hybrid_weather.router import HybridRouter\n"
         "assert HybridRouter().route('魔都明天会下雨吗', today=dt.date(2026, 11, 29)).route == 'rule'\n"
         "assert 'jieba.finalseg.prob_emit' not in sys.modules, 'the HMM tables were loaded'\n"
+        "assert 'tempfile' not in sys.modules, 'tempfile was imported for a cache file never written'\n"
         "import jieba\n"
         "jieba.setLogLevel(60)\n"
         "print('/'.join(jieba.lcut('他来到了网易杭研大厦', HMM=True)))\n"
     )
     assert run(code).strip() == "他/来到/了/网易/杭研/大厦"  # 杭研: a word only the HMM finds
+
+
+def test_a_rule_answer_with_the_file_ledger_imports_no_tempfile(tmp_path):
+    # tempfile (with shutil, bz2, lzma) is only for a spool file outside the ledger's folder.
+    code = (
+        "import datetime as dt, sys\n"
+        "from hybrid_weather.router import HybridRouter\n"
+        f"with HybridRouter(provider='demo', ledger={str(tmp_path / 'ledger.db')!r}) as r:\n"
+        "    assert r.ask('上海今天天气', today=dt.date(2026, 11, 29)).route == 'rule'\n"
+        "assert 'tempfile' not in sys.modules\n"
+        "print('ok')\n"
+    )
+    assert run(code).strip() == "ok"

@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import secrets
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -121,10 +120,16 @@ def spool_path(ledger: str, home: Path | None = None) -> Path:
     PostgreSQL ledger, one file per database in HOME (the data folder), else in the temporary folder."""
     if is_postgres(ledger):
         digest = hashlib.sha256(ledger.encode("utf-8")).hexdigest()[:12]
-        return (home or Path(tempfile.gettempdir())) / f"hybrid-weather-{os.getuid()}-postgresql-{digest}.spool.jsonl"
+        return (home or _temporary_folder()) / f"hybrid-weather-{os.getuid()}-postgresql-{digest}.spool.jsonl"
     if ledger != ":memory:":
         beside = Path(ledger).expanduser()
         folder = beside.parent
         if folder.is_dir() and os.access(folder, os.W_OK) and not beside.is_dir():
             return beside.with_name(beside.name + ".spool.jsonl")
-    return Path(tempfile.gettempdir()) / f"hybrid-weather-{os.getuid()}-ledger.spool.jsonl"
+    return _temporary_folder() / f"hybrid-weather-{os.getuid()}-ledger.spool.jsonl"
+
+
+def _temporary_folder() -> Path:
+    import tempfile  # only here: a SQLite ledger in a folder it can write (the CLI's) needs none of its ~2 ms
+
+    return Path(tempfile.gettempdir())
