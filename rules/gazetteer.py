@@ -38,6 +38,7 @@ TOWN_MIN_POPULATION = 10_000
 # Latin names shorter than this are not repaired; from _LONG_LATIN_NAME letters, two edits are allowed.
 _MIN_LATIN_REPAIR_CHARS = 5
 _LONG_LATIN_NAME = 9
+_REPAIRS_KEPT = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +129,10 @@ class Gazetteer:
         # making all of them up front would cost the cold start ~20 ms.
         self._matches: dict[str, PlaceMatch] = {}
         self._repair_index: _PinyinIndex | None = None
+        # A misspelling is typed again and again, and a repair scans thousands of names (50-200 us where a
+        # question is 20): the repairs of the most recent words are kept.
+        self._latin_repairs: Callable[[str], Place | None] = functools.lru_cache(_REPAIRS_KEPT)(self._repair_latin)
+        self._pinyin_repairs: Callable[[str], Place | None] = functools.lru_cache(_REPAIRS_KEPT)(self._repair)
         self._local: _LocalPlaces | None = None
         self._prominence = 0.0
 
@@ -208,8 +213,9 @@ class Gazetteer:
         name; shorter words are left alone, since short names are too close to one another.
         """
         key = _latin_key(word)
-        if len(key) < _MIN_LATIN_REPAIR_CHARS:
-            return None
+        return self._latin_repairs(key) if len(key) >= _MIN_LATIN_REPAIR_CHARS else None
+
+    def _repair_latin(self, key: str) -> Place | None:
         from rapidfuzz import process
         from rapidfuzz.distance import OSA
 
@@ -300,8 +306,9 @@ class Gazetteer:
             if word.endswith(suffix) and len(word) > 2:
                 word = word[: -len(suffix)]
                 break
-        if not 2 <= len(word) <= 5:
-            return None
+        return self._pinyin_repairs(word) if 2 <= len(word) <= 5 else None
+
+    def _repair(self, word: str) -> Place | None:
         if self._repair_index is None:
             self._repair_index = _PinyinIndex([(reading, self._place(row)) for reading, row in self._pinyin_keys])
         return self._repair_index.find(word)
