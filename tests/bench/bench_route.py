@@ -7,7 +7,7 @@ Prints: decisions/s and p50/p99 µs per warm route() of a question the router ha
 question (same text, same day: the memo's answer); a bare jieba.lcut() of the same text with jieba's
 default dictionary (so the router's cost shows as a ratio); the wall time of a cold
 `hybrid-weather route "上海今天天气"` and `hybrid-weather --provider demo "上海今天天气"` (medians of several
-fresh processes of --cli) and their peak RSS.
+fresh processes of --cli) and their peak RSS; with --against, the same of another install in turns.
 """
 
 from __future__ import annotations
@@ -58,18 +58,21 @@ print((time.perf_counter() - started) * 1000, usage.ru_maxrss / 1024, os.waitsta
 """
 
 
-def cold_cli(exe: str, args: list[str], runs: int) -> tuple[float, float]:
-    """Median wall ms and max peak RSS MB of fresh `EXE ARGS` processes."""
-    walls, peaks = [], []
-    for _ in range(runs):
-        out = subprocess.run(
-            [sys.executable, "-c", _COLD_RUN, exe, *args], capture_output=True, text=True, check=True
-        ).stdout.split()
-        if out[2] != "0":
-            raise SystemExit(f"{exe} {' '.join(args)} failed")
-        walls.append(float(out[0]))
-        peaks.append(float(out[1]))  # ru_maxrss is KiB on Linux
-    return statistics.median(walls), max(peaks)
+def cold_cli(exes: list[str], args: list[str], runs: int) -> list[tuple[float, float]]:
+    """For each of EXES, the median wall ms and max peak RSS MB of fresh `EXE ARGS` processes. With several,
+    they run in turns, the order swapped every run, so the VM's drift falls on each alike."""
+    walls: list[list[float]] = [[] for _ in exes]
+    peaks: list[list[float]] = [[] for _ in exes]
+    for run in range(runs):
+        for at in range(len(exes))[:: -1 if run % 2 else 1]:
+            out = subprocess.run(
+                [sys.executable, "-c", _COLD_RUN, exes[at], *args], capture_output=True, text=True, check=True
+            ).stdout.split()
+            if out[2] != "0":
+                raise SystemExit(f"{exes[at]} {' '.join(args)} failed")
+            walls[at].append(float(out[0]))
+            peaks[at].append(float(out[1]))  # ru_maxrss is KiB on Linux
+    return [(statistics.median(w), max(p)) for w, p in zip(walls, peaks, strict=True)]
 
 
 def main() -> None:
@@ -81,6 +84,10 @@ def main() -> None:
         default=shutil.which("hybrid-weather") or str(Path(sys.executable).with_name("hybrid-weather")),
         help="the hybrid-weather command to time cold (the target is for a regular, non-editable install: "
         "python -m venv /tmp/w && /tmp/w/bin/pip install . && ... --cli /tmp/w/bin/hybrid-weather)",
+    )
+    parser.add_argument(
+        "--against",
+        help="another install's hybrid-weather, timed cold in turns with --cli (the change a commit made)",
     )
     parser.add_argument(
         "--first", type=int, default=None, help="only the dev set's first N questions (316: the original set)"
@@ -124,8 +131,10 @@ def main() -> None:
     first_router = HybridRouter()
     first_router.route("今天天气", today=today)
     first_p50, first_p99 = percentiles(time_each(lambda q, day: first_router.route(q, today=day), queries, [today])[0])
-    cold_ms, peak_mb = cold_cli(args.cli, ["route", "上海今天天气"], args.cold_runs)
-    demo_ms, demo_mb = cold_cli(args.cli, ["--provider", "demo", "上海今天天气"], args.cold_runs)
+    exes = [args.cli, args.against] if args.against else [args.cli]
+    route_runs = cold_cli(exes, ["route", "上海今天天气"], args.cold_runs)
+    demo_runs = cold_cli(exes, ["--provider", "demo", "上海今天天气"], args.cold_runs)
+    (cold_ms, peak_mb), (demo_ms, demo_mb) = route_runs[0], demo_runs[0]
     print(
         f"dev set: {len(queries)} queries x {args.rounds} rounds, "
         f"Python {sys.version.split()[0]}, {os.cpu_count()} cores"
@@ -144,6 +153,9 @@ def main() -> None:
           f"peak RSS {peak_mb:.1f} MB")  # fmt: skip
     print(f'  `hybrid-weather --provider demo "上海今天天气"`:  {demo_ms:.0f} ms wall (median of {args.cold_runs}), '
           f"peak RSS {demo_mb:.1f} MB")  # fmt: skip
+    if args.against:
+        print(f"  against {args.against}, in turns: route {route_runs[1][0]:.0f} -> {cold_ms:.0f} ms, "
+              f"demo {demo_runs[1][0]:.0f} -> {demo_ms:.0f} ms")  # fmt: skip
     targets = [  # issue 15: (what, measured, bar, unit)
         ("route() p50", route_p50, 20, "µs"),
         ("route() p99", route_p99, 80, "µs"),
