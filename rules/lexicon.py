@@ -87,6 +87,9 @@ class Lexicon:
         #: 能, 会 before 到, 到达: whether one gets somewhere (明天三点能到上海吗), when no weather word is said.
         self.arriving = frozenset(data["where_to_go"]["arrives"])
         self.arriving_modals = frozenset(data["where_to_go"]["modals"])
+        self.yes_no = frozenset(data["where_to_go"]["yes_no"])
+        #: 去北京, 到上海, 在广州, 住在深圳: what, right before a place, says one goes or is there.
+        self.going_or_being = self.going_to | frozenset(self.where_one_is)
         #: 降温 / 回暖: a change from today, so the asked day is compared with today.
         self.trend: dict[str, str] = {w: way for way, words in data["trend"].items() for w in words}
         #: Each word's role, in the order Reader.read tries them (a word on two lists takes the first): one

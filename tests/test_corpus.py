@@ -477,6 +477,29 @@ def test_whether_one_gets_there_is_not_the_weather():
     assert router.route("到北京明天天气", today=TODAY).route == "rule"
 
 
+def test_whether_someone_goes_or_is_somewhere_is_not_the_weather():
+    # 明天去北京吗 (are you going to Beijing tomorrow?) and 你在上海吗 (are you in Shanghai?) got the weather:
+    # 去, 到, 在 and 吗 are fillers, and a place, a date and fillers make a weather question. A yes-no
+    # question whose verb of going or being stands right before the place, with no word of the weather,
+    # asks about someone's whereabouts; asked with a weather word, or said rather than asked, it is the
+    # weather's.
+    router = HybridRouter(provider="demo", ledger="off")
+    asked = [
+        f"{first}{second}{verb}{place}{particle}"
+        for (first, second), verb, place, particle in itertools.product(
+            [("", "明天"), ("你", "明天"), ("明天", "你"), ("我", "后天"), ("", "周末"), ("你", "")],
+            ["去", "到", "在", "住在"],
+            ["北京", "上海", "杭州"],
+            ["吗", "么", "不", "没有", "好吗"],
+        )
+    ]
+    answered = [query for query in asked if router.route(query, today=TODAY).route == "rule"]
+    assert answered == [], f"{len(answered)} of {len(asked)}: {answered[:5]}"
+    for weather in ["明天去北京冷吗", "你明天在上海会下雨吗", "后天到杭州天气怎么样", "明天去北京要带伞吗",
+                    "我明天去北京", "明天到上海", "明天北京吗", "北京明天会下雨不", "人在北京明天下雨吗"]:  # fmt: skip
+        assert router.route(weather, today=TODAY).route == "rule", weather
+
+
 def test_how_much_of_nothing_named_and_where_a_place_is_are_not_the_weather():
     # 北京大吗, 北京多大 (how big is Beijing) and 北京在哪 (where is it) got weather answers: 大 and 多大 are
     # fillers for 雨大吗 and 风有多大, and 哪 was 'repaired' to the particle 呢. A word that asks how much, in a

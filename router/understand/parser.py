@@ -169,6 +169,8 @@ class QueryParser:
             return to_llm("open-ended (planning): which place to go to", ["还是"]), []
         if self._asks_about_arriving(reading, tokens):
             return to_llm("open-ended (planning): whether one gets there", ["到"]), []
+        if (verb := self._asks_about_going(reading, tokens)) is not None:
+            return to_llm("open-ended (planning): whether one goes or is there", [verb]), []
         spans, excluded = self._apply_corrections(reading, tokens, spans)
         if excluded and not reading.places and context is None:
             return to_llm("the question names a place only to exclude it"), []
@@ -213,6 +215,20 @@ class QueryParser:
             for i, token in enumerate(tokens)
             if i > 0
         )
+
+    def _asks_about_going(self, reading: Reading, tokens: Tokens) -> str | None:
+        """The verb, if the question asks whether someone goes or is somewhere (明天去北京吗, 你在上海吗, 你住在
+        广州吗, 后天到杭州不): it ends in a yes-no particle, a verb of going or being comes right before a
+        place, and no word asks about the weather (明天去北京冷吗 does; 我明天去北京, said, not asked, may
+        want the weather there and gets it)."""
+        if reading.says_weather:
+            return None
+        lexicon = self.reader.lexicon
+        last = next((token for token in reversed(tokens) if token is not None), None)
+        if last not in lexicon.yes_no:
+            return None
+        verbs = (tokens[index - 1] for index, _, _ in reading.places if index > 0)
+        return next((verb for verb in verbs if verb in lexicon.going_or_being), None)
 
     def _asks_where_to_go(self, reading: Reading, tokens: Tokens) -> bool:
         """Whether a choice between places is of where to go (去北京还是上海, 明天去杭州好还是去苏州好): advice,
