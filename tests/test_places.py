@@ -290,12 +290,16 @@ def test_a_region_is_asked_about_not_the_district_that_shares_its_name(router):
     import itertools
 
     forms = ["{}明天天气", "{}明天会下雪吗", "请问{}后天冷不冷", "北京和{}明天天气"]
-    for region, form in itertools.product(["江南", "中原", "河西", "北疆", "华南", "东北", "岭南"], forms):
+    # 南方 was 'repaired' to 廊坊 (nan fang, lang fang), 大湾区 to 台湾 and 南部 read as 南部县; 长三角 and 全国
+    # were places not found.
+    regions = ["江南", "中原", "河西", "北疆", "华南", "东北", "岭南", "南方", "大湾区", "南部", "长三角", "全国"]
+    for region, form in itertools.product(regions, forms):
         decision = router.route(form.format(region), today=TODAY)
         assert (decision.route, decision.reason) == ("clarify", f"clarify: a region, not a place: {region}"), (
             form.format(region)
         )
         assert decision.unknown_place is None
     for said, city in [("南宁江南明天天气", "南宁市江南区"), ("郑州中原明天冷吗", "郑州市中原区"),
-                       ("天津河西明天下雨吗", "天津市河西区"), ("江南区明天天气", "南宁市江南区")]:  # fmt: skip
+                       ("天津河西明天下雨吗", "天津市河西区"), ("江南区明天天气", "南宁市江南区"),
+                       ("南充南部明天冷吗", "南充市南部县"), ("南部县明天冷吗", "南充市南部县")]:  # fmt: skip
         assert router.route(said, today=TODAY).cities == [city], said
