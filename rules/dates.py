@@ -156,6 +156,21 @@ _OFFSETS = {
     "今个": 0,
     "眼下": 0,
     "这会儿": 0,
+    # A while from now or ago, said of today (北京一会儿会下雨吗, 待会儿冷吗, 刚才下雨了吗): today's weather.
+    "一会儿": 0,
+    "一会": 0,
+    "待会儿": 0,
+    "待会": 0,
+    "等会儿": 0,
+    "等会": 0,
+    "等一会儿": 0,
+    "过会儿": 0,
+    "过一会儿": 0,
+    "过一会": 0,
+    "稍后": 0,
+    "马上": 0,
+    "刚才": 0,
+    "刚刚": 0,
     "昨天": -1,
     "昨日": -1,
     "昨儿个": -1,
@@ -238,6 +253,15 @@ _RANGES = {
     "next few days": (0, 3),
     "next couple of days": (0, 2),
     "this week": (0, 7),
+    # In a few days (北京过两天会降温吗): not today or tomorrow, the few after.
+    "过两天": (2, 2),
+    "过几天": (2, 3),
+    "过些天": (2, 3),
+    # Half a month and a month ahead (a month is more than any provider covers: its answer says so).
+    "未来半个月": (0, 15),
+    "接下来半个月": (0, 15),
+    "未来一个月": (0, 30),
+    "接下来一个月": (0, 30),
 }
 # What joins two date expressions into a range: 周一到周三, 从明天至后天, 3号~5号.
 _RANGE_JOINS = frozenset({"到", "至", "~", "-", "—", "一直到", "直到", "to", "until", "through"})

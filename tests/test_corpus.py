@@ -500,6 +500,26 @@ def test_whether_someone_goes_or_is_somewhere_is_not_the_weather():
         assert router.route(weather, today=TODAY).route == "rule", weather
 
 
+def test_a_while_from_now_and_a_few_days_on_are_dates():
+    # 北京一会儿会下雨吗, 待会儿冷吗, 刚才下雨了吗 went to the LLM over 一会儿, 待会儿, 刚才 (unknown words), and so
+    # did 过两天, 过几天 (in a few days) and 未来一个月. Every such word in several forms: today for the first
+    # kind, the days after tomorrow for the second, and a month is beyond any forecast (a clarify that says so).
+    router = HybridRouter(provider="demo", ledger="off")
+    forms = ["北京{}会下雨吗", "{}上海冷不冷", "广州{}有雨吗", "深圳{}风大吗"]
+    near = ["一会儿", "一会", "待会儿", "待会", "等会儿", "等一会儿", "过一会儿", "稍后", "马上", "刚才", "刚刚"]
+    for form, word in itertools.product(forms, near):
+        decision = router.route(form.format(word), today=TODAY)
+        assert (decision.route, decision.dates) == ("rule", [TODAY]), (form.format(word), decision.reason)
+    later = {"过两天": 2, "过几天": 3, "过些天": 3}
+    for form, (word, count) in itertools.product(forms, later.items()):
+        decision = router.route(form.format(word), today=TODAY)
+        expected = [TODAY + dt.timedelta(days=2 + n) for n in range(count)]
+        assert (decision.route, decision.dates) == ("rule", expected), (form.format(word), decision.reason)
+    for word in ["未来一个月", "接下来一个月"]:
+        decision = router.route(f"北京{word}天气", today=TODAY)
+        assert decision.reason.startswith("clarify: beyond the forecast horizon"), (word, decision.reason)
+
+
 def test_how_much_of_nothing_named_and_where_a_place_is_are_not_the_weather():
     # 北京大吗, 北京多大 (how big is Beijing) and 北京在哪 (where is it) got weather answers: 大 and 多大 are
     # fillers for 雨大吗 and 风有多大, and 哪 was 'repaired' to the particle 呢. A word that asks how much, in a

@@ -47,6 +47,9 @@ def parse(text, today=TODAY):
         ("weather tmrw", [1]),
         ("tdy", [0]),
         ("cold tonite?", [0]),
+        ("一会儿", [0]),
+        ("待会", [0]),
+        ("刚才", [0]),
     ],
 )
 def test_relative_words(text, offsets):
@@ -130,6 +133,9 @@ def test_n_days_later_with_chinese_numerals(text, offsets):
         ("这段时间", [0, 1, 2]),
         ("最近三天", [0, 1, 2]),
         ("最近一周", [0, 1, 2, 3, 4, 5, 6]),
+        ("过两天", [2, 3]),
+        ("过几天", [2, 3, 4]),
+        ("未来半个月", list(range(15))),
     ],
 )
 def test_ranges_give_every_day(text, offsets):
