@@ -520,6 +520,23 @@ def test_a_while_from_now_and_a_few_days_on_are_dates():
         assert decision.reason.startswith("clarify: beyond the forecast horizon"), (word, decision.reason)
 
 
+def test_hail_ice_frost_and_cold_air_are_words_of_the_weather():
+    # 北京明天下冰雹吗, 结冰吗, 有霜冻吗, 冷空气来吗, 倒春寒 went to the LLM (unknown words, or 冷空气 read as 冷 and
+    # the air's 空气). Hail is in the day's condition (WMO 96, 99), ice and frost in its lowest temperature, and
+    # a cold wave is a fall in temperature (compared with today, as 降温 is).
+    router = HybridRouter(provider="demo", ledger="off")
+    forms = ["北京明天{}吗", "上海后天会{}吗", "{}，哈尔滨明天", "成都这周末有{}吗"]
+    aspects = {"冰雹": "weather", "下冰雹": "weather", "雹子": "weather", "结冰": "temperature",
+               "霜冻": "temperature", "下霜": "temperature"}  # fmt: skip
+    for form, (word, aspect) in itertools.product(forms, aspects.items()):
+        decision = router.route(form.format(word), today=TODAY)
+        assert (decision.route, decision.aspect) == ("rule", aspect), (form.format(word), decision.reason)
+    for form, word in itertools.product(forms, ["冷空气", "倒春寒"]):
+        decision, cooling = (router.route(form.format(said), today=TODAY) for said in (word, "降温"))
+        assert decision.route == "rule", (form.format(word), decision.reason)
+        assert (decision.aspect, decision.compare, decision.dates) == (cooling.aspect, cooling.compare, cooling.dates)
+
+
 def test_how_much_of_nothing_named_and_where_a_place_is_are_not_the_weather():
     # 北京大吗, 北京多大 (how big is Beijing) and 北京在哪 (where is it) got weather answers: 大 and 多大 are
     # fillers for 雨大吗 and 风有多大, and 哪 was 'repaired' to the particle 呢. A word that asks how much, in a
