@@ -119,8 +119,9 @@ class Gazetteer:
         # Every word that names a place, in one set: is_place_word() asks of every few characters before a
         # date and of every token, and most are no place (one look-up, not three).
         self._place_words = frozenset(itertools.chain(self._by_word, self._nicknames, self._ambiguous, self.regions))
-        for word, name in aliases["latin"].items():
-            latin[_latin_key(word)] = [self._row_of_name[name]]
+        for word, names in aliases["latin"].items():  # a name, or several a person would choose from (sz)
+            names = [names] if isinstance(names, str) else names
+            latin[_latin_key(word)] = [self._row_of_name[name] for name in names]
         self._latin = {key: tuple(dict.fromkeys(found)) for key, found in latin.items()}
         # Latin keys by the lengths a repair may look at, filled on first use: see _latin_near().
         self._latin_windows: dict[tuple[int, int], list[str]] = {}

@@ -26,7 +26,10 @@ def _haversine_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
 @pytest.mark.parametrize(
     "question",
     ["北京到上海多远", "广州离深圳多少公里", "从成都到重庆有多远", "乌鲁木齐和哈尔滨之间的直线距离",
-     "香港到台北相距几公里", "伦敦距离巴黎多少千米", "拉萨离西宁远吗"],
+     "香港到台北相距几公里", "伦敦距离巴黎多少千米", "拉萨离西宁远吗",
+     # In Latin letters (these went to the LLM over km and distance):
+     "北京到上海多少km", "beijing to shanghai distance", "distance from guangzhou to shenzhen", "成都重庆距离几km",
+     "how far is beijing from shanghai"],
 )  # fmt: skip
 def test_distance_is_the_great_circle_between_the_gazetteers_coordinates(question):
     with HybridRouter(settings=Settings(provider="demo", ledger="off")) as router:

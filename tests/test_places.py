@@ -305,3 +305,22 @@ def test_a_region_is_asked_about_not_the_district_that_shares_its_name(router):
                        ("天津河西明天下雨吗", "天津市河西区"), ("江南区明天天气", "南宁市江南区"),
                        ("南充南部明天冷吗", "南充市南部县"), ("南部县明天冷吗", "南充市南部县")]:  # fmt: skip
         assert router.route(said, today=TODAY).cities == [city], said
+
+
+def test_the_pinyin_initials_chat_writes_for_big_cities(router):
+    # bj明天天气, sh天气, hrb会下雪吗 were places not found. The initials people type for big cities name them
+    # (rules/data/aliases.json 'latin'), alone, beside Han words, in English and with another place; sz is
+    # 深圳 or 苏州, and the user is asked which. Units and slang that look like initials are not places.
+    import itertools
+
+    initials = {"bj": "北京市", "sh": "上海市", "gz": "广州市", "hz": "杭州市", "cd": "成都市", "cq": "重庆市",
+                "sjz": "石家庄市", "hrb": "哈尔滨市"}  # fmt: skip
+    forms = ["{}明天天气", "{}今天冷不冷", "请问{}后天会下雨吗", "{} weather tomorrow", "天津和{}明天哪个冷"]
+    for (said, city), form in itertools.product(initials.items(), forms):
+        decision = router.route(form.format(said), today=TODAY)
+        assert decision.route == "rule" and city in decision.cities, (form.format(said), decision.reason)
+    for form in forms[:4]:
+        decision = router.route(form.format("sz"), today=TODAY)
+        assert decision.reason == "clarify: ambiguous place: sz", (form.format("sz"), decision.reason)
+    assert router.route("北京到上海多少km", today=TODAY).cities == ["北京市", "上海市"]  # km is no city
+    assert router.route("nb明天天气", today=TODAY).route != "rule"
