@@ -111,13 +111,14 @@ class SQLiteDatabase:
             setup.execute("PRAGMA journal_mode=WAL")
             migrate(setup)
             setup.execute(f"SELECT {', '.join(COLUMNS)} FROM requests LIMIT 0")  # a foreign `requests` table
+            secret = load_secret(path.with_name(path.name + ".key"))
         except BaseException:
             setup.close()
             raise
         finally:
             os.close(turns)  # and the lock with it
         self._handed_over = setup
-        return load_secret(path.with_name(path.name + ".key"))
+        return secret
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=1)
