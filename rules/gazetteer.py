@@ -325,7 +325,7 @@ class _LocalPlaces:
         table = load_table("towns")
         self.prominence = float(table["prominence"])
         self._place_of_code = place_of_code
-        self._column = {name: i for i, name in enumerate(table["columns"])}
+        self._column = _columns(table, tuple(table["columns"]))
         self._rows: list[list[Any]] = table["rows"]
         self._rows_of: dict[str, list[int]] = defaultdict(list)
         names_at = self._column["names"]
