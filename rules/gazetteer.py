@@ -297,22 +297,27 @@ class Gazetteer:
             current = self.parent_of(current)
         return codes
 
-    def repair(self, word: str) -> Place | None:
+    def repair(self, word: str, *, by_characters: bool = False) -> Place | None:
         """The province or prefecture WORD is a homophone typo of (杭洲 → 杭州市), or None.
 
         Exact readings with tones first, then without tones, then fuzzy pinyin; a tie between two
-        different places is no answer, since guessing would be worse than asking.
+        different places is no answer, since guessing would be worse than asking. A word read as a phrase
+        (单位, dan1 wei4; 背景, bei4 jing3) is read so, not with every reading of each character (单 is also
+        shan4, and 单位 is no typo of 汕尾); BY_CHARACTERS reads every word character by character (what
+        rules/build_data.py asks, to find those words).
         """
         for suffix in _TRAILING_SUFFIXES:
             if word.endswith(suffix) and len(word) > 2:
                 word = word[: -len(suffix)]
                 break
-        return self._pinyin_repairs(word) if 2 <= len(word) <= 5 else None
+        if not 2 <= len(word) <= 5:
+            return None
+        return self._repair(word, by_characters=True) if by_characters else self._pinyin_repairs(word)
 
-    def _repair(self, word: str) -> Place | None:
+    def _repair(self, word: str, *, by_characters: bool = False) -> Place | None:
         if self._repair_index is None:
             self._repair_index = _PinyinIndex([(reading, self._place(row)) for reading, row in self._pinyin_keys])
-        return self._repair_index.find(word)
+        return self._repair_index.find(word, by_characters=by_characters)
 
 
 class _LocalPlaces:
@@ -370,7 +375,10 @@ class _PinyinIndex:
     """Readings of province and prefecture names, built on the first typo the router meets."""
 
     def __init__(self, keys: list[tuple[str, Place]]) -> None:
-        self.readings: dict[str, list[str]] = {ch: r.split(",") for ch, r in load_table("pinyin")["readings"].items()}
+        table = load_table("pinyin")
+        self.readings: dict[str, list[str]] = {ch: r.split(",") for ch, r in table["readings"].items()}
+        #: Words read as phrases that every reading of each character would take for a place (单位: dan1 wei4).
+        self.phrases: dict[str, str] = table["phrases"]
         self.toned: dict[str, set[Place]] = defaultdict(set)
         # toneless key → {place: its syllables}
         self.toneless: dict[str, dict[Place, tuple[str, ...]]] = defaultdict(dict)
@@ -392,8 +400,9 @@ class _PinyinIndex:
                 self.fuzzy_at.setdefault(len(key), [set() for _ in key])[at].add(syllable)
         self._sounds: dict[str, frozenset[str]] = {}  # a character's fuzzy syllables, made when asked for
 
-    def find(self, word: str) -> Place | None:
-        per_char = [self.readings.get(ch, []) for ch in word]
+    def find(self, word: str, *, by_characters: bool = False) -> Place | None:
+        phrase = None if by_characters else self.phrases.get(word)
+        per_char = [[r] for r in phrase.split()] if phrase else [self.readings.get(ch, []) for ch in word]
         if not all(per_char) or not self._may_be_a_name(word, per_char):
             return None
         combos = list(itertools.islice(itertools.product(*per_char), _MAX_READING_COMBINATIONS))
