@@ -51,6 +51,9 @@ class _Cleaners:
         # space, comma or colon; without one there is no telling where the name ends, so the text is left.
         self.mention = re.compile(r"@[^\s@,，:：]{1,30}[\s,，:：]+")
         self.html_tag = re.compile(r"<[^<>]{0,200}>|&[a-z]{2,8};|&#\d{1,6};")
+        # Chat stickers pasted as text: WeChat's and QQ's [捂脸], [微笑], [666], [OK] (a word in ASCII
+        # brackets; 【北京】, in Chinese brackets, is a heading and kept).
+        self.sticker = re.compile(r"\[[^\[\]\s]{1,8}\]")
         # Runs of non-Han text that look like injected SQL or script, e.g. "'; DROP TABLE users; --". A match
         # starts at the start of a run of quotes, or at the keyword itself: a pattern that could start
         # anywhere in a long run of quotes or spaces scanned it again from every position (1,600 took 80 ms).
@@ -129,6 +132,7 @@ def _normalize_fully(text: str) -> str:
         text = clean.accented.sub(_fold_accent, text)
     text = clean.mention.sub(" ", text)
     text = clean.html_tag.sub(" ", text)
+    text = clean.sticker.sub(" ", text)
     text = clean.code_debris.sub(" ", text)
     text = clean.not_kept.sub(" ", text)
     text = clean.dangling_dots.sub(" ", text)

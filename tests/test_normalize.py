@@ -25,6 +25,12 @@ from hybrid_weather.rules.normalize import (
         ("  北京、上海  ", "北京、上海"),
         ("", ""),
         ("🌧️🌧️", ""),
+        # Chat stickers pasted as text (WeChat, QQ), in ASCII or full-width brackets; 【】 is a heading.
+        ("北京明天冷吗[捂脸]", "北京明天冷吗"),
+        ("[微笑]上海今天天气", "上海今天天气"),
+        ("北京明天下雨吗[OK][OK]", "北京明天下雨吗"),
+        ("［旺柴］广州明天热吗", "广州明天热吗"),
+        ("【北京】明天天气", "北京 明天天气"),
     ],
 )
 def test_normalize(raw, clean):
