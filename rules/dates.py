@@ -429,7 +429,34 @@ def find_dates(text: str, today: dt.date) -> list[DateSpan]:
     if HAS_LATIN.search(text):
         latin = [_span(m, today, text) for m in _latin_pattern().finditer(text)]
         spans = sorted(spans + latin, key=lambda s: s.start)
-    return _join_ranges(text, spans)
+    if len(spans) < 2:
+        return spans  # most questions: nothing to join
+    return _join_ranges(text, _in_one_week(text, spans))
+
+
+def _in_one_week(text: str, spans: list[DateSpan]) -> list[DateSpan]:
+    """SPANS, with weekdays named one after another in the week's order (周六周日, 周五和周六, 星期六、星期天)
+    as days of one week: a later one without a 这 or 下 of its own is the first of its name after the day
+    before it. Each alone is the next of its name, today included, so on a Sunday 周六周日 was the coming
+    Saturday and today."""
+    for at in range(1, len(spans)):
+        before, span = spans[at - 1], spans[at]
+        if not (before.kind == span.kind == "weekday" and before.dates and span.dates):
+            continue
+        first, second = before.dates[0], span.dates[0]
+        if (
+            second < first
+            and second.isoweekday() > first.isoweekday()
+            and span.text.startswith(_BARE_WEEKDAY)
+            and text[before.end : span.start].strip() in _WEEKDAY_JOINS
+        ):
+            spans[at] = span._replace(dates=(second + dt.timedelta(days=7),))
+    return spans
+
+
+# What a weekday said with no 这, 下 or 上 of its own starts with, and what may stand between two said together.
+_BARE_WEEKDAY = ("周", "星期", "礼拜")
+_WEEKDAY_JOINS = frozenset({"", "和", "、", "跟", "与", "及", "或", "或者", "and", "or"})
 
 
 def _han_matches(text: str) -> list[re.Match[str]]:
@@ -503,8 +530,6 @@ _resolved: dict[tuple[str, str, dt.date], tuple[dt.date, ...]] = {}
 
 
 def _join_ranges(text: str, spans: list[DateSpan]) -> list[DateSpan]:
-    if len(spans) < 2:
-        return spans  # most questions: nothing to join
     joined: list[DateSpan] = []
     for span in spans:
         previous = joined[-1] if joined else None

@@ -164,6 +164,28 @@ def test_a_bare_count_of_days_before_the_weather_is_the_days_ahead():
     assert find_dates("下了三天雨", TODAY) == [] and find_dates("三天两头", TODAY) == []
 
 
+def test_weekdays_said_together_are_days_of_one_week():
+    # On a Sunday (2026-11-29), 周六周日 was the coming Saturday and today: each weekday alone is the next of
+    # its name, today included. Said one after another in the week's order, a later one with no 这 or 下 of
+    # its own is the first of its name after the day before it. Every join and spelling; each on its own,
+    # an explicit prefix and the week's order reversed keep their own day.
+    import itertools
+
+    sunday = dt.date(2026, 11, 29)
+    for sat, sun, join in itertools.product(["周六", "星期六", "礼拜六"], ["周日", "星期天", "礼拜日"],
+                                            ["", "和", "、", "跟", "或"]):  # fmt: skip
+        days = [d for span in find_dates(f"{sat}{join}{sun}", sunday) for d in span.dates]
+        assert days == [dt.date(2026, 12, 5), dt.date(2026, 12, 6)], (sat, join, sun)
+
+    def days_of(text):
+        return [(d - sunday).days for span in find_dates(text, sunday) for d in span.dates]
+
+    assert days_of("周五周六周日") == [5, 6, 7]
+    assert days_of("周日") == [0]
+    assert days_of("周六下周日") == [6, 7]
+    assert days_of("周五周三") == [5, 3]
+
+
 def test_weekend_asked_midweek_is_saturday_and_sunday():
     wednesday = dt.date(2026, 12, 2)
     assert parse("周末", wednesday) == [dt.date(2026, 12, 5), dt.date(2026, 12, 6)]
