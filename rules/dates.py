@@ -310,7 +310,8 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
                              rf"|[一1](?:周|个?星期|个?礼拜){_AHEAD})"),
         (set("未接最往今近后头") | set(_NUM_CHARS),
          rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|近)的?(?P<nn>{_NUM})[天日]|[后头]?(?P<nb>{_NUM})天{_AHEAD})"),
-        ({"下", "周", *this}, rf"(?P<weekend>(?P<wep>{_NEXT}个?|这个?|本)?周末(?:两天)?)"),
+        # 周六日 is 周六 and 周日 (not 周六 and its 日出, sunrise).
+        ({"下", "周", *this}, rf"(?P<weekend>(?P<wep>{_NEXT}个?|这个?|本)?(?:周末|周六日(?![出落]))(?:两天)?)"),
         # 周天气 is the week's weather, but 星期天气温 is Sunday's temperature.
         ({"下", "上", "周", "星", "礼", *this},
          rf"(?P<weekday>(?P<wdp>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?)?"

@@ -1,6 +1,7 @@
 """One test per date form (today is Sunday 2026-11-29 throughout)."""
 
 import datetime as dt
+import itertools
 import re
 
 import pytest
@@ -169,8 +170,6 @@ def test_weekdays_said_together_are_days_of_one_week():
     # its name, today included. Said one after another in the week's order, a later one with no 这 or 下 of
     # its own is the first of its name after the day before it. Every join and spelling; each on its own,
     # an explicit prefix and the week's order reversed keep their own day.
-    import itertools
-
     sunday = dt.date(2026, 11, 29)
     for sat, sun, join in itertools.product(["周六", "星期六", "礼拜六"], ["周日", "星期天", "礼拜日"],
                                             ["", "和", "、", "跟", "或"]):  # fmt: skip
@@ -184,6 +183,18 @@ def test_weekdays_said_together_are_days_of_one_week():
     assert days_of("周日") == [0]
     assert days_of("周六下周日") == [6, 7]
     assert days_of("周五周三") == [5, 3]
+
+
+def test_saturday_and_sunday_in_one_word_are_the_weekend():
+    # 这周六日, 下周六日 (周六 and 周日 in one) went to the LLM over the 日 left after 周六. They are the weekend,
+    # with the weekend's prefixes, on every day of a week; 周六日出 and 周六日落 are Saturday's sunrise and sunset.
+    for offset, prefix in itertools.product(range(7), ["", "这", "下", "本", "下个"]):
+        today = dt.date(2026, 11, 23) + dt.timedelta(days=offset)
+        weekend = [d for span in find_dates(f"{prefix}周末", today) for d in span.dates]
+        assert [d for span in find_dates(f"{prefix}周六日", today) for d in span.dates] == weekend, (today, prefix)
+    for sun in ["周六日出几点", "周六日落时间"]:
+        (span,) = find_dates(sun, TODAY)
+        assert span.text == "周六" and span.dates[0].isoweekday() == 6
 
 
 def test_weekend_asked_midweek_is_saturday_and_sunday():
