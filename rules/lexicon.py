@@ -88,6 +88,7 @@ class Lexicon:
         self.arriving = frozenset(data["where_to_go"]["arrives"])
         self.arriving_modals = frozenset(data["where_to_go"]["modals"])
         self.yes_no = frozenset(data["where_to_go"]["yes_no"])
+        self.perfective = frozenset(data["where_to_go"]["perfective"])  #: 了, 过: 到了北京, 北京到了
         #: 去北京, 到上海, 在广州, 住在深圳: what, right before a place, says one goes or is there.
         self.going_or_being = self.going_to | frozenset(self.where_one_is)
         #: 降温 / 回暖: a change from today, so the asked day is compared with today.

@@ -478,8 +478,9 @@ def test_whether_one_gets_there_is_not_the_weather():
 
 
 def test_whether_someone_goes_or_is_somewhere_is_not_the_weather():
-    # 明天去北京吗 (are you going to Beijing tomorrow?) and 你在上海吗 (are you in Shanghai?) got the weather:
-    # 去, 到, 在 and 吗 are fillers, and a place, a date and fillers make a weather question. A yes-no
+    # 明天去北京吗 (are you going to Beijing tomorrow?), 你在上海吗 (are you in Shanghai?) and 北京到了吗 (have we
+    # arrived in Beijing?) got the weather: 去, 到, 在 and 吗 are fillers, and a place, a date and fillers make
+    # a weather question. A yes-no
     # question whose verb of going or being stands right before the place, with no word of the weather,
     # asks about someone's whereabouts; asked with a weather word, or said rather than asked, it is the
     # weather's.
@@ -488,11 +489,12 @@ def test_whether_someone_goes_or_is_somewhere_is_not_the_weather():
         f"{first}{second}{verb}{place}{particle}"
         for (first, second), verb, place, particle in itertools.product(
             [("", "明天"), ("你", "明天"), ("明天", "你"), ("我", "后天"), ("", "周末"), ("你", "")],
-            ["去", "到", "在", "住在"],
+            ["去", "到", "在", "住在", "到了", "去了"],
             ["北京", "上海", "杭州"],
             ["吗", "么", "不", "没有", "好吗"],
         )
     ]
+    asked += [f"{place}到了{particle}" for place in ["北京", "上海", "杭州"] for particle in ["吗", "没有", "没"]]
     answered = [query for query in asked if router.route(query, today=TODAY).route == "rule"]
     assert answered == [], f"{len(answered)} of {len(asked)}: {answered[:5]}"
     for weather in ["明天去北京冷吗", "你明天在上海会下雨吗", "后天到杭州天气怎么样", "明天去北京要带伞吗",

@@ -218,8 +218,9 @@ class QueryParser:
 
     def _asks_about_going(self, reading: Reading, tokens: Tokens) -> str | None:
         """The verb, if the question asks whether someone goes or is somewhere (明天去北京吗, 你在上海吗, 你住在
-        广州吗, 后天到杭州不): it ends in a yes-no particle, a verb of going or being comes right before a
-        place, and no word asks about the weather (明天去北京冷吗 does; 我明天去北京, said, not asked, may
+        广州吗, 后天到杭州不, 到了北京吗, 北京到了吗): it ends in a yes-no particle, a verb of going or being comes
+        right before a place (a perfective 了 may stand between) or one of arriving right after it with
+        its 了, and no word asks about the weather (明天去北京冷吗 does; 我明天去北京, said, not asked, may
         want the weather there and gets it)."""
         if reading.says_weather:
             return None
@@ -227,8 +228,14 @@ class QueryParser:
         last = next((token for token in reversed(tokens) if token is not None), None)
         if last not in lexicon.yes_no:
             return None
-        verbs = (tokens[index - 1] for index, _, _ in reading.places if index > 0)
-        return next((verb for verb in verbs if verb in lexicon.going_or_being), None)
+        for index, _, _ in reading.places:
+            before = index - 2 if index > 1 and tokens[index - 1] in lexicon.perfective else index - 1
+            if before >= 0 and tokens[before] in lexicon.going_or_being:
+                return tokens[before]
+            after = tokens[index + 1 : index + 3]
+            if len(after) == 2 and after[0] in lexicon.arriving and after[1] in lexicon.perfective:
+                return after[0]
+        return None
 
     def _asks_where_to_go(self, reading: Reading, tokens: Tokens) -> bool:
         """Whether a choice between places is of where to go (去北京还是上海, 明天去杭州好还是去苏州好): advice,
