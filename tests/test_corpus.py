@@ -539,6 +539,21 @@ def test_hail_ice_frost_and_cold_air_are_words_of_the_weather():
         assert (decision.aspect, decision.compare, decision.dates) == (cooling.aspect, cooling.compare, cooling.dates)
 
 
+def test_why_it_is_so_is_knowledge_and_stopping_is_the_weather():
+    # 北京怎么这么热 (why is Beijing so hot?) got the temperature: 怎么 is a filler (怎么样). 怎么这么, 咋那么,
+    # 怎么突然 ask why, as 为啥 does: the LLM's. And 雪停了吗, 风停了吗 went to the LLM while 雨停了吗 was rain.
+    router = HybridRouter(provider="demo", ledger="off")
+    forms = ["北京{}{}", "上海今天{}{}啊", "广州明天{}{}吗"]
+    whys = ["怎么这么", "怎么那么", "咋这么", "咋那么", "怎么会这么", "怎么突然"]
+    for form, why, feeling in itertools.product(forms, whys, ["冷", "热", "潮湿", "大风"]):
+        decision = router.route(form.format(why, feeling), today=TODAY)
+        assert decision.route == "llm", (form.format(why, feeling), decision.reason)
+    for form, (stops, aspect) in itertools.product(["北京{}了吗", "上海{}了没", "哈尔滨今天{}吗"],
+                                                   [("雨停", "rain"), ("雪停", "snow"), ("风停", "wind")]):  # fmt: skip
+        decision = router.route(form.format(stops), today=TODAY)
+        assert (decision.route, decision.aspect) == ("rule", aspect), (form.format(stops), decision.reason)
+
+
 def test_how_much_of_nothing_named_and_where_a_place_is_are_not_the_weather():
     # 北京大吗, 北京多大 (how big is Beijing) and 北京在哪 (where is it) got weather answers: 大 and 多大 are
     # fillers for 雨大吗 and 风有多大, and 哪 was 'repaired' to the particle 呢. A word that asks how much, in a
