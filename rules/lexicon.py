@@ -40,6 +40,8 @@ class Lexicon:
         self.fillers = frozenset(w for words in data["fillers"].values() for w in words)
         #: 人在, 坐标, 住在: where the asker is (人在北京) — not right after a place (上海人在北京: a Shanghainese).
         self.whereabouts = frozenset(data["fillers"]["whereabouts"])
+        #: 出差, 玩, 开会: why the asker goes; fillers only beside a word of the weather.
+        self.purposes = frozenset(data["fillers"]["purpose"])
         #: What says where someone is (在, 人在, 坐标): a date right before one is not the date asked.
         self.where_one_is = ("在", *data["fillers"]["whereabouts"])
         #: Modal particles and interjections: a token made only of these is a filler (哈哈哈, 嗯嗯, 喂喂).

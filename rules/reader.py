@@ -156,7 +156,9 @@ class Reader:
                 elif not lexicon.is_particles(token):
                     _add_unknown(reading, index, token)
             elif role == "filler":
-                if token in lexicon.place_leaders:
+                if token in lexicon.purposes and not _goes_to_the_place_before(lexicon, reading, tokens, index):
+                    _add_unknown(reading, index, token)  # 还能玩吗, 北京好玩吗: not why one goes there
+                elif token in lexicon.place_leaders:
                     if token in lexicon.whereabouts and reading.places and reading.places[-1][0] == index - 1:
                         _add_unknown(reading, index, token)  # 上海人在北京: a Shanghainese, not where one is
                     else:
@@ -289,6 +291,11 @@ def _add_unknown(reading: Reading, index: int, token: str) -> None:
         reading.unknown[-1] = (first, index, text + token)
     else:
         reading.unknown.append((index, index, token))
+
+
+def _goes_to_the_place_before(lexicon: Lexicon, reading: Reading, tokens: Tokens, index: int) -> bool:
+    """Whether the token at INDEX follows a verb of going and a place (去北京出差, 到上海开会): why one goes."""
+    return bool(reading.places) and reading.places[-1][0] == index - 1 and tokens[index - 2] in lexicon.going_to
 
 
 def _value_with_unit(lexicon: Lexicon, tokens: Tokens, index: int) -> tuple[int, Aspect] | None:

@@ -502,6 +502,27 @@ def test_whether_someone_goes_or_is_somewhere_is_not_the_weather():
         assert router.route(weather, today=TODAY).route == "rule", weather
 
 
+def test_why_one_goes_there_is_no_part_of_a_weather_question():
+    # 我明天要去北京出差，那边天气怎么样 and 下周去三亚玩，天气咋样 went to the LLM over 出差 and 玩. Right after a verb
+    # of going and its place, why one goes there (出差, 玩, 开会, 探亲) is a filler in a question that asks about
+    # the weather in words; without one it is a plan told (明天去北京出差), and anywhere else what it says is
+    # not the weather (北京明天下雨还能玩吗: can one still go out and play).
+    router = HybridRouter(provider="demo", ledger="off")
+    purposes = ["出差", "玩", "开会", "探亲", "度假", "办事"]
+    asks = {"，那边天气怎么样": "weather", "会下雨吗": "rain", "，冷不冷": "temperature", "要带伞吗": "rain"}
+    for (lead, day), verb, purpose, (ask, aspect) in itertools.product(
+        [("我明天要", TODAY + dt.timedelta(days=1)), ("后天", TODAY + dt.timedelta(days=2))],
+        ["去", "到"], purposes, asks.items(),
+    ):  # fmt: skip
+        query = f"{lead}{verb}杭州{purpose}{ask}"
+        decision = router.route(query, today=TODAY)
+        assert (decision.route, decision.cities, decision.dates, decision.aspect) == (
+            "rule", ["杭州市"], [day], aspect), (query, decision.reason)  # fmt: skip
+    told_forms = ["明天去杭州{}", "杭州{}", "杭州明天下雨还能{}吗", "杭州明天{}好吗"]
+    for purpose, told in itertools.product(purposes, told_forms):
+        assert router.route(told.format(purpose), today=TODAY).route == "llm", told.format(purpose)
+
+
 def test_a_while_from_now_and_a_few_days_on_are_dates():
     # 北京一会儿会下雨吗, 待会儿冷吗, 刚才下雨了吗 went to the LLM over 一会儿, 待会儿, 刚才 (unknown words), and so
     # did 过两天, 过几天 (in a few days) and 未来一个月. Every such word in several forms: today for the first

@@ -171,6 +171,9 @@ class QueryParser:
             return to_llm("open-ended (planning): whether one gets there", ["到"]), []
         if (verb := self._asks_about_going(reading, tokens)) is not None:
             return to_llm("open-ended (planning): whether one goes or is there", [verb]), []
+        if not reading.says_weather and (purpose := next((t for t in tokens if t in lexicon.purposes), None)):
+            # 明天去北京出差: a plan told, not a question of the weather (that needs a word of it: 那边天气怎么样).
+            return to_llm(f"unrecognised: {purpose}", [purpose]), [purpose]
         spans, excluded = self._apply_corrections(reading, tokens, spans)
         if excluded and not reading.places and context is None:
             return to_llm("the question names a place only to exclude it"), []
