@@ -40,7 +40,7 @@ class Lexicon:
         self.fillers = frozenset(w for words in data["fillers"].values() for w in words)
         #: 人在, 坐标, 住在: where the asker is (人在北京) — not right after a place (上海人在北京: a Shanghainese).
         self.whereabouts = frozenset(data["fillers"]["whereabouts"])
-        #: 出差, 玩, 开会: why the asker goes; fillers only beside a word of the weather.
+        #: 出差, 玩, 开会: why the asker goes; a filler only right after a verb of going and its place.
         self.purposes = frozenset(data["fillers"]["purpose"])
         #: What says where someone is (在, 人在, 坐标): a date right before one is not the date asked.
         self.where_one_is = ("在", *data["fillers"]["whereabouts"])
@@ -89,6 +89,7 @@ class Lexicon:
         #: 能, 会 before 到, 到达: whether one gets somewhere (明天三点能到上海吗), when no weather word is said.
         self.arriving = frozenset(data["where_to_go"]["arrives"])
         self.arriving_modals = frozenset(data["where_to_go"]["modals"])
+        #: 吗, 么, 不, 没有: what ends a yes-no question (去北京吗: whether one goes).
         self.yes_no = frozenset(data["where_to_go"]["yes_no"])
         self.perfective = frozenset(data["where_to_go"]["perfective"])  #: 了, 过: 到了北京, 北京到了
         #: 去北京, 到上海, 在广州, 住在深圳: what, right before a place, says one goes or is there.

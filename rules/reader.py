@@ -295,7 +295,12 @@ def _add_unknown(reading: Reading, index: int, token: str) -> None:
 
 def _goes_to_the_place_before(lexicon: Lexicon, reading: Reading, tokens: Tokens, index: int) -> bool:
     """Whether the token at INDEX follows a verb of going and a place (去北京出差, 到上海开会): why one goes."""
-    return bool(reading.places) and reading.places[-1][0] == index - 1 and tokens[index - 2] in lexicon.going_to
+    return (
+        index >= 2
+        and bool(reading.places)
+        and reading.places[-1][0] == index - 1
+        and (tokens[index - 2] in lexicon.going_to)
+    )
 
 
 def _value_with_unit(lexicon: Lexicon, tokens: Tokens, index: int) -> tuple[int, Aspect] | None:
