@@ -159,7 +159,7 @@ class Reader:
                 if token in lexicon.purposes and not _goes_to_the_place_before(lexicon, reading, tokens, index):
                     _add_unknown(reading, index, token)  # 还能玩吗, 北京好玩吗: not why one goes there
                 elif token in lexicon.place_leaders:
-                    if token in lexicon.whereabouts and reading.places and reading.places[-1][0] == index - 1:
+                    if token in lexicon.whereabouts and _after_place(reading, index):
                         _add_unknown(reading, index, token)  # 上海人在北京: a Shanghainese, not where one is
                     else:
                         reading.leader_at.add(index)
@@ -295,12 +295,7 @@ def _add_unknown(reading: Reading, index: int, token: str) -> None:
 
 def _goes_to_the_place_before(lexicon: Lexicon, reading: Reading, tokens: Tokens, index: int) -> bool:
     """Whether the token at INDEX follows a verb of going and a place (去北京出差, 到上海开会): why one goes."""
-    return (
-        index >= 2
-        and bool(reading.places)
-        and reading.places[-1][0] == index - 1
-        and (tokens[index - 2] in lexicon.going_to)
-    )
+    return index >= 2 and _after_place(reading, index) and tokens[index - 2] in lexicon.going_to
 
 
 def _value_with_unit(lexicon: Lexicon, tokens: Tokens, index: int) -> tuple[int, Aspect] | None:

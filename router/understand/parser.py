@@ -162,22 +162,13 @@ class QueryParser:
             # 离, 从, 之间 join the places of a distance question; in any other they are words not understood.
             links = [token for i, token in enumerate(tokens) if i in reading.link_at and token is not None]
             return to_llm("unrecognised: " + " ".join(links), links), []
-        if context is None and (measure := self._measure_of_nothing(reading, tokens)) is not None:
-            return to_llm(f"unrecognised: {measure}", [measure]), [measure]
         choice = self._offers_a_choice(reading, tokens)
-        if choice and self._asks_where_to_go(reading, tokens):
-            return to_llm("open-ended (planning): which place to go to", ["还是"]), []
-        if self._asks_about_arriving(reading, tokens):
-            return to_llm("open-ended (planning): whether one gets there", ["到"]), []
-        if (verb := self._asks_about_going(reading, tokens)) is not None:
-            return to_llm("open-ended (planning): whether one goes or is there", [verb]), []
-        if not reading.says_weather and (purpose := next((t for t in tokens if t in lexicon.purposes), None)):
-            # 明天去北京出差: a plan told, not a question of the weather (that needs a word of it: 那边天气怎么样).
-            return to_llm(f"unrecognised: {purpose}", [purpose]), [purpose]
+        if not reading.says_weather and (asked := self._asked_instead(reading, tokens, choice, context)) is not None:
+            return asked
         spans, excluded = self._apply_corrections(reading, tokens, spans)
         if excluded and not reading.places and context is None:
             return to_llm("the question names a place only to exclude it"), []
-        spans = _when_asked(spans, clean, self.reader.lexicon.where_one_is)
+        spans = _when_asked(spans, clean, lexicon.where_one_is)
         # Sorted and without repeats; most questions name one date, whose days are in order already.
         dates = list(spans[0].dates) if len(spans) == 1 else sorted({d for span in spans for d in span.dates})
         borrowed = ""
@@ -198,35 +189,34 @@ class QueryParser:
             for i in ors
         )
 
-    def _measure_of_nothing(self, reading: Reading, tokens: Tokens) -> str | None:
-        """The word that asks how much (大, 多少, 有多) in a question that names no aspect it could be of: 北京大吗
-        and 北京多大 ask the city's size, not the weather (雨大吗 and 风有多大 name what they measure)."""
-        if reading.says_weather:
-            return None
-        measures = self.reader.lexicon.measures
-        return next((token for token in tokens if token in measures), None)
-
-    def _asks_about_arriving(self, reading: Reading, tokens: Tokens) -> bool:
-        """Whether the question asks if one gets somewhere (北京明天10点能到吗, 明天下午三点能到上海吗, 能不能到 —
-        once folded, 能到): a modal before a verb of arriving, and no word of the weather (能到20度吗 asks how
-        warm it gets)."""
-        if reading.says_weather:
-            return False
+    def _asked_instead(
+        self, reading: Reading, tokens: Tokens, choice: bool, context: Decision | None
+    ) -> tuple[Decision, list[str]] | None:
+        """What a question that names nothing of the weather asks instead, if anything (a place, a date and
+        fillers make a weather question, 北京明天): how much of something unnamed (北京大吗, 北京多大 — as a
+        follow-up the measure is the last answer's aspect), which place to go to (去北京还是上海), whether one
+        gets there (北京明天10点能到吗), whether one goes or is there (明天去北京吗), or why one goes, a plan
+        told (明天去北京出差). With a word of the weather each of these asks about it (雨大吗, 去北京还是上海，哪边
+        暖和, 能到20度吗, 明天去北京冷吗, 去北京出差，那边天气怎么样). Also returns the words not understood."""
         lexicon = self.reader.lexicon
-        return any(
-            token in lexicon.arriving and tokens[i - 1] in lexicon.arriving_modals
-            for i, token in enumerate(tokens)
-            if i > 0
-        )
+        if context is None and (measure := next((t for t in tokens if t in lexicon.measures), None)) is not None:
+            return to_llm(f"unrecognised: {measure}", [measure]), [measure]
+        if choice and any(tokens[i] in lexicon.going_to for i in range(reading.places[0][0])):
+            return to_llm("open-ended (planning): which place to go to", ["还是"]), []
+        if any(token in lexicon.arriving and tokens[i - 1] in lexicon.arriving_modals
+               for i, token in enumerate(tokens) if i > 0):  # fmt: skip
+            return to_llm("open-ended (planning): whether one gets there", ["到"]), []
+        if (verb := self._going_or_being_asked(reading, tokens)) is not None:
+            return to_llm("open-ended (planning): whether one goes or is there", [verb]), []
+        if (purpose := next((t for t in tokens if t in lexicon.purposes), None)) is not None:
+            return to_llm(f"unrecognised: {purpose}", [purpose]), [purpose]
+        return None
 
-    def _asks_about_going(self, reading: Reading, tokens: Tokens) -> str | None:
+    def _going_or_being_asked(self, reading: Reading, tokens: Tokens) -> str | None:
         """The verb, if the question asks whether someone goes or is somewhere (明天去北京吗, 你在上海吗, 你住在
-        广州吗, 后天到杭州不, 到了北京吗, 北京到了吗): it ends in a yes-no particle, a verb of going or being comes
-        right before a place (a perfective 了 may stand between) or one of arriving right after it with
-        its 了, and no word asks about the weather (明天去北京冷吗 does; 我明天去北京, said, not asked, may
-        want the weather there and gets it)."""
-        if reading.says_weather:
-            return None
+        广州吗, 后天到杭州不, 到了北京吗, 北京到了吗): it ends in a yes-no particle, and a verb of going or being
+        comes right before a place (a perfective 了 may stand between) or one of arriving right after it with
+        its 了 (我明天去北京, said, not asked, may want the weather there and gets it)."""
         lexicon = self.reader.lexicon
         last = next((token for token in reversed(tokens) if token is not None), None)
         if last not in lexicon.yes_no:
@@ -239,13 +229,6 @@ class QueryParser:
             if len(after) == 2 and after[0] in lexicon.arriving and after[1] in lexicon.perfective:
                 return after[0]
         return None
-
-    def _asks_where_to_go(self, reading: Reading, tokens: Tokens) -> bool:
-        """Whether a choice between places is of where to go (去北京还是上海, 明天去杭州好还是去苏州好): advice,
-        not the weather of both, unless a weather word asks how they compare (去北京还是上海，哪边暖和)."""
-        if reading.says_weather:
-            return False
-        return any(tokens[i] in self.reader.lexicon.going_to for i in range(reading.places[0][0]))
 
     def _apply_corrections(
         self, reading: Reading, tokens: Tokens, spans: list[DateSpan]
