@@ -80,8 +80,8 @@ class Gazetteer:
         china, world = places["china"], places["world"]
         self._china_rows: list[list[Any]] = china["rows"]
         self._world_rows: list[list[Any]] = world["rows"]
-        self._china_column = _columns(china, ("code", "name", "canonical", "short", "level", "parent", "lat", "lon"))
-        self._world_column = _columns(world, ("name", "country", "lat", "lon", "tz"))
+        self._china_column = _columns(china)
+        self._world_column = _columns(world)
         self._made: list[Place | None] = [None] * (len(self._china_rows) + len(self._world_rows))
         self._row_of_code: dict[str, int] = {}
         self._row_of_name: dict[str, int] = {}
@@ -89,7 +89,7 @@ class Gazetteer:
         self._pinyin_keys: list[tuple[str, int]] = []
         latin: dict[str, list[int]] = defaultdict(list)
         code_, name_, canonical_, short_, pinyin_, en_ = map(
-            china["columns"].index, ("code", "name", "canonical", "short", "pinyin", "en")
+            self._china_column.__getitem__, ("code", "name", "canonical", "short", "pinyin", "en")
         )
         for row, unit in enumerate(self._china_rows):
             self._row_of_code[unit[code_]] = row
@@ -101,7 +101,7 @@ class Gazetteer:
                 latin[reading.translate(_NO_TONES)].append(row)
             for english in unit[en_]:  # Harbin, Urumqi: GeoNames' English names
                 latin[english].append(row)
-        name_, names_, en_ = map(world["columns"].index, ("name", "names", "en"))
+        name_, names_, en_ = map(self._world_column.__getitem__, ("name", "names", "en"))
         for row, city in enumerate(self._world_rows, len(self._china_rows)):
             self._row_of_name[city[name_]] = row
             for word in city[names_]:
@@ -330,7 +330,7 @@ class _LocalPlaces:
         table = load_table("towns")
         self.prominence = float(table["prominence"])
         self._place_of_code = place_of_code
-        self._column = _columns(table, tuple(table["columns"]))
+        self._column = _columns(table)
         self._rows: list[list[Any]] = table["rows"]
         self._rows_of: dict[str, list[int]] = defaultdict(list)
         names_at = self._column["names"]
@@ -458,9 +458,9 @@ def _fuzzy_syllable(syllable: str) -> str:
     return syllable
 
 
-def _columns(table: dict[str, Any], names: tuple[str, ...]) -> dict[str, int]:
-    """Where each of NAMES is in a row of TABLE."""
-    return {name: table["columns"].index(name) for name in names}
+def _columns(table: dict[str, Any]) -> dict[str, int]:
+    """Where each column of TABLE (a data file's "columns" and "rows") is in a row."""
+    return {name: at for at, name in enumerate(table["columns"])}
 
 
 def _single(places: set[Place]) -> Place | None:
