@@ -18,7 +18,7 @@ import re
 from typing import Any, NamedTuple
 
 from ._data import load_table
-from .china_time import WEEKDAY_CHARS
+from .china_time import FIRST_DAY, LAST_DAY, WEEKDAY_CHARS
 from .normalize import HAS_LATIN
 from .trie import words_pattern
 
@@ -277,6 +277,10 @@ _LITTLE = frozenset({"一", "两", "二"})
 # What follows a bare count of days for it to be the days ahead: the weather asked for (三天天气, 7天的天气预报),
 # or 内, within, which the span takes (三天内会下雨吗).
 _AHEAD = "(?:[之以]?内|(?=的?(?:天气|预报)))"
+# The parts of a month (月初, 月底, 中旬) and their first and last days; a last day past the month's is its end.
+_MONTH_PARTS = {"初": (1, 5), "上旬": (1, 10), "中": (11, 20), "中旬": (11, 20), "下旬": (21, 31), "底": (-4, 31),
+                "末": (-4, 31)}  # fmt: skip
+_MONTH_PART = "|".join(sorted(_MONTH_PARTS, key=len, reverse=True))
 _NAMED_DAY_MARKERS = r"(?:节气)?(?:那天|那日|当天|这天|那一天|当日)?"
 
 
@@ -302,6 +306,10 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
                        r"(?![\d./]|\s*(?:度|摄氏|℃|°|c(?![a-z])|%|毫米|mm|米|公里|km|元|块|倍|级)))"),
         ({"下", "上", *this},
          rf"(?P<month_rel>(?P<mrp>{_NEXT}下个?|{_NEXT}个?|上个?|这个?|本)月(?P<mrd>{_NUM})[日号])"),
+        # 月底, 这个月下旬, 下个月初, 12月中旬: a part of a month; 12月, 下个月: the whole month.
+        ({"下", "月", "上", "中", *this} | set(_NUM_CHARS),
+         rf"(?P<month_part>(?:(?P<mpn>{_NUM})|(?P<mpr>{_NEXT}下个?|{_NEXT}个?|这个?|本))月份?(?P<mpp>{_MONTH_PART})?"
+         rf"|月(?P<mpb>{_MONTH_PART})|(?P<mpo>[上中下]旬))"),
         ({w[0] for w in named}, rf"(?P<named>(?P<nw>{words_pattern(named)}){_NAMED_DAY_MARKERS})"),
         (set(_NUM_CHARS), rf"(?P<later>(?P<ln>{_NUM})(?P<lw>天|周|个?星期|个?礼拜)[以之]?后)"),
         # 三天天气, 7天天气预报, 一周天气, 三天内: a bare count of days (not 日: 5日 is a day of the month) or a
@@ -589,6 +597,8 @@ def _shift(today: dt.date, days: int) -> dt.date | None:
 
 
 def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]:
+    if kind == "month_part":
+        return _month_part(m, today)
     day = _resolve_one(m, kind, today) if kind not in ("week_ahead", "next_n", "range", "weekend", "week") else None
     if day is not None:
         return (day,)
@@ -613,6 +623,40 @@ def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]
             return _days(monday + dt.timedelta(days=7), 7)
         return _days(today, 7 - today.weekday())
     return ()
+
+
+def _month_part(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:
+    """The days of a month or a part of one from today on. A month said by its number is its next (this one
+    while it lasts); a part said without a month is this month's, or next month's once it has passed (月初
+    asked on the 29th is the coming one). A part of a month said that has passed keeps its days (the horizon
+    then says they are past)."""
+    part = m["mpp"] or m["mpb"] or m["mpo"]
+    if m["mpn"] is not None:
+        month = parse_number(m["mpn"])
+        if month is None or not 1 <= month <= 12:
+            return ()
+        year = today.year if month >= today.month else today.year + 1
+    else:
+        step = 2 if (m["mpr"] or "").startswith("下下") else 1 if (m["mpr"] or "").startswith("下") else 0
+        year, month = divmod(today.year * 12 + today.month - 1 + step, 12)
+        month += 1
+    days = _month_days(year, month, part)
+    ahead = tuple(day for day in days if day >= today)
+    if not ahead and m["mpn"] is None and m["mpr"] is None:
+        year, month = divmod(year * 12 + month, 12)
+        return _month_days(year, month + 1, part)
+    return ahead or days
+
+
+def _month_days(year: int, month: int, part: str | None) -> tuple[dt.date, ...]:
+    """The days of PART of the month (all of them for None)."""
+    if not FIRST_DAY.year <= year <= LAST_DAY.year:
+        return ()
+    start = dt.date(year, month, 1)
+    length = (dt.date(year + month // 12, month % 12 + 1, 1) - start).days  # not calendar: 3 ms to import
+    first, last = _MONTH_PARTS[part] if part else (1, 31)
+    first, last = (length + first if first < 0 else first), min(last, length)
+    return _days(start.replace(day=first), last - first + 1)
 
 
 def _resolve_one(m: re.Match[str], kind: str, today: dt.date) -> dt.date | None:

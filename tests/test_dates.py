@@ -273,3 +273,43 @@ def _scan(pattern, text):
         else:
             at += 1
     return found
+
+
+def test_parts_of_a_month_are_their_days_from_today_on():
+    # 月底, 下旬, 下个月初, 12月中旬, 12月 went to the LLM (月底 unknown) or read 12月 as nothing. A part of a month
+    # is its days (初 the first five, 上/中/下旬 tens, 底 and 末 the last five), from today on; said without a
+    # month, once this month's has passed, next month's (月初 asked on the 29th); with this month said, a part
+    # that has passed keeps its days (the horizon says they are past); a month alone is all of it.
+    def days_of(text, today=TODAY):
+        return [d for span in find_dates(text, today) for d in span.dates]
+
+    def part_of(year, month, part):
+        length = ((dt.date(year, month, 28) + dt.timedelta(days=4)).replace(day=1) - dt.date(year, month, 1)).days
+        first, last = {"初": (1, 5), "上旬": (1, 10), "中旬": (11, 20), "中": (11, 20), "下旬": (21, length),
+                       "底": (length - 4, length), "末": (length - 4, length)}[part]  # fmt: skip
+        return [dt.date(year, month, d) for d in range(first, last + 1)]
+
+    for today in [dt.date(2026, 11, 3), dt.date(2026, 11, 15), dt.date(2026, 11, 29), dt.date(2026, 12, 30),
+                  dt.date(2027, 1, 31)]:  # fmt: skip
+        following = (today.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+        for part in ["初", "上旬", "中旬", "中", "下旬", "底", "末"]:
+            whole = part_of(today.year, today.month, part)
+            this = [d for d in whole if d >= today]
+            coming = part_of(following.year, following.month, part)
+            bare = part if part.endswith("旬") else f"月{part}"
+            assert days_of(bare, today) == (this or coming), (bare, today)
+            for said in ["这个月", "本月", "这月"]:
+                assert days_of(f"{said}{part}", today) == (this or whole), (said, part, today)
+            for said in ["下个月", "下月"]:
+                assert days_of(f"{said}{part}", today) == coming, (said, part, today)
+    assert days_of("12月上旬") == part_of(2026, 12, "上旬")
+    assert days_of("十二月份下旬") == part_of(2026, 12, "下旬")
+    assert days_of("2月底") == [dt.date(2027, 2, d) for d in range(24, 29)]  # not a leap year
+    assert days_of("12月") == days_of("下个月") == [dt.date(2026, 12, d) for d in range(1, 32)]
+    assert days_of("这个月") == [TODAY, TODAY + dt.timedelta(days=1)]
+    assert days_of("11月初") == part_of(2026, 11, "初")  # said by its month: kept, though past
+    assert days_of("13月") == [] and days_of("0月底") == []
+    # Not parts of a month: a day of it, or 月 in other words.
+    assert days_of("12月5号") == days_of("下个月5号") == [dt.date(2026, 12, 5)]
+    assert find_dates("月亮几点升起", TODAY) == [] and find_dates("三个月", TODAY) == []
+
