@@ -89,6 +89,11 @@ _PARTS: dict[str, Hours] = {
     "夜间": (20, 24),
     "半夜": (22, 24),
     "深夜": (22, 24),
+    "上半夜": (20, 24),
+    "前半夜": (20, 24),
+    # The night's hours after midnight: past 24, the next day's (明天后半夜 is the day after's 0 to 6 h).
+    "下半夜": (24, 30),
+    "后半夜": (24, 30),
     "白天": (8, 18),
     "日间": (8, 18),
     # What people are doing then: the usual hours of a commute or a school run.

@@ -313,3 +313,25 @@ def test_parts_of_a_month_are_their_days_from_today_on():
     assert days_of("12月5号") == days_of("下个月5号") == [dt.date(2026, 12, 5)]
     assert find_dates("月亮几点升起", TODAY) == [] and find_dates("三个月", TODAY) == []
 
+
+def test_the_nights_hours_after_midnight_are_the_next_days():
+    # 北京后半夜冷吗 went to the LLM (后 unknown) and 下半夜 was read as 半夜, the hours before midnight. The
+    # night's second half is the next day's small hours: tonight's is tomorrow's 0 to 6 h, 明天后半夜 the day
+    # after's; a clock time in it is that day's hour. Its first half is the evening's.
+    from hybrid_weather.router import HybridRouter
+
+    router = HybridRouter(provider="demo", ledger="off")
+    for second_half, (date_word, offset) in itertools.product(
+        ["后半夜", "下半夜"], [("", 0), ("今天", 0), ("明天", 1), ("后天", 2), ("周二", 2)]
+    ):
+        for form in ["北京{}{}冷吗", "上海{}{}会下雨吗", "{}{}广州天气"]:
+            query = form.format(date_word, second_half)
+            decision = router.route(query, today=TODAY)
+            assert (decision.route, decision.hours) == ("rule", (0, 6)), (query, decision.reason)
+            assert decision.dates == [TODAY + dt.timedelta(days=offset + 1)], query
+    assert router.route("北京后半夜3点冷吗", today=TODAY).hours == (3, 4)
+    assert router.route("北京明天后半夜3点冷吗", today=TODAY).dates == [TODAY + dt.timedelta(days=2)]
+    for first_half in ["上半夜", "前半夜"]:
+        decision = router.route(f"北京{first_half}冷吗", today=TODAY)
+        assert (decision.dates, decision.hours) == ([TODAY], (20, 24)), first_half
+    assert router.route("北京半夜冷吗", today=TODAY).hours == (22, 24)

@@ -377,6 +377,9 @@ class QueryParser:
         else:
             return to_llm("several aspects answered apart: " + ",".join(sorted(aspects)))
         dates = dates or [today]
+        hours = _hours(spans)
+        if hours is not None and hours[0] >= 24:  # 后半夜: the night's hours after midnight, the next day's
+            dates, hours = [day + dt.timedelta(days=1) for day in dates], (hours[0] - 24, hours[1] - 24)
         outside = self.horizon.first_outside(dates, today, air=aspect == "air")
         if outside is not None:
             name = next((span.name for span in spans if span.name and outside in span.dates), None)
@@ -402,7 +405,6 @@ class QueryParser:
         how = f"; compare {compare}" if compare else ""
         vias = [match.via for _, _, match in reading.places if match.via != "name"]
         via = f" via {','.join(sorted(set(vias)))}" if vias else ""
-        hours = _hours(spans)
         when = f" ({hours[0]:02d}-{hours[1]:02d}h)" if hours else ""
         reason = f"rule: {len(places)} place(s){via}, {len(dates)} day(s){when}, {aspect}{how}"
         return assembled("rule", [p.name for p in places], dates, aspect, reason, places, compare, None, hours)
@@ -461,7 +463,10 @@ def _hours(spans: list[DateSpan]) -> tuple[int, int] | None:
 
 def _on_the_clock(said: int, part: tuple[int, int] | None) -> int:
     """The hour (0-23) of a clock time said as SAID (0-24): within PART (下午3点 is 15, 晚上8点 20, 凌晨3点 3,
-    晚上12点 the day's last hour); without one, 1 to 5 are the afternoon's (明天3点 is 15) and the rest as said."""
+    晚上12点 the day's last hour); without one, 1 to 5 are the afternoon's (明天3点 is 15) and the rest as said.
+    Within the night's hours after midnight (后半夜3点) it is the next day's hour, past 24 as that part is."""
+    if part is not None and part[0] >= 24 and said <= 12:
+        return said % 12 + 24
     if said >= 12:
         return 23 if said == 24 or (said == 12 and part is not None and part[0] >= 18) else said
     if part is None:
