@@ -616,3 +616,26 @@ def answered_by_rules(router, forms, words):
     """The questions of each FORM filled with each of WORDS that get a rule answer."""
     queries = (form.format(word) for form, word in itertools.product(forms, words))
     return [query for query in queries if router.route(query, today=TODAY).route == "rule"]
+
+
+def test_the_weathers_tian_said_once_with_a_date_that_ends_in_it():
+    # 北京明后天气, 这两天气怎么样 went to the LLM over a lone 气: the date's last 天 is also the 天 of 天气, said once.
+    # Every date word that ends in 天, before every ending; 气温 after such a date stays the temperature, and a
+    # 气 that a repair explains stays repaired (合肥明天气问多少: 气温 mistyped).
+    from hybrid_weather.rules.dates import date_words
+
+    router = HybridRouter(provider="demo", ledger="off")
+    tian = [word for word in date_words() if word.endswith("天") and word != "白天"]
+    assert len(tian) >= 15
+    forms = ["北京{}气", "上海{}气怎么样", "{}气广州咋样", "杭州{}气如何呀"]
+    unanswered = []
+    for form, word in itertools.product(forms, tian):
+        query = form.format(word)
+        shared = router.route(query, today=TODAY)
+        said_twice = router.route(query.replace(f"{word}气", f"{word}天气"), today=TODAY)
+        if (shared.route, shared.aspect, shared.dates) != (said_twice.route, said_twice.aspect, said_twice.dates):
+            unanswered.append((query, shared.reason, said_twice.reason))
+    assert unanswered == []
+    assert router.route("北京明天气温", today=TODAY).aspect == "temperature"
+    repaired = router.route("合肥明天气问多少", today=TODAY)
+    assert (repaired.route, repaired.aspect) == ("rule", "temperature"), repaired.reason
