@@ -639,3 +639,34 @@ def test_the_weathers_tian_said_once_with_a_date_that_ends_in_it():
     assert router.route("北京明天气温", today=TODAY).aspect == "temperature"
     repaired = router.route("合肥明天气问多少", today=TODAY)
     assert (repaired.route, repaired.aspect) == ("rule", "temperature"), repaired.reason
+
+
+def test_the_askers_home_is_said_of_the_place_beside_it():
+    # 老家邯郸明天天气, 我家邯郸明天下雨吗, 邯郸老家明天冷吗 went to the LLM over 家 (and 咱这儿 over 咱): one's
+    # home, before or after a place, says where the weather is asked, as 人在 does; with no place the router
+    # cannot know where home is and asks. 咱, 咱们, 俺, 俺们 are 我 and 我们 of northern speech.
+    router = HybridRouter(provider="demo", ledger="off")
+    homes = ["老家", "我老家", "家乡", "我的家乡", "故乡", "我家", "咱家", "俺家"]
+    asks = {"明天天气": ("weather", 1), "明天冷吗": ("temperature", 1), "后天会下雨吗": ("rain", 2)}
+    for home, place, (ask, (aspect, offset)) in itertools.product(homes, ["邯郸", "大连", "桂林"], asks.items()):
+        for query in [f"{home}{place}{ask}", f"{place}{home}{ask}", f"{home}是{place}，{ask}"]:
+            decision = router.route(query, today=TODAY)
+            assert (decision.route, decision.aspect, len(decision.places)) == ("rule", aspect, 1), (query, decision.reason)
+            assert decision.places[0].display == place and decision.dates == [TODAY + dt.timedelta(days=offset)]
+    for home, ask in itertools.product([*homes, "老家那边", "我家这边", "回家", "咱这儿", "俺们这", "咱们这边"], asks):
+        decision = router.route(f"{home}{ask}", today=TODAY)
+        assert decision.reason == "clarify: no place given", (home + ask, decision.reason)
+
+
+def test_going_back_is_going():
+    # 明天回北京冷吗 and 我明天回上海，那边天气怎么样 went to the LLM over 回: going back to a place is going there,
+    # as 去 and 到 are, in every reading of them: before a weather question (a filler), in where to go
+    # (回北京还是上海) and in whether one goes (明天回北京吗), both the LLM's.
+    router = HybridRouter(provider="demo", ledger="off")
+    for going, place in itertools.product(["去", "到", "回", "回到"], ["北京", "杭州"]):
+        for query in [f"明天{going}{place}冷吗", f"我明天{going}{place}，那边天气怎么样", f"后天{going}{place}会下雨吗"]:
+            decision = router.route(query, today=TODAY)
+            assert decision.route == "rule" and decision.places[0].display == place, (query, decision.reason)
+        for other in [f"明天{going}{place}吗", f"{going}{place}还是上海", f"明天{going}{place}出差"]:
+            assert router.route(other, today=TODAY).route == "llm", other
+    assert router.route("北京明天回温吗", today=TODAY).compare == "hot"  # 回温 is 回暖
