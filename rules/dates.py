@@ -316,7 +316,8 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
          rf"(?P<month_part>(?:(?P<mpn>{_NUM})|(?P<mpr>{_NEXT}下个?|{_NEXT}个?|这个?|本))月份?(?P<mpp>{_MONTH_PART})?"
          rf"|月(?P<mpb>{_MONTH_PART})|(?P<mpo>[上中下]旬))"),
         ({w[0] for w in named}, rf"(?P<named>(?P<nw>{words_pattern(named)}){_NAMED_DAY_MARKERS})"),
-        (set(_NUM_CHARS), rf"(?P<later>(?P<ln>{_NUM})(?P<lw>天|周|个?星期|个?礼拜)[以之]?后)"),
+        # 三天后, 一周以后: that many days on; 三天前, 两周前: that many ago.
+        (set(_NUM_CHARS), rf"(?P<later>(?P<ln>{_NUM})(?P<lw>天|周|个?星期|个?礼拜)[以之]?(?P<la>[后前]))"),
         # 三天天气, 7天天气预报, 一周天气, 三天内: a bare count of days (not 日: 5日 is a day of the month) or a
         # week is the days ahead where the weather follows it, or 内.
         (set("未接往今最一1"), r"(?P<week_ahead>(?:(?:未来|接下来|往后|今后|最近)的?(?:一|1)?(?:周|个?星期|个?礼拜))"
@@ -443,9 +444,43 @@ def find_dates(text: str, today: dt.date) -> list[DateSpan]:
     if HAS_LATIN.search(text):
         latin = [_span(m, today, text) for m in _latin_pattern().finditer(text)]
         spans = sorted(spans + latin, key=lambda s: s.start)
+    if "前" in text:
+        spans = _until(text, spans, today)
     if len(spans) < 2:
         return spans  # most questions: nothing to join
     return _join_ranges(text, _in_one_week(text, spans))
+
+
+def _until(text: str, spans: list[DateSpan], today: dt.date) -> list[DateSpan]:
+    """SPANS, with a day said before 之前, 以前 or 前 (周五之前, 月底前) as every day from today to it: the days
+    until then, that one included (MAX_RANGE_DAYS of them at most: the horizon says the rest are too far). Not
+    a count of days (三天前: three days ago), a day past, nor 前后 (around). Before 天气 the 前天 found there is
+    no date (周五前天气: until Friday, the weather; not Friday and the day before yesterday)."""
+    at = 0
+    while at < len(spans):
+        span = spans[at]
+        after = next((word for word in _BEFORE if text.startswith(word, span.end)), None)
+        at += 1
+        if after is None or not span.dates or span.kind in _NOT_UNTIL or span.dates[-1] < today:
+            continue
+        end = span.end + len(after)
+        following = spans[at] if at < len(spans) else None
+        if following is not None and following.start == end - 1 and following.text == "前天" and (
+            text.startswith("气", following.end)
+        ):
+            del spans[at]
+        elif text.startswith(("后", "天"), end) or (following is not None and following.start < end):
+            continue  # 前后 (around), or a date that begins in the 前 (周五前日: Friday, the day before yesterday)
+        count = min((span.dates[-1] - today).days + 1, MAX_RANGE_DAYS)
+        spans[at - 1] = DateSpan(span.start, end, text[span.start : end], _days(today, count), span.hours, span.name,
+                                 "until")  # fmt: skip
+    return spans
+
+
+# What follows a day to say until it (周五之前), and the kinds of date it does not follow so: counts of days
+# before 前 are days ago (三天前), and ranges already say their days.
+_BEFORE = ("之前", "以前", "前")
+_NOT_UNTIL = frozenset({"later", "next_n", "week_ahead", "range", "part", "clock", "hour", "en_clock"})
 
 
 def _in_one_week(text: str, spans: list[DateSpan]) -> list[DateSpan]:
@@ -683,7 +718,10 @@ def _resolve_one(m: re.Match[str], kind: str, today: dt.date) -> dt.date | None:
         return _safe_date(year, month + 1, n) if n is not None else None
     if kind == "later":
         n = parse_number(m["ln"])
-        return _shift(today, n if m["lw"] == "天" else n * 7) if n is not None else None
+        if n is None:
+            return None
+        days = n if m["lw"] == "天" else n * 7
+        return _shift(today, days if m["la"] == "后" else -days)  # 三天前: three days ago
     if kind == "weekday":
         weekday, prefix = _WEEKDAYS[m["wd"] or m["wd2"]], m["wdp"] or ""
         if prefix.startswith("下下"):

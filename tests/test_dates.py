@@ -335,3 +335,42 @@ def test_the_nights_hours_after_midnight_are_the_next_days():
         decision = router.route(f"北京{first_half}冷吗", today=TODAY)
         assert (decision.dates, decision.hours) == ([TODAY], (20, 24)), first_half
     assert router.route("北京半夜冷吗", today=TODAY).hours == (22, 24)
+
+
+def test_a_day_before_before_is_every_day_until_it_and_a_count_before_it_is_days_ago():
+    # 周五之前会下雨吗, 月底前会下雪吗 went to the LLM (之前, 前 unknown), and 周五前天气 was read as Friday and
+    # 前天 (the day before yesterday) with a 气 left over. A day said before 之前, 以前 or 前 is every day from
+    # today to it, that one included; a count of days or weeks before 前 is that many ago, as before 后 it is
+    # that many on (三天前, 两周以前); 前后 (around) and a day already past are not until.
+    def days_of(text, today=TODAY):
+        return [d for span in find_dates(text, today) for d in span.dates]
+
+    for word, before, tail in itertools.product(["周五", "下周三", "12月5号", "月底", "后天", "这周日"],
+                                                ["之前", "以前", "前"], ["", "天气", "会下雨吗", "天气怎么样"]):  # fmt: skip
+        (last,) = {days_of(word)[-1]}
+        query = f"{word}{before}{tail}"
+        spans = find_dates(query, TODAY)
+        assert len(spans) == 1 and spans[0].text == word + before, (query, spans)
+        assert days_of(query) == [TODAY + dt.timedelta(days=n) for n in range((last - TODAY).days + 1)], query
+    assert len(days_of("元旦之前")) == dates.MAX_RANGE_DAYS  # the horizon says the rest are too far
+    for count, ago in itertools.product(["三天", "3天", "两周", "一个星期"], ["前", "以前", "之前"]):
+        offset = {"三天": 3, "3天": 3, "两周": 14, "一个星期": 7}[count]
+        assert days_of(f"{count}{ago}天气") == [TODAY - dt.timedelta(days=offset)], count + ago
+    assert days_of("昨天之前") == days_of("昨天") + days_of("之前")  # a day past: not until
+    assert days_of("12月5号前后") == [dt.date(2026, 12, 5)]  # around, not until
+
+
+_AROUND_UNTIL = st.sampled_from(["前", "之前", "以前", "前天", "前日", "前后", "天气", "气", "后"])
+
+
+@settings(max_examples=1000)
+@given(st.lists(st.one_of(_DATE_TEXT, _AROUND_UNTIL), max_size=4).map("".join), st.sampled_from(
+    [TODAY, dt.date(1970, 1, 2), dt.date(2099, 12, 20), dt.date(2027, 2, 28)]))  # fmt: skip
+def test_spans_stay_in_order_apart_and_inside_the_text(text, today):
+    # The reader cuts each span out of the question: spans that overlapped (周五之前 and a 前日 inside its 前)
+    # would cut a character twice. Whatever the text and day, spans are in order, apart, inside the text,
+    # and their days sorted without repeats.
+    spans = find_dates(text, today)
+    for span in spans:
+        assert 0 <= span.start < span.end <= len(text) and list(span.dates) == sorted(set(span.dates)), span
+    assert all(before.end <= after.start for before, after in itertools.pairwise(spans)), spans
