@@ -465,8 +465,11 @@ def _until(text: str, spans: list[DateSpan], today: dt.date) -> list[DateSpan]:
             continue
         end = span.end + len(after)
         following = spans[at] if at < len(spans) else None
-        if following is not None and following.start == end - 1 and following.text == "前天" and (
-            text.startswith("气", following.end)
+        if (
+            following is not None
+            and following.start == end - 1
+            and following.text == "前天"
+            and text.startswith("气", following.end)
         ):
             del spans[at]
         elif text.startswith(("后", "天"), end) or (following is not None and following.start < end):

@@ -345,9 +345,10 @@ def test_a_day_before_before_is_every_day_until_it_and_a_count_before_it_is_days
     def days_of(text, today=TODAY):
         return [d for span in find_dates(text, today) for d in span.dates]
 
-    for word, before, tail in itertools.product(["周五", "下周三", "12月5号", "月底", "后天", "这周日"],
-                                                ["之前", "以前", "前"], ["", "天气", "会下雨吗", "天气怎么样"]):  # fmt: skip
-        (last,) = {days_of(word)[-1]}
+    words = ["周五", "下周三", "12月5号", "月底", "后天", "这周日"]
+    tails = ["", "天气", "会下雨吗", "天气怎么样"]
+    for word, before, tail in itertools.product(words, ["之前", "以前", "前"], tails):
+        last = days_of(word)[-1]
         query = f"{word}{before}{tail}"
         spans = find_dates(query, TODAY)
         assert len(spans) == 1 and spans[0].text == word + before, (query, spans)
