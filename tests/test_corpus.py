@@ -671,3 +671,23 @@ def test_going_back_is_going():
         for other in [f"明天{going}{place}吗", f"{going}{place}还是上海", f"明天{going}{place}出差"]:
             assert router.route(other, today=TODAY).route == "llm", other
     assert router.route("北京明天回温吗", today=TODAY).compare == "hot"  # 回温 is 回暖
+
+
+def test_whether_asked_in_written_and_dialect_words():
+    # 福州明天会落雨否, 北京明天下雨与否 and 西安明天嫩冷么 went to the LLM over 否 and 嫩: 否 and 与否 end a yes-no
+    # question as 吗 and 不 do (是否 asks it before the verb), and 嫩, 恁 (so, in Henan and Shaanxi speech) say
+    # how much, as 贼 and 忒 do. As a question whether one goes, 否 is the LLM's as 吗 is.
+    router = HybridRouter(provider="demo", ledger="off")
+    asks = {"会下雨{}": "rain", "冷{}": "temperature", "会降温{}": "temperature", "刮风{}": "wind"}
+    for (ask, aspect), particle in itertools.product(asks.items(), ["吗", "不", "否", "与否"]):
+        for query in [f"福州明天{ask.format(particle)}", f"明天西安{ask.format(particle)}"]:
+            decision = router.route(query, today=TODAY)
+            assert (decision.route, decision.aspect) == ("rule", aspect), (query, decision.reason)
+    for ask, aspect in asks.items():
+        decision = router.route(f"北京明天是否{ask.format('')}", today=TODAY)
+        assert (decision.route, decision.aspect) == ("rule", aspect), (ask, decision.reason)
+    asks_of = {"冷": "temperature", "热": "temperature", "闷": "humidity"}
+    for so, feeling in itertools.product(["嫩", "恁", "贼", "忒"], asks_of):
+        decision = router.route(f"西安明天{so}{feeling}么", today=TODAY)
+        assert (decision.route, decision.aspect) == ("rule", asks_of[feeling]), (so, feeling, decision.reason)
+    assert router.route("明天去北京否", today=TODAY).route == "llm"
