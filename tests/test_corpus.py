@@ -673,7 +673,7 @@ def test_going_back_is_going():
     assert router.route("北京明天回温吗", today=TODAY).compare == "hot"  # 回温 is 回暖
 
 
-def test_whether_asked_in_written_and_dialect_words():
+def test_whether_asked_in_written_and_dialect_words_and_really():
     # 福州明天会落雨否, 北京明天下雨与否 and 西安明天嫩冷么 went to the LLM over 否 and 嫩: 否 and 与否 end a yes-no
     # question as 吗 and 不 do (是否 asks it before the verb), and 嫩, 恁 (so, in Henan and Shaanxi speech) say
     # how much, as 贼 and 忒 do. As a question whether one goes, 否 is the LLM's as 吗 is.
@@ -691,3 +691,7 @@ def test_whether_asked_in_written_and_dialect_words():
         decision = router.route(f"西安明天{so}{feeling}么", today=TODAY)
         assert (decision.route, decision.aspect) == ("rule", asks_of[feeling]), (so, feeling, decision.reason)
     assert router.route("明天去北京否", today=TODAY).route == "llm"
+    # 到底冷不冷, 究竟下不下雨 (really?) went to the LLM over 底 and 究竟: they ask, as 真的 does.
+    for really, (ask, aspect) in itertools.product(["到底", "究竟", "真的"], asks.items()):
+        decision = router.route(f"北京明天{really}{ask.format('吗')}", today=TODAY)
+        assert (decision.route, decision.aspect) == ("rule", aspect), (really, ask, decision.reason)
