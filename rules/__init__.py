@@ -17,10 +17,10 @@ from .china_time import (
 from .dates import DateSpan, find_dates, parse_number
 from .gazetteer import Gazetteer, Place, PlaceLevel, PlaceMatch
 from .geo import great_circle_km
-from .lexicon import ASPECTS, WEATHER_ADVICE, Aspect, Lexicon
-from .normalize import MAX_QUERY_CHARS, asked_as_a_not_a, normalize
+from .lexicon import ASPECTS, WEATHER_ADVICE, Aspect, Lexicon, ThresholdSide
+from .normalize import MAX_QUERY_CHARS, asked_as_a_not_a, has_a_minus_sign, normalize
 from .privacy import contains_personal_data, mask_personal_data
-from .reader import Reader, Reading, Tokens
+from .reader import Reader, Reading, Threshold, Tokens
 
 __all__ = [
     "ASPECTS",
@@ -40,11 +40,14 @@ __all__ = [
     "PlaceMatch",
     "Reader",
     "Reading",
+    "Threshold",
+    "ThresholdSide",
     "Tokens",
     "asked_as_a_not_a",
     "contains_personal_data",
     "find_dates",
     "great_circle_km",
+    "has_a_minus_sign",
     "in_supported_range",
     "mask_personal_data",
     "normalize",

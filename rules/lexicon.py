@@ -14,6 +14,8 @@ from .trie import trie_pattern, words_pattern
 #: What a weather question asks about; the Decision contract's `aspect` values.
 Aspect = Literal["weather", "temperature", "rain", "snow", "wind", "humidity", "air", "distance", "sun", "uv"]
 ASPECTS: tuple[Aspect, ...] = get_args(Aspect)
+#: Which side of a temperature a yes-no question asks: above it, at it or above, below, at it or below.
+ThresholdSide = Literal["above", "at_least", "below", "at_most"]
 #: Open-ended questions whose answer rests on the weather (适合出游吗, 穿什么): without a model, their
 #: weather part still helps. Any other kind (多远, 订机票, 行程) has a weather part only where it names one.
 WEATHER_ADVICE = frozenset({"advice"})
@@ -66,6 +68,17 @@ class Lexicon:
         self.units: dict[str, Aspect] = {unit: cast(Aspect, aspect) for unit, aspect in data["units"].items()}
         #: 大, 多少: how much of an aspect (雨大吗); in a question that names none, of something unknown (北京大吗).
         self.measures = frozenset(data["measures"])
+        #: Which side of a temperature a word asks (超过30度: above; 到10度: at_least; 零度以下: at_most), said
+        #: before the figure, or (threshold_after) after its unit.
+        sides = {word: side for side, words in data["threshold_sides"].items() for word in words}
+        if not set(sides.values()) <= set(get_args(ThresholdSide)):  # a typo would be a side no answer knows
+            raise ValueError(f"lexicon.json names threshold sides beyond {get_args(ThresholdSide)}")
+        self.threshold_after: dict[str, ThresholdSide] = {
+            word: cast(ThresholdSide, sides[word]) for word in data["threshold_after"]
+        }
+        self.threshold_before: dict[str, ThresholdSide] = {
+            word: cast(ThresholdSide, side) for word, side in sides.items() if word not in self.threshold_after
+        }
         #: Verbs that are part of the word of the weather right after them, and nothing elsewhere, with the
         #: aspects of the words they may go before: 飘, 落, 来 fall (飘雪, 落小雨), 起, 刮起 arise (起雾, 刮起大风),
         #: 转, 放, 继续 change or go on (转晴, 放晴, 继续下雨). A verb on two lists goes before the words of both.

@@ -95,6 +95,15 @@ def to_simplified(text: str) -> str:
     return text if traditional.isdisjoint(text) else text.translate(table)
 
 
+def has_a_minus_sign(text: str) -> bool:
+    """Whether TEXT, as far as normalize() reads it, has a minus sign, which normalize() drops (-5度 reads as
+    5度): a figure's sign is then unknown."""
+    return not _MINUS_SIGNS.isdisjoint(text[:_MAX_RAW_CHARS])
+
+
+_MINUS_SIGNS = frozenset("-−－﹣‐‑–")
+
+
 def asked_as_a_not_a(text: str, word: str) -> bool:
     """Whether TEXT asks WORD as A-not-A (贵不贵, 有没有): what normalize() folds to WORD alone."""
     return any(word + no + word in text for no in _A_NOT_A_NEGATIONS)

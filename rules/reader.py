@@ -9,10 +9,11 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .dates import DateSpan, date_words, find_dates, parse_number
 from .gazetteer import Gazetteer, PlaceMatch
-from .lexicon import Aspect, Lexicon
+from .lexicon import Aspect, Lexicon, ThresholdSide
 from .normalize import normalize
 from .sound_alike import SoundAlikes
 from .tokenizer import Tokenizer
@@ -22,6 +23,13 @@ _LATIN_WINDOW = 3
 
 #: A token list with None where a date expression was cut out (dates are found before segmentation).
 Tokens = list[str | None]
+
+
+class Threshold(NamedTuple):
+    """A temperature a yes-no question asks about (会超过30度吗: above 30; 会到零下吗 is no figure)."""
+
+    side: ThresholdSide
+    degrees: float
 
 
 @dataclass(slots=True)
@@ -43,6 +51,8 @@ class Reading:
     negation_at: list[int] = field(default_factory=list)  #: 不是, 不要: the place or date that follows is excluded
     link_at: list[int] = field(default_factory=list)  #: 离, 从, 之间: what joins the places of a distance question
     unknown: list[tuple[int, int, str]] = field(default_factory=list)  #: (first, last, text) token runs
+    #: The temperature a yes-no question asks about, if it names exactly one with a side (超过30度, 零度以下).
+    threshold: Threshold | None = None
 
     @property
     def says_weather(self) -> bool:
@@ -120,6 +130,7 @@ class Reader:
         lexicon = self.lexicon
         index = 0
         felt_at = -2  # the index of the last word of how the weather feels (冷, 晒), for its complements
+        figures = 0  # temperatures named with a figure (30度)
         measured_at = -2  # the index of the last word of an aspect other than temperature (湿度), for 高 and 低
         while index < len(tokens):
             token = tokens[index]
@@ -150,8 +161,12 @@ class Reader:
                 elif _verb_before_its_word(lexicon, tokens, index):
                     pass  # 飘雪, 起雾, 转晴, 继续下雨: the verb of the word of the weather after it
                 elif (value := _value_with_unit(lexicon, tokens, index)) is not None:
-                    index, aspect = value  # 30度, 二十五度, 零度, 5级: is it that warm, or that windy
+                    end, aspect = value  # 30度, 二十五度, 零度, 5级: is it that warm, or that windy
+                    if aspect == "temperature":
+                        figures += 1
+                        reading.threshold = _threshold(lexicon, tokens, index, end)
                     reading.aspects.append(aspect)
+                    index = end
                     continue
                 elif not lexicon.is_particles(token):
                     _add_unknown(reading, index, token)
@@ -197,6 +212,8 @@ class Reader:
                 reading.link_at.append(index)
             index += 1
         reading.unknown = [run for run in reading.unknown if not self._is_wrapper(run, tokens)]
+        if figures > 1:
+            reading.threshold = None  # 超过30度还是低于20度, 20度到30度: not one temperature asked about
         return reading
 
     def is_filler(self, token: str | None) -> bool:
@@ -307,6 +324,26 @@ def _value_with_unit(lexicon: Lexicon, tokens: Tokens, index: int) -> tuple[int,
     following = tokens[end] if index < end < len(tokens) else None
     aspect = lexicon.units.get(following) if following is not None else None
     return (end + 1, aspect) if aspect is not None else None
+
+
+def _threshold(lexicon: Lexicon, tokens: Tokens, first: int, end: int) -> Threshold | None:
+    """The temperature a figure at FIRST (its unit just before END) asks about, with the side a word says:
+    before it (超过30度, 低于零下十度, 能到10度) or after its unit (零度以下); None without one, or where 到 joins
+    two figures (20到30度: a range)."""
+    figure = "".join(token for token in tokens[first : end - 1] if token is not None)
+    degrees = float(figure) if figure.replace(".", "", 1).isdigit() else parse_number(figure)
+    if degrees is None:
+        return None
+    before = first - 1
+    if before >= 0 and tokens[before] == "零下":
+        degrees, before = -degrees, before - 1
+    after = tokens[end] if end < len(tokens) else None
+    side = lexicon.threshold_after.get(after) if after is not None else None
+    if side is None and before >= 0 and (word := tokens[before]) is not None:
+        side = lexicon.threshold_before.get(word)
+        if side is not None and before >= 1 and _is_numeral(tokens[before - 1]):
+            return None
+    return Threshold(side, float(degrees)) if side is not None else None
 
 
 def _is_numeral(token: str | None) -> bool:

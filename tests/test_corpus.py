@@ -695,3 +695,39 @@ def test_whether_asked_in_written_and_dialect_words_and_really():
     for really, (ask, aspect) in itertools.product(["到底", "究竟", "真的"], asks.items()):
         decision = router.route(f"北京明天{really}{ask.format('吗')}", today=TODAY)
         assert (decision.route, decision.aspect) == ("rule", aspect), (really, ask, decision.reason)
+
+
+def test_a_yes_no_question_about_a_temperature_keeps_the_temperature_asked():
+    # 北京明天会超过30度吗 was answered with the day's range and no yes or no. The decision now keeps the
+    # temperature asked about and its side: a word before the figure (超过, 高于, 低于, 不到, 到, 达到) or after
+    # its unit (以上, 以下), the figure in digits or Han numerals, 零下 before it negative. Not one: a figure
+    # without a side (30度吗), two figures (20度到30度, 超过30度还是低于20度), a comparison, a wind force, and a
+    # figure whose minus sign normalize drops (-5度以下吗: the sign is unsure).
+    router = HybridRouter(provider="demo", ledger="off")
+    figures = {"30": 30.0, "二十五": 25.0, "零": 0.0, "零下十": -10.0, "7.5": 7.5, "十五": 15.0}
+    before = {"超过": "above", "高于": "above", "低于": "below", "不到": "below", "到": "at_least", "达到": "at_least"}
+    after = {"以上": "at_least", "以下": "at_most"}
+    forms = ["北京明天会{}吗", "上海后天气温能{}吗", "明天广州最高温会不会{}", "杭州周五{}不"]
+    asked = [(f"{word}{figure}度", side, value) for (word, side), (figure, value) in
+             itertools.product(before.items(), figures.items())]  # fmt: skip
+    asked += [(f"{figure}度{word}", side, value) for (word, side), (figure, value) in
+              itertools.product(after.items(), figures.items())]  # fmt: skip
+    for form, (said, side, value) in itertools.product(forms, asked):
+        query = form.format(said)
+        decision = router.route(query, today=TODAY)
+        assert (decision.route, decision.aspect) == ("rule", "temperature"), (query, decision.reason)
+        assert decision.threshold == (side, value), (query, decision.threshold)
+    nothing_asked = ["北京明天30度吗", "北京明天20度到30度吗", "北京明天会超过30度还是低于20度", "北京明天冷吗"]
+    nothing_asked += ["北京和上海明天哪个超过10度", "北京明天风力超过5级吗"]
+    nothing_asked += ["北京明天-5度以下吗", "北京明天会低于−5度吗"]
+    for none in nothing_asked:
+        assert router.route(none, today=TODAY).threshold is None, none
+    # A follow-up that borrows the question borrows the temperature asked about; one that asks its own does not.
+    from hybrid_weather.router.session import Session
+
+    session = Session()
+    assert router.ask("北京明天会超过30度吗", today=TODAY, session=session).decision.threshold == ("above", 30.0)
+    for follow_up in ["那后天呢", "上海呢", "那广州呢"]:
+        assert router.ask(follow_up, today=TODAY, session=session).decision.threshold == ("above", 30.0), follow_up
+    assert router.ask("那后天冷吗", today=TODAY, session=session).decision.threshold is None
+    assert router.ask("上海后天会低于零度吗", today=TODAY, session=session).decision.threshold == ("below", 0.0)

@@ -17,6 +17,7 @@ from hybrid_weather.agent.errors import (
     UpstreamTimeout,
     WeatherUnavailable,
 )
+from hybrid_weather.agent.weather import fixed
 from hybrid_weather.router import HybridRouter, Settings
 
 from conftest import FAST_HTTP, TODAY
@@ -487,3 +488,27 @@ def test_every_shape_survives_the_caches_json_round_trip(weather_server, provide
         stored = json.loads(json.dumps(to_jsonable(value), ensure_ascii=False))
         assert isinstance(stored, dict) and isinstance(stored["place"], dict), kind
         assert from_jsonable(SHAPE_OF_KIND[kind], stored) == value, kind
+
+
+def test_a_yes_no_question_about_a_temperature_is_answered_yes_or_no_as_the_figures_show(weather_server):
+    # 会超过30度吗 got the day's range and no yes or no. The answer says yes or no from the high (above) or
+    # the low (below) it shows, compared as shown, rounded to a degree: for highs and lows around each asked
+    # figure, on each side, the yes or no agrees with the figures in the same sentence.
+    with make_router(weather_server.url, cache_ttl=0) as router:
+        for low, high in [(-8.6, -1.4), (-0.4, 7.6), (2.5, 29.5), (21.2, 30.0), (24.9, 30.4)]:
+            weather_server.set_day(*BEIJING, TOMORROW, temperature_2m_min=low, temperature_2m_max=high)
+            shown_low, shown_high = float(fixed(low, 0)), float(fixed(high, 0))
+            for asked in [-5, 0, 8, 25, 30]:
+                degrees = f"{asked}°C"
+                figure = f"零下{-asked}" if asked < 0 else str(asked)
+                expected = {
+                    f"北京明天会超过{figure}度吗": f"，{'会' if shown_high > asked else '不会'}超过{degrees}。",
+                    f"北京明天最高能到{figure}度吗": f"，{'会' if shown_high >= asked else '不会'}到{degrees}。",
+                    f"北京明天会低于{figure}度吗": f"，{'会' if shown_low < asked else '不会'}低于{degrees}。",
+                    f"北京明天{figure}度以下吗": f"，{'会' if shown_low <= asked else '不会'}到{degrees}以下。",
+                }
+                for query, ending in expected.items():
+                    text = ask(router, query).text
+                    assert text.endswith(ending), (query, low, high, text)
+                    assert f"{fixed(low, 0)}°C~{fixed(high, 0)}°C" in text, text
+        assert ask(router, "北京明天冷吗").text.endswith("°C。")  # no figure asked: the range alone

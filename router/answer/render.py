@@ -16,7 +16,7 @@ from hybrid_weather.agent.weather import (
     condition_of,
     fixed,
 )
-from hybrid_weather.rules import CHINA_TZ_NAME, Place, weekday_char
+from hybrid_weather.rules import CHINA_TZ_NAME, Place, Threshold, weekday_char
 
 from ..understand import Decision
 
@@ -74,6 +74,7 @@ def render(decision: Decision, facts: Sequence[Facts], today: dt.date, *, emoji:
                 emoji,
                 prefix=day_label(day, today, with_date=True, hours=decision.hours) + "：" if several_days else None,
                 hours=decision.hours,
+                threshold=decision.threshold,
             )
             lines.append("  " + line if several_days else line)
     return "\n".join(lines)
@@ -87,6 +88,7 @@ def _fact_line(
     emoji: bool,
     prefix: str | None,
     hours: tuple[int, int] | None,
+    threshold: Threshold | None = None,
 ) -> str:
     place, when = item.place.display, day_label(day, today, hours=hours)
     head = prefix if prefix is not None else f"{place}{when}"
@@ -116,7 +118,8 @@ def _fact_line(
         return f"{mark}{head}{verdict}（{weather.condition}，{_temperature_range(weather)}）。"
     if aspect == "temperature":
         now = f"，现在{_degrees(current.temperature)}" if current and current.temperature is not None else ""
-        return f"{mark}{head}气温{_temperature_range(weather)}{now}。"
+        verdict = _threshold_verdict(threshold, weather) if threshold is not None else ""
+        return f"{mark}{head}气温{_temperature_range(weather)}{now}{verdict}。"
     if aspect == "wind":
         return f"{mark}{head}{_wind_verdict(weather)}，{_wind_phrase(weather)}。"
     if aspect == "humidity":
@@ -252,6 +255,24 @@ def _number(value: float, unit: str) -> str:
 
 def _degrees(value: float | None) -> str:
     return "?" if value is None else f"{fixed(value, 0)}°C"
+
+
+def _threshold_verdict(threshold: Threshold, weather: DailyWeather) -> str:
+    """，会超过30°C or ，不会低于0°C: yes or no to THRESHOLD from the high (above it) or the low (below it) the
+    answer shows, compared as shown (rounded to a degree), so the yes or no never contradicts the figures."""
+    above = threshold.side in ("above", "at_least")
+    shown = weather.temp_max if above else weather.temp_min
+    if shown is None:
+        return ""
+    value, asked = float(fixed(shown, 0)), threshold.degrees
+    degrees = f"{fixed(asked, 0 if asked.is_integer() else 1)}°C"
+    if threshold.side == "above":
+        return f"，{'会' if value > asked else '不会'}超过{degrees}"
+    if threshold.side == "at_least":
+        return f"，{'会' if value >= asked else '不会'}到{degrees}"
+    if threshold.side == "below":
+        return f"，{'会' if value < asked else '不会'}低于{degrees}"
+    return f"，{'会' if value <= asked else '不会'}到{degrees}以下"
 
 
 def _falls_as(weather: DailyWeather) -> str:

@@ -116,7 +116,8 @@ class RuleAnswerer:
     def _render(self, shown: Decision, days: list[Any], facts: list[Facts], today: dt.date, emoji: bool) -> str:
         """render(SHOWN, FACTS, ...), kept per decision and fetched values (DAYS, which FACTS are made of):
         bench_ask p50 19.1 -> 16.8 us."""
-        key = (shown.aspect, tuple(shown.dates), shown.compare, shown.hours, today, emoji, *map(id, days))
+        key = (shown.aspect, tuple(shown.dates), shown.compare, shown.hours, shown.threshold, today, emoji,
+               *map(id, days))  # fmt: skip
         known = self._texts.get(key)
         if known is not None and all(kept is day for kept, day in zip(known[0], days, strict=True)):
             return known[1]

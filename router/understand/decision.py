@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hybrid_weather.rules import Aspect, Place
+from hybrid_weather.rules import Aspect, Place, Threshold
 
 #: rule: answered from the weather tools; clarify: answered with a question or a "not found"; llm: the model.
 Route = Literal["rule", "clarify", "llm"]
@@ -38,6 +38,9 @@ class Decision:
     #: For a clarify about a word in the place position that the gazetteer lacks (纳尼亚, 周庄): the word.
     #: A geocoder may still find it; the question is then read again with that place known.
     unknown_place: str | None = None
+    #: For a yes-no question about a temperature (会超过30度吗, 零度以下吗): the side asked and the degrees, which
+    #: the answer says yes or no to from the day's high or low.
+    threshold: Threshold | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -49,7 +52,7 @@ class Decision:
         changes one changes nobody else's. tests/test_devset.py checks it keeps every field."""
         return assembled(
             self.route, list(self.cities), list(self.dates), self.aspect, self.reason, list(self.places), self.compare,
-            self.clarification, self.hours, self.unknown_words, self.unknown_place,
+            self.clarification, self.hours, self.unknown_words, self.unknown_place, self.threshold,
         )  # fmt: skip
 
     def with_reason(self, reason: str) -> Decision:
@@ -58,7 +61,7 @@ class Decision:
         every field."""
         return assembled(
             self.route, self.cities, self.dates, self.aspect, reason, self.places, self.compare, self.clarification,
-            self.hours, self.unknown_words, self.unknown_place,
+            self.hours, self.unknown_words, self.unknown_place, self.threshold,
         )  # fmt: skip
 
     def to_json(self, query: str) -> dict[str, Any]:
@@ -91,9 +94,10 @@ def assembled(
     hours: tuple[int, int] | None = None,
     unknown_words: tuple[str, ...] = (),
     unknown_place: str | None = None,
+    threshold: Threshold | None = None,
 ) -> Decision:
     """Decision(...) for the router's own hot path, in field order: filled through the slots' setters,
-    since a frozen dataclass's __init__ calls object.__setattr__ for each of the eleven fields (1.4 us; this
+    since a frozen dataclass's __init__ calls object.__setattr__ for each of the twelve fields (1.4 us; this
     takes 0.8 us, and every route() makes one or two)."""
     decision = _new_decision(Decision)
     _route(decision, route)
@@ -107,6 +111,7 @@ def assembled(
     _hours(decision, hours)
     _unknown_words(decision, unknown_words)
     _unknown_place(decision, unknown_place)
+    _threshold(decision, threshold)
     return decision
 
 
@@ -114,7 +119,7 @@ _new_decision = object.__new__
 _route, _cities, _dates, _aspect = _setter("route"), _setter("cities"), _setter("dates"), _setter("aspect")
 _reason, _places, _compare = _setter("reason"), _setter("places"), _setter("compare")
 _clarification, _hours, _unknown_words = _setter("clarification"), _setter("hours"), _setter("unknown_words")
-_unknown_place = _setter("unknown_place")
+_unknown_place, _threshold = _setter("unknown_place"), _setter("threshold")
 
 #: The reason of the decision for a question with nothing in it.
 EMPTY_REASON = "clarify: empty query"

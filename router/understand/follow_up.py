@@ -44,6 +44,7 @@ def borrow_context(
             borrowed.append("dates")
         if not reading.aspects and context.aspect:
             reading.aspects.append(context.aspect)
+            reading.threshold = context.threshold  # 会超过30度吗 → 后天呢: above 30 on that day too
             borrowed.append("aspect")
             if context.compare is not None and not reading.compare:
                 # 北京和上海明天哪个冷 → 后天呢: the same question of another day, comparison and all.
@@ -58,5 +59,6 @@ def borrow_context(
         borrowed.append("dates")
         if not reading.aspects and not reading.compare and context.aspect:
             reading.aspects.append(context.aspect)
+            reading.threshold = context.threshold  # 会超过30度吗 → 那上海呢: above 30 there too
             borrowed.append("aspect")
     return dates, ", ".join(borrowed)

@@ -8,6 +8,7 @@ wrong rule answer — the worst outcome — rare.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from hybrid_weather.rules import (
     Reading,
     Tokens,
     asked_as_a_not_a,
+    has_a_minus_sign,
     in_supported_range,
     normalize,
 )
@@ -86,11 +88,13 @@ class QueryParser:
             key = hash((text, today))
             if key in self._seen:
                 # Each caller gets lists of its own: the memo's Decision must not change under the next caller.
-                return self._alone(text, today).with_own_lists()
+                decision = self._alone(text, today).with_own_lists()
+                return decision if decision.threshold is None else _sure_of_the_sign(decision, text)
             if len(self._seen) >= SEEN_SIZE:
                 self._seen.clear()
             self._seen.add(key)
-        return self._decide_text(text, today, context, recent_places, found_places)
+        decision = self._decide_text(text, today, context, recent_places, found_places)
+        return decision if decision.threshold is None else _sure_of_the_sign(decision, text)
 
     def _decide_text(
         self,
@@ -416,7 +420,10 @@ class QueryParser:
         via = f" via {','.join(sorted(set(vias)))}" if vias else ""
         when = f" ({hours[0]:02d}-{hours[1]:02d}h)" if hours else ""
         reason = f"rule: {len(places)} place(s){via}, {len(dates)} day(s){when}, {aspect}{how}"
-        return assembled("rule", [p.name for p in places], dates, aspect, reason, places, compare, None, hours)
+        # A yes-no question about a temperature is answered from the day's high or low that the answer shows.
+        threshold = reading.threshold if aspect == "temperature" and compare is None else None
+        return assembled("rule", [p.name for p in places], dates, aspect, reason, places, compare, None, hours, (),
+                         None, threshold)  # fmt: skip
 
 
 def _distance(places: list[Place], reading: Reading) -> Decision:
@@ -437,6 +444,12 @@ def _locate(text: str, words: list[str]) -> list[tuple[int, int]]:
         if start >= 0:
             found.append((start, start + len(word)))
     return found
+
+
+def _sure_of_the_sign(decision: Decision, text: str) -> Decision:
+    """DECISION, without its threshold where TEXT has a minus sign: normalize drops it (-5度以下吗 reads as
+    5度以下), so the figure read may not be the one asked about, and no yes or no is given to it."""
+    return dataclasses.replace(decision, threshold=None) if has_a_minus_sign(text) else decision
 
 
 def _masked(text: str, spans: list[DateSpan]) -> str:
