@@ -67,6 +67,22 @@ def run(router, seconds: float, threads: int, today: dt.date) -> tuple[list[int]
     return merged, len(merged), elapsed
 
 
+def rates_in_turns(routers: dict, seconds: float, turns: int, today: dt.date) -> dict[str, list[float]]:
+    """Asks/s of each of ROUTERS (warmed first), one thread, in TURNS turns of SECONDS each, side by side: this
+    machine's speed drifts within a run, and rates of phases run one after the other measured the drift too."""
+    for router in routers.values():
+        for query in QUERIES:
+            router.ask(query, today=today)
+    rates: dict[str, list[float]] = {name: [] for name in routers}
+    for _ in range(turns):
+        for name, router in routers.items():
+            _, count, elapsed = run(router, seconds, 1, today)
+            rates[name].append(count / elapsed)
+            if router.parts.ledger is not None:
+                router.parts.ledger.flush()  # its backlog is written before the next turn, not during it
+    return rates
+
+
 def _asks_in_process(url: str, seconds: float, start: float) -> int:
     """Asks one fresh process answers in SECONDS (warm, ledger off), from the shared START moment."""
     from hybrid_weather.router import HybridRouter, Settings
@@ -132,22 +148,13 @@ def main() -> None:
 
         # Without and with the file ledger in turns, a second each, three times: this machine's speed drifts
         # within a run, and a ratio of two phases run one after the other measured the drift as well.
-        rates: dict[str, list[float]] = {"off": [], "file": []}
         with tempfile.TemporaryDirectory() as folder:
             routers = {
                 name: HybridRouter(provider="open-meteo", settings=Settings(open_meteo_url=server.url),
                                    cache_ttl=3600, ledger=ledger)
                 for name, ledger in (("off", "off"), ("file", str(Path(folder) / "ledger.db")))
             }  # fmt: skip
-            for measured in routers.values():
-                for query in QUERIES:
-                    measured.ask(query, today=today)
-            for _ in range(3):
-                for name, measured in routers.items():
-                    _, count, elapsed = run(measured, args.seconds / 3, 1, today)
-                    rates[name].append(count / elapsed)
-                    if measured.parts.ledger is not None:
-                        measured.parts.ledger.flush()  # its backlog is written before the next turn, not during it
+            rates = rates_in_turns(routers, args.seconds / 3, 3, today)
             for measured in routers.values():
                 measured.close()
         ratios = sorted(file / off for file, off in zip(rates["file"], rates["off"], strict=True))

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_ask import QUERIES, run
+from bench_ask import rates_in_turns
 
 from fake_weather import FakeWeather
 
@@ -41,7 +41,6 @@ def main() -> None:
     today = dt.date(2026, 11, 29)
     server = FakeWeather(today).start()
     kinds = ("off", "file", "queued only", "recorded only")
-    rates: dict[str, list[float]] = {kind: [] for kind in kinds}
     try:
         with tempfile.TemporaryDirectory() as folder:
             routers = {
@@ -53,15 +52,7 @@ def main() -> None:
             assert queued is not None and recorded is not None
             queued._format.rows = lambda entries: []  # type: ignore[method-assign]
             recorded.record = lambda entry: None  # type: ignore[method-assign]
-            for router in routers.values():
-                for query in QUERIES:
-                    router.ask(query, today=today)
-            for _ in range(args.turns):
-                for kind, router in routers.items():
-                    _, count, elapsed = run(router, args.seconds, 1, today)
-                    rates[kind].append(count / elapsed)
-                    if router.parts.ledger is not None:
-                        router.parts.ledger.flush()  # its backlog is written before the next turn, not during it
+            rates = rates_in_turns(routers, args.seconds, args.turns, today)
             for router in routers.values():
                 router.close()
     finally:
