@@ -229,6 +229,8 @@ _OFFSET_PARTS: dict[str, Hours] = {
     "jinwan": EVENING,
     "mingwan": EVENING,
 }
+# A few days ahead, said without a count (未来几天, 后面几天): as many as 这几天 and 最近 are.
+_A_FEW_DAYS = 3
 # Ranges given as (first offset, number of days).
 _RANGES = {
     "今明后三天": (0, 3),
@@ -322,8 +324,10 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
         # week is the days ahead where the weather follows it, or 内.
         (set("未接往今最一1"), r"(?P<week_ahead>(?:(?:未来|接下来|往后|今后|最近)的?(?:一|1)?(?:周|个?星期|个?礼拜))"
                              rf"|[一1](?:周|个?星期|个?礼拜){_AHEAD})"),
-        (set("未接最往今近后头") | set(_NUM_CHARS),
-         rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|近)的?(?P<nn>{_NUM})[天日]|[后头]?(?P<nb>{_NUM})天{_AHEAD})"),
+        # 未来三天, 往后五天, 后面几天 (几: a few, three), 三天天气: the days ahead.
+        (set("未接最往今近后头以") | set(_NUM_CHARS),
+         rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|以后|后面|近)的?(?:这)?(?P<nn>{_NUM}|几)[天日]"
+         rf"|[后头]?(?P<nb>{_NUM})天{_AHEAD})"),
         # 周六日 is 周六 and 周日 (not 周六 and its 日出, sunrise).
         ({"下", "周", *this}, rf"(?P<weekend>(?P<wep>{_NEXT}个?|这个?|本)?(?:周末|周六日(?![出落]))(?:两天)?)"),
         # 周天气 is the week's weather, but 星期天气温 is Sunday's temperature.
@@ -651,7 +655,7 @@ def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]
     if kind == "next_n":
         groups = m.groupdict()
         count = groups.get("nn") or groups.get("nb")
-        n = parse_number(count) if count else _english_number(groups.get("en"))
+        n = _A_FEW_DAYS if count == "几" else parse_number(count) if count else _english_number(groups.get("en"))
         return _days(today, n) if n and n <= MAX_RANGE_DAYS else ()
     if kind == "range":
         first, count = _RANGES[m.group(0)]

@@ -375,3 +375,18 @@ def test_spans_stay_in_order_apart_and_inside_the_text(text, today):
     for span in spans:
         assert 0 <= span.start < span.end <= len(text) and list(span.dates) == sorted(set(span.dates)), span
     assert all(before.end <= after.start for before, after in itertools.pairwise(spans)), spans
+
+
+def test_the_days_ahead_said_with_any_word_of_the_future_and_a_few_or_a_count():
+    # 后面几天, 往后几天, 今后几天会下雨吗 went to the LLM (后面, 往后 unknown; 几 no count) while 未来几天 and
+    # 未来三天 were the days ahead. Every word of the future before a count of days, or 几 (a few: three, as
+    # 这几天 and 最近 are), with or without 的 or 这, is as many days from today.
+    def days_of(text):
+        return [d for span in find_dates(text, TODAY) for d in span.dates]
+
+    ahead = ["未来", "接下来", "往后", "今后", "以后", "后面", "最近", "近"]
+    for word, between, (count, n), day in itertools.product(ahead, ["", "的", "这"], [("几", 3), ("五", 5), ("7", 7)],
+                                                             ["天", "日"]):  # fmt: skip
+        text = f"{word}{between}{count}{day}"
+        assert days_of(f"{text}天气") == days(*range(n)), text
+    assert days_of("以后") == [] and days_of("后面") == [] and days_of("可以") == []
