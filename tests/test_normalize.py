@@ -80,3 +80,36 @@ def test_every_lexicon_word_is_in_the_form_normalize_gives():
     words = [*lexicon.words(), *lexicon.latin_aspect_of, *lexicon.latin_role, *date_words(), *latin_dates]
     assert len(words) > 1000
     assert {word: normalize(word) for word in words if normalize(word) != word} == {}
+
+
+def _unguarded(text):
+    """What normalize()'s full path gave when every pattern ran, one after another: the reference its
+    guards (each pattern only where a character it needs is there) must give."""
+    import unicodedata
+
+    from hybrid_weather.rules.normalize import _cleaners, _fold_accent, _without_a_not_a, to_simplified
+
+    clean = _cleaners()
+    text = to_simplified(unicodedata.normalize("NFKC", text[: MAX_QUERY_CHARS * 8]).lower())
+    if clean.accented.search(text):
+        text = clean.accented.sub(_fold_accent, text)
+    for pattern in (clean.mention, clean.html_tag, clean.sticker, clean.code_debris, clean.not_kept,
+                    clean.dangling_dots, clean.letters_digits):  # fmt: skip
+        text = pattern.sub(" ", text)
+    text = _without_a_not_a(clean.spaces.sub(" ", text).strip())
+    return text[:MAX_QUERY_CHARS].rstrip()
+
+
+# What each guarded pattern matches, and what might fool a guard: IGNORECASE's ı for i, ſ (s after NFKC),
+# Unicode spaces, full-width forms, digits of other scripts.
+_MARKUP = st.sampled_from([
+    "@小助手 ", "<b>", "&amp;", "&#123;", "[捂脸]", "'; drop table x; --", "SELECT", "unıon", "ſcript", "insert",
+    "pm2.5", "tokyo12.8", "3号beijing", ".", "-", "/", ":", "%", "'", "\u3000", "\u00a0", "\u2003", "\t",
+    "Ｐｍ２．５", "٣", "x", "北京", "明天", " ", "Ü",
+])  # fmt: skip
+
+
+@settings(max_examples=2000)
+@given(st.lists(_MARKUP, max_size=12).map("".join) | _ANY_TEXT)
+def test_the_guarded_patterns_give_what_every_pattern_gives(text):
+    assert _normalize_fully(text) == _unguarded(text)
