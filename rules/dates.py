@@ -330,6 +330,9 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
          rf"|[后头]?(?P<nb>{_NUM})天{_AHEAD})"),
         # 周六日 is 周六 and 周日 (not 周六 and its 日出, sunrise).
         ({"下", "周", *this}, rf"(?P<weekend>(?P<wep>{_NEXT}个?|这个?|本)?(?:周末|周六日(?![出落]))(?:两天)?)"),
+        # 工作日, 下周工作日: the working days of a week, as 周末 are its days off.
+        ({"下", "周", "星", "礼", "工", *this},
+         rf"(?P<workdays>(?P<wdk>{_NEXT}个?|这个?|本)?(?:周|星期|礼拜)?工作日)"),
         # 周天气 is the week's weather, but 星期天气温 is Sunday's temperature.
         ({"下", "上", "周", "星", "礼", *this},
          rf"(?P<weekday>(?P<wdp>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?)?"
@@ -646,7 +649,11 @@ def _shift(today: dt.date, days: int) -> dt.date | None:
 def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]:
     if kind == "month_part":
         return _month_part(m, today)
-    day = _resolve_one(m, kind, today) if kind not in ("week_ahead", "next_n", "range", "weekend", "week") else None
+    day = (
+        _resolve_one(m, kind, today)
+        if kind not in ("week_ahead", "next_n", "range", "weekend", "workdays", "week")
+        else None
+    )
     if day is not None:
         return (day,)
     monday = today - dt.timedelta(days=today.weekday())
@@ -660,6 +667,9 @@ def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]
     if kind == "range":
         first, count = _RANGES[m.group(0)]
         return _days(today + dt.timedelta(days=first), count)
+    if kind == "workdays":  # Monday to Friday from today on; none left this week (a Saturday): next week's
+        first = monday + dt.timedelta(days=7) if (m.groupdict().get("wdk") or "").startswith("下") else monday
+        return tuple(d for d in _days(first, 5) if d >= today) or _days(first + dt.timedelta(days=7), 5)
     if kind == "weekend":
         saturday = monday + dt.timedelta(days=5)
         if (m.groupdict().get("wep") or "").startswith(("下", "next")):

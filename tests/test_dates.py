@@ -390,3 +390,21 @@ def test_the_days_ahead_said_with_any_word_of_the_future_and_a_few_or_a_count():
         text = f"{word}{between}{count}{day}"
         assert days_of(f"{text}天气") == days(*range(n)), text
     assert days_of("以后") == [] and days_of("后面") == [] and days_of("可以") == []
+
+
+def test_the_working_days_of_a_week_as_its_weekend_is_its_days_off():
+    # 北京工作日天气, 下周工作日会下雨吗 went to the LLM (工作日 unknown; 下周 read alone as seven days). The working
+    # days are Monday to Friday of the week named (下周: the next, as 下周三 is), from today on; once this week's
+    # have passed (a Saturday or a Sunday), the next week's.
+    def days_of(text, today):
+        return [d for span in find_dates(text, today) for d in span.dates]
+
+    for offset in range(14):
+        today = dt.date(2026, 11, 23) + dt.timedelta(days=offset)  # two weeks from a Monday
+        monday = today - dt.timedelta(days=today.weekday())
+        this = [monday + dt.timedelta(days=i) for i in range(5) if monday + dt.timedelta(days=i) >= today]
+        coming = [monday + dt.timedelta(days=7 + i) for i in range(5)]
+        for said in ["工作日", "这周工作日", "本周工作日", "这个星期工作日", "周工作日"]:
+            assert days_of(said, today) == (this or coming), (said, today)
+        for said in ["下周工作日", "下个星期工作日", "下礼拜工作日"]:
+            assert days_of(said, today) == coming, (said, today)
