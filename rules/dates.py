@@ -668,8 +668,8 @@ def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]
         first, count = _RANGES[m.group(0)]
         return _days(today + dt.timedelta(days=first), count)
     if kind == "workdays":  # Monday to Friday from today on; none left this week (a Saturday): next week's
-        first = monday + dt.timedelta(days=7) if (m.groupdict().get("wdk") or "").startswith("下") else monday
-        return tuple(d for d in _days(first, 5) if d >= today) or _days(first + dt.timedelta(days=7), 5)
+        week = monday + dt.timedelta(days=7) if (m.groupdict().get("wdk") or "").startswith("下") else monday
+        return tuple(d for d in _days(week, 5) if d >= today) or _days(week + dt.timedelta(days=7), 5)
     if kind == "weekend":
         saturday = monday + dt.timedelta(days=5)
         if (m.groupdict().get("wep") or "").startswith(("下", "next")):
