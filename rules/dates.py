@@ -263,6 +263,9 @@ _RANGES = {
     # In a few days (北京过两天会降温吗): not today or tomorrow, the few after.
     "过两天": (2, 2),
     "过几天": (2, 3),
+    "几天后": (2, 3),
+    "几天以后": (2, 3),
+    "几天之后": (2, 3),
     "过些天": (2, 3),
     # Half a month and a month ahead (a month is more than any provider covers: its answer says so).
     "未来半个月": (0, 15),
@@ -453,6 +456,8 @@ def find_dates(text: str, today: dt.date) -> list[DateSpan]:
         spans = sorted(spans + latin, key=lambda s: s.start)
     if "前" in text:
         spans = _until(text, spans, today)
+    if "前后" in text or "左右" in text:
+        spans = _around(text, spans)
     if len(spans) < 2:
         return spans  # most questions: nothing to join
     return _join_ranges(text, _in_one_week(text, spans))
@@ -471,20 +476,47 @@ def _until(text: str, spans: list[DateSpan], today: dt.date) -> list[DateSpan]:
         if after is None or not span.dates or span.kind in _NOT_UNTIL or span.dates[-1] < today:
             continue
         end = span.end + len(after)
-        following = spans[at] if at < len(spans) else None
-        if (
-            following is not None
-            and following.start == end - 1
-            and following.text == "前天"
-            and text.startswith("气", following.end)
-        ):
+        if _weathers_tian(text, spans, at, end, "前天"):
             del spans[at]
-        elif text.startswith(("后", "天"), end) or (following is not None and following.start < end):
+        elif text.startswith(("后", "天"), end) or (at < len(spans) and spans[at].start < end):
             continue  # 前后 (around), or a date that begins in the 前 (周五前日: Friday, the day before yesterday)
         count = min((span.dates[-1] - today).days + 1, MAX_RANGE_DAYS)
         spans[at - 1] = DateSpan(span.start, end, text[span.start : end], _days(today, count), span.hours, span.name,
                                  "until")  # fmt: skip
     return spans
+
+
+def _around(text: str, spans: list[DateSpan]) -> list[DateSpan]:
+    """SPANS, with a day said before 前后 or 左右 (12月5号前后, 春节左右) as that day and the one on either side.
+    Before 天气 the 后天 found in 前后天气 is no date, as 前天 in 周五前天气 is not."""
+    for at, span in enumerate(spans):
+        if span.kind in _ONE_DAY_KINDS and span.dates and text.startswith(_AROUND, span.end):
+            end = span.end + 2
+            if _weathers_tian(text, spans, at + 1, end, "后天"):
+                del spans[at + 1]
+            elif at + 1 < len(spans) and spans[at + 1].start < end:
+                continue  # a date that begins in the 前后 (周五前后日)
+            day = span.dates[0]
+            days = tuple(d for d in (_shift(day, -1), day, _shift(day, 1)) if d is not None)
+            spans[at] = DateSpan(span.start, end, text[span.start : end], days, span.hours, span.name, "around")
+    return spans
+
+
+_AROUND = ("前后", "左右")
+# The kinds of date that name one day (周末, a week or a part of a month is a period, even when one day is left).
+_ONE_DAY_KINDS = frozenset({"iso", "md", "numeric", "month_rel", "named", "later", "weekday", "en_weekday", "dom",
+                            "word"})  # fmt: skip
+
+
+def _weathers_tian(text: str, spans: list[DateSpan], at: int, end: int, word: str) -> bool:
+    """Whether SPANS[AT] is WORD begun in the last character of what ends at END and followed by 气: in
+    周五前天气 and 5号前后天气 the 前天 and 后天 are no dates, their 天 is the weather's."""
+    return (
+        at < len(spans)
+        and spans[at].start == end - 1
+        and spans[at].text == word
+        and text.startswith("气", spans[at].end)
+    )
 
 
 # What follows a day to say until it (周五之前), and the kinds of date it does not follow so: counts of days

@@ -358,7 +358,7 @@ def test_a_day_before_before_is_every_day_until_it_and_a_count_before_it_is_days
         offset = {"三天": 3, "3天": 3, "两周": 14, "一个星期": 7}[count]
         assert days_of(f"{count}{ago}天气") == [TODAY - dt.timedelta(days=offset)], count + ago
     assert days_of("昨天之前") == days_of("昨天") + days_of("之前")  # a day past: not until
-    assert days_of("12月5号前后") == [dt.date(2026, 12, 5)]  # around, not until
+    assert days_of("12月5号前后") == [dt.date(2026, 12, d) for d in (4, 5, 6)]  # around, not until
 
 
 _AROUND_UNTIL = st.sampled_from(["前", "之前", "以前", "前天", "前日", "前后", "天气", "气", "后"])
@@ -408,3 +408,22 @@ def test_the_working_days_of_a_week_as_its_weekend_is_its_days_off():
             assert days_of(said, today) == (this or coming), (said, today)
         for said in ["下周工作日", "下个星期工作日", "下礼拜工作日"]:
             assert days_of(said, today) == coming, (said, today)
+
+
+def test_a_day_before_qianhou_or_zuoyou_is_that_day_and_its_neighbours_and_a_few_days_on_are_days():
+    # 北京12月5号前后天气 went to the LLM (前后 unknown, and 后天 read inside 前后天气), 北京5号左右 was the 5th
+    # alone, and 北京几天后天气 was read as 后天 with a 气 left over. A day said before 前后 or 左右 (around) is
+    # it and the day on either side; 几天后, 几天以后, 几天之后 are the few days after tomorrow, as 过几天 is.
+    def days_of(text):
+        return [d for span in find_dates(text, TODAY) for d in span.dates]
+
+    for word, around, tail in itertools.product(["周五", "12月5号", "后天", "下周三", "5号"], ["前后", "左右"],
+                                                ["", "天气", "会下雨吗", "天气怎么样"]):  # fmt: skip
+        (day,) = days_of(word)
+        query = f"{word}{around}{tail}"
+        spans = find_dates(query, TODAY)
+        assert len(spans) == 1 and spans[0].text == word + around, (query, spans)
+        assert days_of(query) == [day + dt.timedelta(days=d) for d in (-1, 0, 1)], query
+    assert days_of("25度左右") == [] and days_of("周末左右") == days_of("周末")  # a temperature; two days already
+    for later in ["几天后", "几天以后", "几天之后"]:
+        assert days_of(f"{later}天气") == days_of("过几天") == days(2, 3, 4), later
