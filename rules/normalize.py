@@ -65,12 +65,12 @@ class _Cleaners:
         # Everything outside Han, ASCII letters and digits, and the punctuation dates and PM2.5 need, becomes
         # a space; the tokenizer treats spaces as boundaries, so "北京,上海" still reads as two places.
         self.not_kept = re.compile(rf"[^\u3400-\u4dbf\u4e00-\u9fff{KEPT_BESIDES_HAN} ]+")
-        self.spaces = re.compile(r"\s+")
         # Latin letters run into digits (tokyo12.8, 3号beijing) are two words; pm2.5 and pm10 stay one.
         self.letters_digits = re.compile(r"(?<=[a-z])(?<!pm)(?=\d)|(?<=\d)(?=[a-z])|(?<=[a-z])(?=pm(?:2\.?5|10))")
         # Latin letters with accents (Ürümqi, Xī'ān): folded to plain letters, since names are typed either way.
         self.accented = re.compile("[\u00c0-\u024f]")
-        self.dangling_dots = re.compile(r"(?<![0-9a-z])[.\-/:%']+|[.\-/:%']+(?![0-9a-z])")
+        marks = f"[{re.escape(_DOTS)}]+"
+        self.dangling_dots = re.compile(f"(?<![0-9a-z]){marks}|{marks}(?![0-9a-z])")
 
 
 @functools.cache
@@ -151,11 +151,11 @@ def _normalize_fully(text: str) -> str:
     if "ı" in text or any(word in text for word in _CODE_WORDS):  # re's IGNORECASE takes a dotless ı for i
         text = clean.code_debris.sub(" ", text)
     text = clean.not_kept.sub(" ", text)
-    if not _DOTS.isdisjoint(text):
+    if not _DOT_SET.isdisjoint(text):
         text = clean.dangling_dots.sub(" ", text)
     if not _DIGITS.isdisjoint(text):
         text = clean.letters_digits.sub(" ", text)
-    text = " ".join(text.split())  # what clean.spaces.sub(" ", text).strip() gives: str.split's spaces are re's \s
+    text = " ".join(text.split())  # runs of spaces as one: str.split's spaces are re's \s
     text = _without_a_not_a(text)
     return text[:MAX_QUERY_CHARS].rstrip()
 
@@ -163,5 +163,6 @@ def _normalize_fully(text: str) -> str:
 # What the guarded patterns cannot match without: a keyword of code debris (the text is lowercased by then),
 # one of the marks dangling_dots takes, a digit for letters run into digits.
 _CODE_WORDS = ("drop", "select", "insert", "delete", "update", "union", "alter", "truncate", "script", "exec")
-_DOTS = frozenset(".-/:%'")
+_DOTS = ".-/:%'"
+_DOT_SET = frozenset(_DOTS)
 _DIGITS = frozenset("0123456789")

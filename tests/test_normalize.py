@@ -96,7 +96,7 @@ def _unguarded(text):
     for pattern in (clean.mention, clean.html_tag, clean.sticker, clean.code_debris, clean.not_kept,
                     clean.dangling_dots, clean.letters_digits):  # fmt: skip
         text = pattern.sub(" ", text)
-    text = _without_a_not_a(clean.spaces.sub(" ", text).strip())
+    text = _without_a_not_a(re.sub(r"\s+", " ", text).strip())
     return text[:MAX_QUERY_CHARS].rstrip()
 
 
