@@ -330,8 +330,7 @@ def _threshold(lexicon: Lexicon, tokens: Tokens, first: int, end: int) -> Thresh
     """The temperature a figure at FIRST (its unit just before END) asks about, with the side a word says:
     before it (超过30度, 低于零下十度, 能到10度) or after its unit (零度以下); None without one, or where 到 joins
     two figures (20到30度: a range)."""
-    figure = "".join(token for token in tokens[first : end - 1] if token is not None)
-    degrees = float(figure) if figure.replace(".", "", 1).isdigit() else parse_number(figure)
+    degrees = _number("".join(token for token in tokens[first : end - 1] if token is not None))
     if degrees is None:
         return None
     before = first - 1
@@ -343,11 +342,20 @@ def _threshold(lexicon: Lexicon, tokens: Tokens, first: int, end: int) -> Thresh
         side = lexicon.threshold_before.get(word)
         if side is not None and before >= 1 and _is_numeral(tokens[before - 1]):
             return None
-    return Threshold(side, float(degrees)) if side is not None else None
+    return Threshold(side, degrees) if side is not None else None
 
 
 def _is_numeral(token: str | None) -> bool:
-    return token is not None and (token.replace(".", "", 1).isdigit() or parse_number(token) is not None)
+    return token is not None and _number(token) is not None
+
+
+def _number(text: str) -> float | None:
+    """The figure TEXT says (30, 2.5, 二十五), or None. Tokens are normalised, so their digits are ASCII (NFKC
+    makes ² and ３ so); other digits, which float() and int() refuse, are no figure."""
+    if text.replace(".", "", 1).isdigit():
+        return float(text) if text.isascii() else None
+    number = parse_number(text)
+    return None if number is None else float(number)
 
 
 def _verb_before_its_word(lexicon: Lexicon, tokens: Tokens, index: int) -> bool:
