@@ -681,11 +681,7 @@ def _shift(today: dt.date, days: int) -> dt.date | None:
 def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]:
     if kind == "month_part":
         return _month_part(m, today)
-    day = (
-        _resolve_one(m, kind, today)
-        if kind not in ("week_ahead", "next_n", "range", "weekend", "workdays", "week")
-        else None
-    )
+    day = _resolve_one(m, kind, today) if kind in _ONE_DAY_KINDS else None
     if day is not None:
         return (day,)
     monday = today - dt.timedelta(days=today.weekday())
