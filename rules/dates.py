@@ -291,6 +291,9 @@ _AHEAD = "(?:[之以]?内|(?=的?(?:天气|预报)))"
 _MONTH_PARTS = {"初": (1, 5), "上旬": (1, 10), "中": (11, 20), "中旬": (11, 20), "下旬": (21, 31), "底": (-4, 31),
                 "末": (-4, 31)}  # fmt: skip
 _MONTH_PART = "|".join(sorted(_MONTH_PARTS, key=len, reverse=True))
+# What follows this week or this month to say the rest of it (这周剩下的几天, 本月剩余时间): the days from today
+# on, which is what 这周 and 这个月 are anyway.
+_REST = r"(?:剩下|剩余|余下|其余|剩)的?(?:这?几天|[一两二三四五六七]天|日子|时间|几日)?"
 _NAMED_DAY_MARKERS = r"(?:节气)?(?:那天|那日|当天|这天|那一天|当日)?"
 
 
@@ -310,15 +313,17 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
     return [
         (set(_DIGITS), r"(?P<iso>(?P<iy>\d{4})[-/.年](?P<im>\d{1,2})[-/.月](?P<id>\d{1,2})[日号]?)"),
         (set(_NUM_CHARS), rf"(?P<md>(?P<mm>{_NUM})月(?P<mdd>{_NUM})[日号]?)"),
-        # 12.5, 12/8: month and day, unless they are a number with a unit (2.5度, 2.5℃ — 2.5 c once normalised —)
-        # or part of one (pm2.5).
-        (set(_DIGITS), r"(?P<numeric>(?<![\da-z.])(?P<nm>1[0-2]|0?[1-9])[./](?P<nd>3[01]|[12]\d|0?[1-9])"
-                       r"(?![\d./]|\s*(?:度|摄氏|℃|°|c(?![a-z])|%|毫米|mm|米|公里|km|元|块|倍|级)))"),
+        # 12.5, 12/8, 12.5号, 12-5: month and day, unless they are a number with a unit (2.5度, 2.5℃ — 2.5 c once
+        # normalised —, 5-10度) or part of one (pm2.5). With a dash, not before 号, 日, 天, 点 or 周: 3-5号 is the
+        # 3rd to the 5th, 3-5天 a count (but 12-5天气 a day's weather), 1-2点 hours.
+        (set(_DIGITS), r"(?P<numeric>(?<![\da-z.-])(?P<nm>1[0-2]|0?[1-9])"
+                       r"(?:[./](?P<nd>3[01]|[12]\d|0?[1-9])[号日]?|-(?P<ndd>3[01]|[12]\d|0?[1-9])(?![号日点周]|天(?!气)))"
+                       r"(?![\d./-]|\s*(?:度|摄氏|℃|°|c(?![a-z])|%|毫米|mm|米|公里|km|元|块|倍|级)))"),
         ({"下", "上", *this},
          rf"(?P<month_rel>(?P<mrp>{_NEXT}下个?|{_NEXT}个?|上个?|这个?|本)月(?P<mrd>{_NUM})[日号])"),
         # 月底, 这个月下旬, 下个月初, 12月中旬: a part of a month; 12月, 下个月: the whole month.
         ({"下", "月", "上", "中", *this} | set(_NUM_CHARS),
-         rf"(?P<month_part>(?:(?P<mpn>{_NUM})|(?P<mpr>{_NEXT}下个?|{_NEXT}个?|这个?|本))月份?(?P<mpp>{_MONTH_PART})?"
+         rf"(?P<month_part>(?:(?P<mpn>{_NUM})|(?P<mpr>{_NEXT}下个?|{_NEXT}个?|这个?|本))月份?(?:(?P<mpp>{_MONTH_PART})|{_REST})?"
          rf"|月(?P<mpb>{_MONTH_PART})|(?P<mpo>[上中下]旬))"),
         ({w[0] for w in named}, rf"(?P<named>(?P<nw>{words_pattern(named)}){_NAMED_DAY_MARKERS})"),
         # 三天后, 一周以后: that many days on; 三天前, 两周前: that many ago.
@@ -327,9 +332,9 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
         # week is the days ahead where the weather follows it, or 内.
         (set("未接往今最一1"), r"(?P<week_ahead>(?:(?:未来|接下来|往后|今后|最近)的?(?:一|1)?(?:周|个?星期|个?礼拜))"
                              rf"|[一1](?:周|个?星期|个?礼拜){_AHEAD})"),
-        # 未来三天, 往后五天, 后面几天 (几: a few, three), 三天天气: the days ahead.
-        (set("未接最往今近后头以") | set(_NUM_CHARS),
-         rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|以后|后面|近)的?(?:这)?(?P<nn>{_NUM}|几)[天日]"
+        # 未来三天, 往后五天, 后面几天 (几: a few, three), 这三天, 三天天气: the days ahead.
+        (set("未接最往今近后头以这") | set(_NUM_CHARS),
+         rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|以后|后面|近|这)的?(?:这)?(?P<nn>{_NUM}|几)[天日]"
          rf"|[后头]?(?P<nb>{_NUM})天{_AHEAD})"),
         # 周六日 is 周六 and 周日 (not 周六 and its 日出, sunrise).
         ({"下", "周", *this}, rf"(?P<weekend>(?P<wep>{_NEXT}个?|这个?|本)?(?:周末|周六日(?![出落]))(?:两天)?)"),
@@ -341,7 +346,7 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
          rf"(?P<weekday>(?P<wdp>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?)?"
          r"(?:周(?P<wd>[" + WEEKDAY_CHARS + r"1-7]|天(?!气))"
          r"|(?:星期|礼拜)(?P<wd2>[" + WEEKDAY_CHARS + r"1-7]|天(?!气(?!温)))))"),
-        ({"下", *this}, rf"(?P<week>(?P<wkp>{_NEXT}个?|这个?|本)(?:周|星期|礼拜))"),
+        ({"下", *this}, rf"(?P<week>(?P<wkp>{_NEXT}个?|这个?|本)(?:周|星期|礼拜)(?:{_REST})?)"),
         (set(_NUM_CHARS), rf"(?P<dom>(?P<dn>{_NUM})[号日])"),
         # 3点, 下午三点半 (the 下午 is a part of the day of its own), 8:30, 十点一刻: an hour of the day.
         (set(_NUM_CHARS), rf"(?P<clock>(?P<ch>{_NUM})(?:点钟?|[:：](?=[0-5]\d))(?P<cm>{_CLOCK_MINUTES})?)"),
@@ -442,6 +447,20 @@ def parse_number(text: str) -> int | None:
         return (_CN_DIGITS[tens] if tens else 1) * 10 + (_CN_DIGITS[units] if units else 0)
     if len(text) == 1 and text in _CN_DIGITS:
         return _CN_DIGITS[text]
+    return None
+
+
+def _count(text: str) -> tuple[int, int] | None:
+    """The fewest and the most days a count says: 三 and 3 (3, 3); an approximate one, two neighbouring
+    numerals or 三五, (2, 3) for 两三 and (3, 5) for 三五 (两三天, 三四天后: two or three days, three or four
+    days on)."""
+    n = parse_number(text)
+    if n is not None:
+        return n, n
+    if len(text) == 2 and text[0] in _CN_DIGITS and text[1] in _CN_DIGITS:
+        low, high = _CN_DIGITS[text[0]], _CN_DIGITS[text[1]]
+        if 0 < low < high and (high == low + 1 or text == "三五"):
+            return low, high
     return None
 
 
@@ -684,13 +703,22 @@ def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]
     day = _resolve_one(m, kind, today) if kind in _ONE_DAY_KINDS else None
     if day is not None:
         return (day,)
+    if kind == "later":  # an approximate count (两三天后): every day from the fewest to the most
+        counted = _count(m["ln"])
+        if counted is None:
+            return ()
+        unit, sign = (1 if m["lw"] == "天" else 7), (1 if m["la"] == "后" else -1)
+        earliest = _shift(today, sign * counted[0 if sign > 0 else 1] * unit)
+        spanned = (counted[1] - counted[0]) * unit + 1
+        return _days(earliest, spanned) if earliest is not None and spanned <= MAX_RANGE_DAYS else ()
     monday = today - dt.timedelta(days=today.weekday())
     if kind == "week_ahead":
         return _days(today, 7)
     if kind == "next_n":
         groups = m.groupdict()
-        count = groups.get("nn") or groups.get("nb")
-        n = _A_FEW_DAYS if count == "几" else parse_number(count) if count else _english_number(groups.get("en"))
+        said = groups.get("nn") or groups.get("nb")
+        counted = _count(said) if said and said != "几" else None
+        n = _A_FEW_DAYS if said == "几" else counted[1] if counted else _english_number(groups.get("en"))
         return _days(today, n) if n and n <= MAX_RANGE_DAYS else ()
     if kind == "range":
         first, count = _RANGES[m.group(0)]
@@ -750,7 +778,10 @@ def _resolve_one(m: re.Match[str], kind: str, today: dt.date) -> dt.date | None:
     if kind == "iso":
         return _safe_date(int(m["iy"]), int(m["im"]), int(m["id"]))
     if kind in ("md", "numeric"):
-        month, mday = (parse_number(m["mm"]), parse_number(m["mdd"])) if kind == "md" else (int(m["nm"]), int(m["nd"]))
+        if kind == "md":
+            month, mday = parse_number(m["mm"]), parse_number(m["mdd"])
+        else:
+            month, mday = int(m["nm"]), int(m["nd"] or m["ndd"])
         if month is None or mday is None:
             return None
         # No year given: the nearest such day, so 1月3日 asked in late November is next January.
@@ -764,7 +795,7 @@ def _resolve_one(m: re.Match[str], kind: str, today: dt.date) -> dt.date | None:
     if kind == "later":
         n = parse_number(m["ln"])
         if n is None:
-            return None
+            return None  # or approximate (两三天后): _resolve makes it a range
         days = n if m["lw"] == "天" else n * 7
         return _shift(today, days if m["la"] == "后" else -days)  # 三天前: three days ago
     if kind == "weekday":

@@ -79,6 +79,8 @@ class Lexicon:
         self.threshold_before: dict[str, ThresholdSide] = {
             word: cast(ThresholdSide, side) for word, side in sides.items() if word not in self.threshold_after
         }
+        #: 零下, 负: before a figure, below zero (零下十度, 负5度).
+        self.minus_signs = frozenset(data["minus_signs"])
         #: Verbs that are part of the word of the weather right after them, and nothing elsewhere, with the
         #: aspects of the words they may go before: 飘, 落, 来 fall (飘雪, 落小雨), 起, 刮起 arise (起雾, 刮起大风),
         #: 转, 放, 继续 change or go on (转晴, 放晴, 继续下雨). A verb on two lists goes before the words of both.

@@ -160,8 +160,8 @@ class Reader:
                     felt_at = index  # 冻死人了: part of the feeling before it, as 冷死了 is one word
                 elif _verb_before_its_word(lexicon, tokens, index):
                     pass  # 飘雪, 起雾, 转晴, 继续下雨: the verb of the word of the weather after it
-                elif (value := _value_with_unit(lexicon, tokens, index)) is not None:
-                    end, aspect = value  # 30度, 二十五度, 零度, 5级: is it that warm, or that windy
+                elif (value := _value_with_unit(lexicon, tokens, index + (token in lexicon.minus_signs))) is not None:
+                    end, aspect = value  # 30度, 二十五度, 零度, 5级, 负5度: is it that warm, or that windy
                     if aspect == "temperature":
                         figures += 1
                         reading.threshold = _threshold(lexicon, tokens, index, end)
@@ -330,18 +330,24 @@ def _threshold(lexicon: Lexicon, tokens: Tokens, first: int, end: int) -> Thresh
     """The temperature a figure at FIRST (its unit just before END) asks about, with the side a word says:
     before it (超过30度, 低于零下十度, 能到10度) or after its unit (零度以下); None without one, or where 到 joins
     two figures (20到30度: a range)."""
-    degrees = _number("".join(token for token in tokens[first : end - 1] if token is not None))
+    minus = tokens[first] in lexicon.minus_signs  # 负5度: the minus sign read with the figure
+    degrees = _number("".join(token for token in tokens[first + minus : end - 1] if token is not None))
     if degrees is None:
         return None
     before = first - 1
-    if before >= 0 and tokens[before] == "零下":
+    if before >= 0 and tokens[before] in lexicon.minus_signs:  # 零下十度: a word of its own before the figure
         degrees, before = -degrees, before - 1
+    elif minus:
+        degrees = -degrees
     after = tokens[end] if end < len(tokens) else None
     side = lexicon.threshold_after.get(after) if after is not None else None
     if side is None and before >= 0 and (word := tokens[before]) is not None:
         side = lexicon.threshold_before.get(word)
         if side is not None and before >= 1 and _is_numeral(tokens[before - 1]):
             return None
+        if side == "at_least" and degrees < 0 and not any(t and t.startswith("最高") for t in tokens[:before]):
+            # 会到零下十度吗, 能到负5度吗: the low reaching down to it; not where the high is named (最高能到零下5度吗)
+            side = "at_most"
     return Threshold(side, degrees) if side is not None else None
 
 

@@ -702,9 +702,12 @@ def test_a_yes_no_question_about_a_temperature_keeps_the_temperature_asked():
     # temperature asked about and its side: a word before the figure (超过, 高于, 低于, 不到, 到, 达到) or after
     # its unit (以上, 以下), the figure in digits or Han numerals, 零下 before it negative. Not one: a figure
     # without a side (30度吗), two figures (20度到30度, 超过30度还是低于20度), a comparison, a wind force, and a
-    # figure whose minus sign normalize drops (-5度以下吗: the sign is unsure).
+    # figure whose minus sign normalize drops (-5度以下吗: the sign is unsure). 负 before a figure is a minus
+    # sign as 零下 is (负5度 went to the LLM, 负 unknown); reaching (到, 达到) a figure below zero is the low
+    # going down to it (会到零下十度吗 was answered from the high: yes, always).
     router = HybridRouter(provider="demo", ledger="off")
-    figures = {"30": 30.0, "二十五": 25.0, "零": 0.0, "零下十": -10.0, "7.5": 7.5, "十五": 15.0}
+    figures = {"30": 30.0, "二十五": 25.0, "零": 0.0, "零下十": -10.0, "7.5": 7.5, "十五": 15.0, "负5": -5.0,
+               "负二十": -20.0, "零下3": -3.0}  # fmt: skip
     before = {"超过": "above", "高于": "above", "低于": "below", "不到": "below", "到": "at_least", "达到": "at_least"}
     after = {"以上": "at_least", "以下": "at_most"}
     forms = ["北京明天会{}吗", "上海后天气温能{}吗", "明天广州最高温会不会{}", "杭州周五{}不"]
@@ -716,7 +719,16 @@ def test_a_yes_no_question_about_a_temperature_keeps_the_temperature_asked():
         query = form.format(said)
         decision = router.route(query, today=TODAY)
         assert (decision.route, decision.aspect) == ("rule", "temperature"), (query, decision.reason)
-        assert decision.threshold == (side, value), (query, decision.threshold)
+        reached_down = side == "at_least" and value < 0 and not said.endswith("以上") and "最高" not in form
+        assert decision.threshold == ("at_most" if reached_down else side, value), (query, decision.threshold)
+    for minus in ["负5度", "负十五度", "负3.5度"]:  # no side asked: a temperature question all the same
+        decision = router.route(f"北京明天{minus}吗", today=TODAY)
+        assert (decision.route, decision.aspect, decision.threshold) == ("rule", "temperature", None), minus
+    assert router.route("负责人说北京明天冷", today=TODAY).route == "llm"  # 负 before no figure: not understood
+    for high in ["最高", "最高温", "最高气温"]:  # the high named: it is the high that reaches the figure
+        for figure, value in [("零下5", -5.0), ("负5", -5.0)]:
+            query = f"北京明天{high}能到{figure}度吗"
+            assert router.route(query, today=TODAY).threshold == ("at_least", value), query
     nothing_asked = ["北京明天30度吗", "北京明天20度到30度吗", "北京明天会超过30度还是低于20度", "北京明天冷吗"]
     nothing_asked += ["北京和上海明天哪个超过10度", "北京明天风力超过5级吗"]
     nothing_asked += ["北京明天-5度以下吗", "北京明天会低于−5度吗"]
@@ -731,3 +743,26 @@ def test_a_yes_no_question_about_a_temperature_keeps_the_temperature_asked():
         assert router.ask(follow_up, today=TODAY, session=session).decision.threshold == ("above", 30.0), follow_up
     assert router.ask("那后天冷吗", today=TODAY, session=session).decision.threshold is None
     assert router.ask("上海后天会低于零度吗", today=TODAY, session=session).decision.threshold == ("below", 0.0)
+
+
+def test_approximate_counts_dashed_days_and_the_rest_of_the_week_in_whole_questions():
+    # Date forms find_dates now reads (tests/test_dates.py), asked as whole questions with places and aspects:
+    # 两三天 (a few days), 12-5 (a month and day with a dash), 这周剩下几天 (the rest of this week).
+    router = HybridRouter(provider="demo", ledger="off")
+    wednesday = TODAY
+    assert wednesday.isoweekday() == 3  # the rest of the week is five days
+
+    def days(*offsets):
+        return [wednesday + dt.timedelta(days=offset) for offset in offsets]
+
+    asks = {"天气": "weather", "会下雨吗": "rain", "冷不冷": "temperature", "风大吗": "wind"}
+    dated = {"未来两三天": days(0, 1, 2), "这两三天": days(0, 1, 2), "最近三四天": days(0, 1, 2, 3),
+             "两三天后": days(2, 3), "12-5": days(3), "12-3到12-6": days(1, 2, 3, 4),
+             "这周剩下几天": days(0, 1, 2, 3, 4), "本周剩余的日子": days(0, 1, 2, 3, 4)}  # fmt: skip
+    for (place, city), (when, expected), (ask, aspect) in itertools.product(
+        [("北京", "北京市"), ("魔都", "上海市"), ("成都", "成都市")], dated.items(), asks.items()
+    ):
+        for query in (f"{place}{when}{ask}", f"{when}{place}{ask}"):
+            decision = router.route(query, today=wednesday)
+            got = (decision.route, decision.cities, decision.dates, decision.aspect)
+            assert got == ("rule", [city], expected, aspect), (query, decision.reason)

@@ -427,3 +427,54 @@ def test_a_day_before_qianhou_or_zuoyou_is_that_day_and_its_neighbours_and_a_few
     assert days_of("25度左右") == [] and days_of("周末左右") == days_of("周末")  # a temperature; two days already
     for later in ["几天后", "几天以后", "几天之后"]:
         assert days_of(f"{later}天气") == days_of("过几天") == days(2, 3, 4), later
+
+
+def test_an_approximate_count_of_days_is_its_most_ahead_and_every_day_it_spans_on_or_ago():
+    # 北京未来两三天天气, 这两三天会下雨吗 were a clarify ('invalid date': 两三 read as one number). Two neighbouring
+    # numerals (一两 … 八九) or 三五 count a few days, the fewest to the most: ahead, as many days as the most; on
+    # (两三天后) or ago (两三天前), every day from the fewest to the most. 这 before a count is the days ahead too.
+    def days_of(text):
+        return [d for span in find_dates(text, TODAY) for d in span.dates]
+
+    numerals = "一两三四五六七八九"
+    pairs = [(numerals[i] + numerals[i + 1], i + 1, i + 2) for i in range(len(numerals) - 1)] + [("三五", 3, 5)]
+    for (count, _, high), word, tail in itertools.product(pairs, ["未来", "接下来", "最近", "往后", "这", "未来的"],
+                                                            ["天", "天天气", "天会下雨吗"]):  # fmt: skip
+        assert days_of(f"{word}{count}{tail}") == days(*range(high)), (word, count, tail)
+    for count, low, high in pairs:
+        assert days_of(f"{count}天天气") == days(*range(high)), count
+        assert days_of(f"{count}天后会下雨吗") == days(*range(low, high + 1)), count
+        assert days_of(f"{count}天以前") == days(*range(-high, -low + 1)), count
+    for not_a_count in ["三一天", "两两天", "五三天", "九十天"]:  # not neighbours rising; 九十 is ninety, too many
+        assert days_of(f"未来{not_a_count}天气") == [], not_a_count
+    for exact, n in [("三", 3), ("十", 10), ("5", 5)]:
+        assert days_of(f"这{exact}天会下雨吗") == days(*range(n)), exact
+
+
+def test_month_and_day_with_a_dash_is_a_date_unless_a_unit_or_a_count_follows():
+    # 北京12-5天气 went to the LLM ('12-5' unknown) while 12/5 and 12.5 were the 5th of December. A month and a
+    # day joined by a dash are that day, as with / and .; not before a unit (5-10度, 1-2级), 号 or 日 (3-5号:
+    # the 3rd to the 5th), 点 (1-2点: hours), or 天 that is not 天气's (3-5天: days).
+    for month, day in itertools.product(range(1, 13), [1, 5, 9, 10, 28]):
+        (span,) = find_dates(f"北京{month}-{day}天气", TODAY)
+        (expected,) = parse(f"{month}月{day}日")  # the same day, whichever year 12月5日 picks
+        assert span.dates == (expected,) and span.text == f"{month}-{day}", (month, day, span)
+        assert parse(f"{month:02d}-{day:02d}会下雨吗") == [expected], (month, day)
+    for not_a_date in ["5-10度", "1-2级", "3-5号", "1-2点", "3-5天", "pm2-5", "2-3°", "13-5", "12-35"]:
+        assert [s for s in find_dates(not_a_date, TODAY) if s.kind == "numeric"] == [], not_a_date
+    assert parse("12-5到12-7") == [dt.date(2026, 12, 5), dt.date(2026, 12, 6), dt.date(2026, 12, 7)]
+
+
+def test_the_rest_of_this_week_or_month_is_its_days_from_today_on():
+    # 这周剩下几天天气, 本周剩余几天会下雨吗 went to the LLM (剩, 剩余 unknown). The rest of this week or month,
+    # said any of these ways, is what 这周 and 这个月 are: their days from today on.
+    rests = ["剩下", "剩余", "余下", "剩下的", "剩余的", "剩下几天", "剩下的几天", "剩下的日子", "剩余时间", "剩下两天"]
+    for offset in range(9):
+        today = dt.date(2026, 11, 23) + dt.timedelta(days=offset)
+        for week, rest in itertools.product(["这周", "本周", "这个星期", "这礼拜"], rests):
+            said = f"{week}{rest}"
+            spans = find_dates(f"{said}会下雨吗", today)
+            assert [s.text for s in spans] == [said] and parse(said, today) == parse(week, today), (today, said)
+        for month, rest in itertools.product(["这个月", "本月"], rests):
+            said = f"{month}{rest}"
+            assert parse(f"{said}天气", today) == parse(month, today), (today, said)
