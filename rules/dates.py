@@ -95,6 +95,11 @@ _PARTS: dict[str, Hours] = {
     "下半夜": (24, 30),
     "后半夜": (24, 30),
     "白天": (8, 18),
+    # The day's halves: its morning and its afternoon (明天上半天下雨吗).
+    "上半天": (8, 12),
+    "前半天": (8, 12),
+    "下半天": (13, 18),
+    "后半天": (13, 18),
     "日间": (8, 18),
     # What people are doing then: the usual hours of a commute or a school run.
     "上班路上": (7, 10),
@@ -140,6 +145,11 @@ _OFFSETS = {
     "明晨": 1,
     "明夜": 1,
     "明个": 1,
+    # The day after today, said as the next one (北京次日天气, 第二天会下雨吗, 隔天冷吗).
+    "次日": 1,
+    "翌日": 1,
+    "隔天": 1,
+    "第二天": 1,
     # Cantonese 听日/听朝 and Wu 明朝 (in a weather question, tomorrow; not the Ming dynasty).
     "听日": 1,
     "听朝": 1,
@@ -159,6 +169,8 @@ _OFFSETS = {
     "当下": 0,
     "此时": 0,
     "今个": 0,
+    "当天": 0,
+    "当日": 0,
     "眼下": 0,
     "这会儿": 0,
     # A while from now or ago, said of today (北京一会儿会下雨吗, 待会儿冷吗, 刚才下雨了吗): today's weather.
@@ -231,6 +243,8 @@ _OFFSET_PARTS: dict[str, Hours] = {
 }
 # A few days ahead, said without a count (未来几天, 后面几天): as many as 这几天 and 最近 are.
 _A_FEW_DAYS = 3
+# A few days ago (北京前两天冷吗, 前几天下雨了吗): the days before today; right after a day, the days before it.
+_DAYS_AGO = {"前两天": (-2, 2), "前几天": (-3, 3), "前些天": (-3, 3), "前些日子": (-3, 3)}
 # Ranges given as (first offset, number of days).
 _RANGES = {
     "今明后三天": (0, 3),
@@ -267,6 +281,7 @@ _RANGES = {
     "几天以后": (2, 3),
     "几天之后": (2, 3),
     "过些天": (2, 3),
+    **_DAYS_AGO,
     # Half a month and a month ahead (a month is more than any provider covers: its answer says so).
     "未来半个月": (0, 15),
     "接下来半个月": (0, 15),
@@ -337,26 +352,29 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
          rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|以后|后面|近|这)的?(?:这)?(?P<nn>{_NUM}|几)[天日]"
          rf"|[后头]?(?P<nb>{_NUM})天{_AHEAD})"),
         # 周六日 is 周六 and 周日 (not 周六 and its 日出, sunrise).
-        ({"下", "周", *this}, rf"(?P<weekend>(?P<wep>{_NEXT}个?|这个?|本)?(?:周末|周六日(?![出落]))(?:两天)?)"),
+        ({"下", "周", *this},
+         rf"(?P<weekend>(?P<wep>{_NEXT}下个?|{_NEXT}个?|这个?|本)?(?:周末|周六日(?![出落]))(?:两天)?)"),
         # 工作日, 下周工作日: the working days of a week, as 周末 are its days off.
         ({"下", "周", "星", "礼", "工", *this},
-         rf"(?P<workdays>(?P<wdk>{_NEXT}个?|这个?|本)?(?:周|星期|礼拜)?工作日)"),
+         rf"(?P<workdays>(?P<wdk>{_NEXT}下个?|{_NEXT}个?|这个?|本)?(?:周|星期|礼拜)?工作日)"),
         # 周天气 is the week's weather, but 星期天气温 is Sunday's temperature.
         ({"下", "上", "周", "星", "礼", *this},
          rf"(?P<weekday>(?P<wdp>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?)?"
          r"(?:周(?P<wd>[" + WEEKDAY_CHARS + r"1-7]|天(?!气))"
          r"|(?:星期|礼拜)(?P<wd2>[" + WEEKDAY_CHARS + r"1-7]|天(?!气(?!温)))))"),
-        ({"下", *this}, rf"(?P<week>(?P<wkp>{_NEXT}个?|这个?|本)(?:周|星期|礼拜)(?:{_REST})?)"),
+        ({"下", *this}, rf"(?P<week>(?P<wkp>{_NEXT}下个?|{_NEXT}个?|这个?|本)(?:周|星期|礼拜)(?:{_REST})?)"),
         (set(_NUM_CHARS), rf"(?P<dom>(?P<dn>{_NUM})[号日])"),
         # 3点, 下午三点半 (the 下午 is a part of the day of its own), 8:30, 十点一刻: an hour of the day.
         (set(_NUM_CHARS), rf"(?P<clock>(?P<ch>{_NUM})(?:点钟?|[:：](?=[0-5]\d))(?P<cm>{_CLOCK_MINUTES})?)"),
+        # 前两天, 前几天 (a few days ago), but not before 后: 鄂托克前几天后 is 鄂托克前 (a banner) and 几天后.
+        ({w[0] for w in _DAYS_AGO}, "(?P<ago>(?:" + words_pattern(list(_DAYS_AGO)) + ")(?![以之]?后))"),
         ({w[0] for w in words}, "(?P<word>" + words_pattern(words) + ")"),
     ]  # fmt: skip
 
 
 def _han_words() -> tuple[list[str], list[str]]:
     """The named days' words and the single Han date words (dates, ranges, parts of the day)."""
-    return list(_calendar()[0]), [w for w in (*_OFFSETS, *_RANGES, *_PARTS) if not w.isascii()]
+    return list(_calendar()[0]), [w for w in (*_OFFSETS, *_RANGES, *_PARTS) if not w.isascii() and w not in _DAYS_AGO]
 
 
 @functools.cache
@@ -495,6 +513,13 @@ def _until(text: str, spans: list[DateSpan], today: dt.date) -> list[DateSpan]:
         if after is None or not span.dates or span.kind in _NOT_UNTIL or span.dates[-1] < today:
             continue
         end = span.end + len(after)
+        ago = spans[at] if at < len(spans) and spans[at].start == span.end else None
+        if ago is not None and ago.text in _DAYS_AGO and span.kind in _ONE_DAY_KINDS:
+            # 周五前两天, 5号前几天: the days just before that day, as many as the words count
+            count, day = len(ago.dates), span.dates[0]
+            days = tuple(d for d in (_shift(day, -n) for n in range(count, 0, -1)) if d is not None)
+            spans[at - 1 : at + 1] = [DateSpan(span.start, ago.end, text[span.start : ago.end], days, kind="span")]
+            continue
         if _weathers_tian(text, spans, at, end, "前天"):
             del spans[at]
         elif text.startswith(("后", "天"), end) or (at < len(spans) and spans[at].start < end):
@@ -607,6 +632,8 @@ def _span(m: re.Match[str], today: dt.date, text: str) -> DateSpan:
     kind, word, start = m.lastgroup or "", m.group(0), m.start()
     if kind == "word":  # one alternation holds the single words, the ranges and the parts of the day
         kind = "part" if word in _PARTS else "range" if word in _RANGES else kind
+    elif kind == "ago":  # a range of its own pattern, for what may not follow it
+        kind = "range"
     if kind == "part":
         return DateSpan(start, m.end(), word, (), _PARTS[word], None, kind)
     if kind == "clock":  # the hour as said (3 of 下午3点): the parser reads it within the part of the day
@@ -724,18 +751,22 @@ def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]
         first, count = _RANGES[m.group(0)]
         return _days(today + dt.timedelta(days=first), count)
     if kind == "workdays":  # Monday to Friday from today on; none left this week (a Saturday): next week's
-        week = monday + dt.timedelta(days=7) if (m.groupdict().get("wdk") or "").startswith("下") else monday
+        week = monday + dt.timedelta(days=7 * _weeks_on(m.groupdict().get("wdk")))
         return tuple(d for d in _days(week, 5) if d >= today) or _days(week + dt.timedelta(days=7), 5)
     if kind == "weekend":
-        saturday = monday + dt.timedelta(days=5)
-        if (m.groupdict().get("wep") or "").startswith(("下", "next")):
-            saturday += dt.timedelta(days=7)
+        saturday = monday + dt.timedelta(days=5 + 7 * _weeks_on(m.groupdict().get("wep")))
         return tuple(d for d in _days(saturday, 2) if d >= today) or _days(saturday + dt.timedelta(days=7), 2)
     if kind == "week":
-        if m.group(0).startswith(("下", "next")):
-            return _days(monday + dt.timedelta(days=7), 7)
-        return _days(today, 7 - today.weekday())
+        weeks = _weeks_on(m.groupdict().get("wkp"))
+        return _days(monday + dt.timedelta(days=7 * weeks), 7) if weeks else _days(today, 7 - today.weekday())
     return ()
+
+
+def _weeks_on(prefix: str | None) -> int:
+    """How many weeks after this one a week's PREFIX names: 下下 (个) two, 下 (个) and next one, else none."""
+    if not prefix:
+        return 0
+    return 2 if prefix.startswith("下下") else 1 if prefix.startswith(("下", "next")) else 0
 
 
 def _month_part(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:

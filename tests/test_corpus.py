@@ -766,3 +766,31 @@ def test_approximate_counts_dashed_days_and_the_rest_of_the_week_in_whole_questi
             decision = router.route(query, today=wednesday)
             got = (decision.route, decision.cities, decision.dates, decision.aspect)
             assert got == ("rule", [city], expected, aspect), (query, decision.reason)
+
+
+def test_next_days_halves_days_ago_weeks_after_next_and_during_in_whole_questions():
+    # Date forms find_dates now reads (tests/test_dates.py), and 期间 (during) after any date, asked as whole
+    # questions with places and aspects.
+    router = HybridRouter(provider="demo", ledger="off")
+
+    def days(*offsets):
+        return [TODAY + dt.timedelta(days=offset) for offset in offsets]
+
+    asks = {"天气": "weather", "会下雨吗": "rain", "冷不冷": "temperature", "风大吗": "wind"}
+    dated = {"次日": (days(1), None), "第二天": (days(1), None), "隔天": (days(1), None), "当天": (days(0), None),
+             "明天上半天": (days(1), (8, 12)), "后天下半天": (days(2), (13, 18)), "前两天": (days(-2, -1), None),
+             "周五前两天": (days(0, 1), None), "周末期间": (days(3, 4), None),
+             "这几天期间": (days(0, 1, 2), None)}  # fmt: skip
+    for (place, city), (when, (expected, hours)), (ask, aspect) in itertools.product(
+        [("北京", "北京市"), ("魔都", "上海市"), ("成都", "成都市")], dated.items(), asks.items()
+    ):
+        for query in (f"{place}{when}{ask}", f"{when}{place}{ask}"):
+            decision = router.route(query, today=TODAY)
+            got = (decision.route, decision.cities, decision.dates, decision.aspect, decision.hours)
+            assert got == ("rule", [city], expected, aspect, hours), (query, decision.reason)
+    sunday = TODAY - dt.timedelta(days=3)  # the week after next within the forecast's reach
+    after_next = {"下下周": [sunday + dt.timedelta(days=d) for d in range(8, 15)],
+                  "下下个周末": [sunday + dt.timedelta(days=d) for d in (13, 14)]}  # fmt: skip
+    for (when, expected), (ask, aspect) in itertools.product(after_next.items(), asks.items()):
+        decision = router.route(f"北京{when}{ask}", today=sunday)
+        assert (decision.route, decision.dates, decision.aspect) == ("rule", expected, aspect), (when, decision.reason)

@@ -478,3 +478,38 @@ def test_the_rest_of_this_week_or_month_is_its_days_from_today_on():
         for month, rest in itertools.product(["这个月", "本月"], rests):
             said = f"{month}{rest}"
             assert parse(f"{said}天气", today) == parse(month, today), (today, said)
+
+
+def test_the_week_after_next_is_two_weeks_on_for_every_word_of_a_week():
+    # 下下周天气 was next week's (the first 下 dropped, as in 查下), and so were 下下个星期, 下下周末 and
+    # 下下周工作日; 下下周三 alone was right. 下下 (个) before any word of a week is the week after next.
+    for offset in range(14):
+        today = dt.date(2026, 11, 23) + dt.timedelta(days=offset)  # two weeks from a Monday
+        for next_one, week in itertools.product(["下", "下个"], ["周", "星期", "礼拜"]):
+            after_next = [d + dt.timedelta(days=7) for d in parse(f"{next_one}{week}", today)]
+            assert parse(f"下{next_one}{week}", today) == after_next, (today, next_one, week)
+        for word in ["周末", "周工作日"]:
+            after_next = [d + dt.timedelta(days=7) for d in parse(f"下{word}", today)]
+            assert parse(f"下下{word}", today) == parse(f"下下个{word}", today) == after_next, (today, word)
+
+
+def test_the_next_day_that_day_halves_of_a_day_and_a_few_days_ago():
+    # 北京次日天气, 第二天会下雨吗, 当天, 明天上半天, 前两天冷吗 went to the LLM (次日, 第, 当, 半, 前两 unknown),
+    # and 周五前两天 was never the two days before Friday. Without a conversation the next day is tomorrow and
+    # that day today; the day's halves are its morning and afternoon; a few days ago the days before today, and
+    # right after a day the days before it.
+    for word, offset in [("次日", 1), ("翌日", 1), ("隔天", 1), ("第二天", 1), ("当天", 0), ("当日", 0)]:
+        for tail in ["", "天气", "会下雨吗", "冷不冷"]:
+            assert parse(f"{word}{tail}") == days(offset), (word, tail)
+    for date_word, offset in [("", 0), ("明天", 1), ("周二", 2)]:
+        for half, hours in [("上半天", (8, 12)), ("前半天", (8, 12)), ("下半天", (13, 18)), ("后半天", (13, 18))]:
+            spans = find_dates(f"{date_word}{half}会下雨吗", TODAY)
+            assert [s.hours for s in spans if s.is_part_of_day] == [hours], (date_word, half)
+            # Alone, a part of the day has no days of its own: the question's are today's.
+            assert parse(f"{date_word}{half}") == (days(offset) if date_word else []), (date_word, half)
+    for ago, count in [("前两天", 2), ("前几天", 3), ("前些天", 3), ("前些日子", 3)]:
+        assert parse(f"{ago}冷吗") == days(*range(-count, 0)), ago
+        for day_word in ["周五", "5号", "12月5号", "下周三"]:
+            (day,) = parse(day_word)
+            expected = [day - dt.timedelta(days=n) for n in range(count, 0, -1)]
+            assert parse(f"{day_word}{ago}会下雨吗") == expected, (day_word, ago)
