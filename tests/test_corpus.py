@@ -794,3 +794,19 @@ def test_next_days_halves_days_ago_weeks_after_next_and_during_in_whole_question
     for (when, expected), (ask, aspect) in itertools.product(after_next.items(), asks.items()):
         decision = router.route(f"北京{when}{ask}", today=sunday)
         assert (decision.route, decision.dates, decision.aspect) == ("rule", expected, aspect), (when, decision.reason)
+
+
+def test_a_wind_named_by_its_direction_asks_about_the_wind():
+    # 北京明天刮北风吗, 明天是西北风吗, 东南风几级, 刮什么风 went to the LLM (北, 西北, 东南, 什 unknown): a wind
+    # named by where it blows from, of the eight and the four 偏 (mostly) ones, or asked with 什么, is the wind's
+    # question. 东风 was a township's bare name: it no longer is one (东风区, 东风镇 still are).
+    router = HybridRouter(provider="demo", ledger="off")
+    points = ["北", "南", "东", "西", "东北", "东南", "西北", "西南", "偏北", "偏南", "偏东", "偏西"]
+    forms = ["北京明天刮{}风吗", "明天上海是{}风吗", "广州后天{}风几级", "杭州明天{}风大不大", "{}风明天成都会刮吗"]
+    for point, form in itertools.product(points, forms):
+        decision = router.route(form.format(point), today=TODAY)
+        got = (decision.route, decision.aspect, len(decision.cities))
+        assert got == ("rule", "wind", 1), (point, form, decision.reason)
+    for asked in ["北京明天刮什么风", "北京明天什么风向", "北京明天风向如何"]:
+        assert (router.route(asked, today=TODAY).aspect) == "wind", asked
+    assert router.route("佳木斯东风区明天天气", today=TODAY).cities == ["佳木斯市东风区"]

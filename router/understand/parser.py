@@ -64,6 +64,7 @@ class QueryParser:
         self.reader = reader
         self.horizon = horizon  #: the configured provider's, so a date it cannot answer is a clarify here
         self.provider_label = provider_label
+        self._regions = reader.gazetteer.regions
         # Questions repeat (a service hears 上海今天天气 all day): a question alone, without a conversation
         # or geocoded places, is kept per text and day from its second asking. lru_cache is thread-safe and
         # bounded.
@@ -112,9 +113,9 @@ class QueryParser:
         clean = normalize(text)
         found = found_places or {}
         decision, unknown = self._parse(clean, today, context, recent_places, found)
-        if decision.route == "rule" or len(unknown) != 1 or unknown[0].isascii():
-            # One repair fixes one word: with two unknown words the question stays unknown; and only Han
-            # words have a sound to repair by.
+        if decision.route == "rule" or len(unknown) != 1 or unknown[0].isascii() or unknown[0] in self._regions:
+            # One repair fixes one word: with two unknown words the question stays unknown; only Han words
+            # have a sound to repair by; and a region (南方) is a word known, not one misheard (南风).
             return decision
         # A word the router does not know may be one it knows, misheard or mistyped (天七 → 天气): read the
         # question again with each sound-alike, and keep a repair only if it makes a complete weather question.
