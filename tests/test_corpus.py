@@ -506,9 +506,11 @@ def test_why_one_goes_there_is_no_part_of_a_weather_question():
     # 我明天要去北京出差，那边天气怎么样 and 下周去三亚玩，天气咋样 went to the LLM over 出差 and 玩. Right after a verb
     # of going and its place, why one goes there (出差, 玩, 开会, 探亲) is a filler in a question that asks about
     # the weather in words; without one it is a plan told (明天去北京出差), and anywhere else what it says is
-    # not the weather (北京明天下雨还能玩吗: can one still go out and play).
+    # not the weather (北京明天下雨还能玩吗: can one still go out and play). 旅游, 旅行, 游玩, 出游, 出行 were
+    # markers of advice anywhere (我下周要去哈尔滨旅游，那边温度怎么样 went to the LLM): they are purposes too, and
+    # asking what suits them (适合旅游吗) or what to take (旅游要带什么) stays advice.
     router = HybridRouter(provider="demo", ledger="off")
-    purposes = ["出差", "玩", "开会", "探亲", "度假", "办事"]
+    purposes = ["出差", "玩", "开会", "探亲", "度假", "办事", "旅游", "旅行", "游玩", "出游", "出行"]
     asks = {"，那边天气怎么样": "weather", "会下雨吗": "rain", "，冷不冷": "temperature", "要带伞吗": "rain"}
     for (lead, day), verb, purpose, (ask, aspect) in itertools.product(
         [("我明天要", TODAY + dt.timedelta(days=1)), ("后天", TODAY + dt.timedelta(days=2))],
@@ -521,6 +523,9 @@ def test_why_one_goes_there_is_no_part_of_a_weather_question():
     told_forms = ["明天去杭州{}", "杭州{}", "杭州明天下雨还能{}吗", "杭州明天{}好吗"]
     for purpose, told in itertools.product(purposes, told_forms):
         assert router.route(told.format(purpose), today=TODAY).route == "llm", told.format(purpose)
+    advice = ["杭州明天适合{}吗", "明天去杭州{}要带什么", "去杭州{}要注意什么，天气冷吗", "杭州{}攻略"]
+    for purpose, asked in itertools.product(purposes, advice):
+        assert router.route(asked.format(purpose), today=TODAY).route == "llm", asked.format(purpose)
 
 
 def test_a_while_from_now_and_a_few_days_on_are_dates():
