@@ -39,6 +39,24 @@ def _han_and_separators() -> re.Pattern[str]:
 
 
 @functools.cache
+def _spelled_out() -> re.Pattern[str]:
+    # Three or more Han characters one at a time with spaces between them (北 京 明 天 天 气: typed so, or
+    # from a speech engine): the tokenizer would cut at every space, so no word would be read.
+    return re.compile(f"(?<![\u4e00-\u9fff])[\u4e00-\u9fff](?:[{_SPACES}]+[\u4e00-\u9fff](?![\u4e00-\u9fff])){{2,}}")
+
+
+def _joined_where_spelled_out(text: str) -> str:
+    """TEXT with the spaces inside every run of Han characters spelled out one at a time taken away."""
+    if _SPACE_SET.isdisjoint(text):
+        return text
+    return _spelled_out().sub(lambda m: "".join(m.group(0).split()), text)
+
+
+_SPACES = " \t\u3000"
+_SPACE_SET = frozenset(" \t\u3000")
+
+
+@functools.cache
 def _a_not_a() -> re.Pattern[str]:
     return re.compile(rf"([\u4e00-\u9fff]{{1,2}})[{_A_NOT_A_NEGATIONS}]\1")
 
@@ -128,13 +146,14 @@ def normalize(text: str) -> str:
         # folding, as the full path does: folding 冷不冷 to 冷 shortens the text.
         return _without_a_not_a(to_simplified(text))[:MAX_QUERY_CHARS]
     if _han_and_separators().fullmatch(text):  # what _normalize_fully gives, in a fourth of the time
+        text = _joined_where_spelled_out(text)
         return _without_a_not_a(to_simplified(" ".join(_HAN_ONLY.findall(text))))[:MAX_QUERY_CHARS].rstrip()
     return _normalize_fully(text)
 
 
 def _normalize_fully(text: str) -> str:
     clean = _cleaners()
-    text = text[:_MAX_RAW_CHARS]
+    text = _joined_where_spelled_out(text[:_MAX_RAW_CHARS])
     text = unicodedata.normalize("NFKC", text).lower()
     text = to_simplified(text)
     # Each pattern runs only where a character it cannot match without is there: a scan that finds nothing

@@ -1,3 +1,4 @@
+import itertools
 import re
 
 import pytest
@@ -87,10 +88,17 @@ def _unguarded(text):
     guards (each pattern only where a character it needs is there) must give."""
     import unicodedata
 
-    from hybrid_weather.rules.normalize import _cleaners, _fold_accent, _without_a_not_a, to_simplified
+    from hybrid_weather.rules.normalize import (
+        _cleaners,
+        _fold_accent,
+        _joined_where_spelled_out,
+        _without_a_not_a,
+        to_simplified,
+    )
 
     clean = _cleaners()
-    text = to_simplified(unicodedata.normalize("NFKC", text[: MAX_QUERY_CHARS * 8]).lower())
+    text = _joined_where_spelled_out(text[: MAX_QUERY_CHARS * 8])
+    text = to_simplified(unicodedata.normalize("NFKC", text).lower())
     if clean.accented.search(text):
         text = clean.accented.sub(_fold_accent, text)
     for pattern in (clean.mention, clean.html_tag, clean.sticker, clean.code_debris, clean.not_kept,
@@ -113,3 +121,23 @@ _MARKUP = st.sampled_from([
 @given(st.lists(_MARKUP, max_size=12).map("".join) | _ANY_TEXT)
 def test_the_guarded_patterns_give_what_every_pattern_gives(text):
     assert _normalize_fully(text) == _unguarded(text)
+
+
+def test_han_spelled_out_a_character_at_a_time_reads_as_written_together():
+    # 北 京 明 天 天 气 (typed so, or from a speech engine) went to the LLM: the tokenizer cut at every space, so
+    # no word was read. Three or more Han characters each on its own between spaces are joined; words of two
+    # or more characters keep their spaces (北京 明天 天气), and so does Latin text.
+    from corpus import TODAY, weather_corpus
+
+    from hybrid_weather.router import HybridRouter
+
+    router = HybridRouter(provider="demo", ledger="off")
+    han_only = [case.query for case in weather_corpus(1500) if re.fullmatch("[\u4e00-\u9fff]+", case.query)]
+    assert len(han_only) >= 200
+    for query, spaces in zip(han_only, itertools.cycle([" ", "  ", "\u3000", " \t"]), strict=False):
+        spelled = spaces.join(query)
+        assert normalize(spelled) == normalize(query), spelled
+        assert router.route(spelled, today=TODAY) == router.route(query, today=TODAY), spelled
+    assert normalize("北京 明天 天气") == "北京 明天 天气"
+    assert normalize("上海 今 天") == "上海 今 天"  # two alone: not spelled out for sure
+    assert normalize("a 中 b 文 c 字") == "a 中 b 文 c 字"
