@@ -463,6 +463,36 @@ def test_a_new_day_after_a_comparison_asks_the_same_comparison():
     assert router.ask("后天会下雨吗", today=TODAY, session=session).decision.compare is None
 
 
+def test_another_place_on_another_day_said_as_a_follow_up_asks_the_same_question():
+    # 北京明天会下雨吗 → 那广州后天呢 got 广州's weather, not whether it rains: a follow-up that named a place and
+    # a day borrowed nothing. With a word of following up (呢, 也, 一样, 同样) and no question of its own, it asks
+    # the last question again, the temperature asked about included; of two places, the comparison too.
+    from hybrid_weather.router.session import Session
+
+    router = HybridRouter(provider="demo", ledger="off")
+    asked = {"北京明天会下雨吗": ("rain", None), "北京明天冷吗": ("temperature", None),
+             "北京明天风大吗": ("wind", None), "北京明天湿度多少": ("humidity", None),
+             "北京明天会超过30度吗": ("temperature", ("above", 30.0)), "北京明天紫外线强吗": ("uv", None)}  # fmt: skip
+    assert TODAY.isoweekday() == 3  # a Wednesday: 周五 is two days on
+    again = {"那广州后天呢": (["广州市"], 2), "上海周五呢？": (["上海市"], 2),
+             "杭州大后天也一样吗": (["杭州市"], 3), "成都后天同样吗": (["成都市"], 2)}  # fmt: skip
+    for (first, (aspect, threshold)), (follow, (cities, offset)) in itertools.product(asked.items(), again.items()):
+        session = Session()
+        router.ask(first, today=TODAY, session=session)
+        decision = router.ask(follow, today=TODAY, session=session).decision
+        got = (decision.route, decision.cities, decision.dates, decision.aspect, decision.threshold)
+        expected = ("rule", cities, [TODAY + dt.timedelta(days=offset)], aspect, threshold)
+        assert got == expected, (first, follow, decision.reason)
+    session = Session()
+    router.ask("北京和上海明天哪个冷", today=TODAY, session=session)
+    decision = router.ask("广州和深圳后天呢", today=TODAY, session=session).decision
+    assert (decision.aspect, decision.compare, decision.cities) == ("temperature", "cold", ["广州市", "深圳市"])
+    session = Session()
+    router.ask("北京明天会下雨吗", today=TODAY, session=session)
+    assert router.ask("广州后天冷吗", today=TODAY, session=session).decision.aspect == "temperature"  # its own
+    assert router.ask("广州后天", today=TODAY, session=session).decision.aspect == "weather"  # no follow-up word
+
+
 def test_whether_one_gets_there_is_not_the_weather():
     # 北京明天10点能到吗 and 明天下午三点能到上海吗 ('will I get there by then?') got the weather at that hour:
     # 能 and 到 are fillers, and a place, a date and fillers make a weather question. A modal before a verb

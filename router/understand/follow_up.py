@@ -43,22 +43,32 @@ def borrow_context(
             dates = list(context.dates)
             borrowed.append("dates")
         if not reading.aspects and context.aspect:
-            reading.aspects.append(context.aspect)
-            reading.threshold = context.threshold  # 会超过30度吗 → 后天呢: above 30 on that day too
-            borrowed.append("aspect")
-            if context.compare is not None and not reading.compare:
-                # 北京和上海明天哪个冷 → 后天呢: the same question of another day, comparison and all.
-                reading.compare = True
-                reading.cold |= context.compare == "cold"
-                reading.hot |= context.compare == "hot"
-                reading.spread |= context.compare == "spread"
-                borrowed.append("comparison")
+            # 北京和上海明天哪个冷 → 后天呢: the same question of another day, comparison and all.
+            _borrow_question(reading, context, borrowed, comparison=True)
     elif not dates and (follow_up or not (reading.aspects or reading.compare)):
         # 那上海 keeps the day and the question; 上海也冷吗 keeps the day (its own question says the rest).
         dates = list(context.dates)
         borrowed.append("dates")
         if not reading.aspects and not reading.compare and context.aspect:
-            reading.aspects.append(context.aspect)
-            reading.threshold = context.threshold  # 会超过30度吗 → 那上海呢: above 30 there too
-            borrowed.append("aspect")
+            _borrow_question(reading, context, borrowed, comparison=False)
+    elif follow_up and not reading.aspects and not reading.compare and context.aspect:
+        # 北京明天会下雨吗 → 那广州后天呢: another place and another day, the same question (and, of places
+        # compared, the same comparison: 广州和深圳后天呢).
+        _borrow_question(reading, context, borrowed, comparison=len(reading.places) > 1)
     return dates, ", ".join(borrowed)
+
+
+def _borrow_question(reading: Reading, context: Decision, borrowed: list[str], *, comparison: bool) -> None:
+    """CONTEXT's aspect for READING, with the temperature it asked about (会超过30度吗 → 那后天呢: above 30 on
+    that day too) and, where COMPARISON, its comparison. Only for a CONTEXT that has an aspect."""
+    if context.aspect is None:
+        return
+    reading.aspects.append(context.aspect)
+    reading.threshold = context.threshold
+    borrowed.append("aspect")
+    if comparison and context.compare is not None and not reading.compare:
+        reading.compare = True
+        reading.cold |= context.compare == "cold"
+        reading.hot |= context.compare == "hot"
+        reading.spread |= context.compare == "spread"
+        borrowed.append("comparison")
