@@ -127,6 +127,7 @@ class Lexicon:
             self._open_category.setdefault(modal + verb, "advice")
         # Longest marker first, so the reason names the most specific marker.
         self._open_pattern = _longest_first(self._open_category)
+        self._open_or_purpose: re.Pattern[str] | None = None  # strip_open_ended's
         # Aspect words that hold an open-ended marker (几点日出 holds 几点, which alone asks for knowledge):
         # inside them the marker asks nothing open.
         shielding = [w for w in self.aspect_of if self._open_pattern.search(w)]
@@ -168,12 +169,16 @@ class Lexicon:
         return all(ch in self.particle_chars for ch in token)
 
     def strip_open_ended(self, text: str) -> str:
-        """TEXT with every open-ended marker removed (北京明天适合出游吗 → 北京明天吗), for degraded answers."""
+        """TEXT with every open-ended marker and every purpose removed (北京明天适合出游吗 → 北京明天吗), for
+        degraded answers: what is left is the plain weather question, if there is one."""
+        if self._open_or_purpose is None:  # compiled on first use: only a degraded answer needs it
+            self._open_or_purpose = _longest_first([*self._open_category, *self.purposes])
+        pattern = self._open_or_purpose
         if self._shielding is None:
-            return self._open_pattern.sub(" ", text)
+            return pattern.sub(" ", text)
         # Markers inside aspect words stay: 几点日出 is the question, not a marker to strip.
         kept = [(m.start(), m.end()) for m in self._shielding.finditer(text)]
-        return self._open_pattern.sub(lambda m: m.group(0) if any(a <= m.start() < b for a, b in kept) else " ", text)
+        return pattern.sub(lambda m: m.group(0) if any(a <= m.start() < b for a, b in kept) else " ", text)
 
     def open_ended_kinds(self, text: str) -> set[str]:
         """The categories of every open-ended marker in TEXT."""
