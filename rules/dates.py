@@ -329,10 +329,11 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
         (set(_DIGITS), r"(?P<iso>(?P<iy>\d{4})[-/.年](?P<im>\d{1,2})[-/.月](?P<id>\d{1,2})[日号]?)"),
         (set(_NUM_CHARS), rf"(?P<md>(?P<mm>{_NUM})月(?P<mdd>{_NUM})[日号]?)"),
         # 12.5, 12/8, 12.5号, 12-5: month and day, unless they are a number with a unit (2.5度, 2.5℃ — 2.5 c once
-        # normalised —, 5-10度) or part of one (pm2.5). With a dash, not before 号, 日, 天, 点 or 周: 3-5号 is the
-        # 3rd to the 5th, 3-5天 a count (but 12-5天气 a day's weather), 1-2点 hours.
+        # normalised —, 5-10度) or part of one (pm2.5). With a dash, not before 号, 日 or 点 (3-5号 is the 3rd to
+        # the 5th, 1-2点 hours), nor before 天 or 周 that count (3-5天后, 1-2周内, 3-5天天气; but 12-5天气 and 12-5天儿
+        # are a day's weather, 12-6周庄 a day and a place).
         (set(_DIGITS), r"(?P<numeric>(?<![\da-z.-])(?P<nm>1[0-2]|0?[1-9])"
-                       r"(?:[./](?P<nd>3[01]|[12]\d|0?[1-9])[号日]?|-(?P<ndd>3[01]|[12]\d|0?[1-9])(?![号日点周]|天(?!气)))"
+                       r"(?:[./](?P<nd>3[01]|[12]\d|0?[1-9])[号日]?|-(?P<ndd>3[01]|[12]\d|0?[1-9])(?![号日点]|[天周](?=[后内以之前天的]|$)))"
                        r"(?![\d./-]|\s*(?:度|摄氏|℃|°|c(?![a-z])|%|毫米|mm|米|公里|km|元|块|倍|级)))"),
         ({"下", "上", *this},
          rf"(?P<month_rel>(?P<mrp>{_NEXT}下个?|{_NEXT}个?|上个?|这个?|本)月(?P<mrd>{_NUM})[日号])"),

@@ -454,13 +454,16 @@ def test_an_approximate_count_of_days_is_its_most_ahead_and_every_day_it_spans_o
 def test_month_and_day_with_a_dash_is_a_date_unless_a_unit_or_a_count_follows():
     # 北京12-5天气 went to the LLM ('12-5' unknown) while 12/5 and 12.5 were the 5th of December. A month and a
     # day joined by a dash are that day, as with / and .; not before a unit (5-10度, 1-2级), 号 or 日 (3-5号:
-    # the 3rd to the 5th), 点 (1-2点: hours), or 天 that is not 天气's (3-5天: days).
+    # the 3rd to the 5th), 点 (1-2点: hours), or 天 and 周 that count (3-5天后, 1-2周内: days and weeks).
     for month, day in itertools.product(range(1, 13), [1, 5, 9, 10, 28]):
         (span,) = find_dates(f"北京{month}-{day}天气", TODAY)
         (expected,) = parse(f"{month}月{day}日")  # the same day, whichever year 12月5日 picks
         assert span.dates == (expected,) and span.text == f"{month}-{day}", (month, day, span)
         assert parse(f"{month:02d}-{day:02d}会下雨吗") == [expected], (month, day)
-    for not_a_date in ["5-10度", "1-2级", "3-5号", "1-2点", "3-5天", "pm2-5", "2-3°", "13-5", "12-35"]:
+    for said, place in [("12-6周庄", "周庄"), ("12-6天儿", "天儿"), ("12-6周边", "周边")]:  # a day, then words
+        assert [(s.text, s.dates) for s in find_dates(said, TODAY)] == [("12-6", (dt.date(2026, 12, 6),))], place
+    for not_a_date in ["5-10度", "1-2级", "3-5号", "1-2点", "3-5天", "3-5天后", "3-5天内", "3-5天的", "1-2周内",
+                       "2-3周以后", "pm2-5", "2-3°", "13-5", "12-35"]:  # fmt: skip
         assert [s for s in find_dates(not_a_date, TODAY) if s.kind == "numeric"] == [], not_a_date
     assert parse("12-5到12-7") == [dt.date(2026, 12, 5), dt.date(2026, 12, 6), dt.date(2026, 12, 7)]
 

@@ -242,7 +242,7 @@ def test_no_weather_part_for_a_question_that_asks_nothing_about_the_weather(ques
 
 
 ADVICE = ["北京明天适合出游吗", "上海明天穿什么", "广州后天适合爬山吗", "北京明天下雨吗，适合跑步吗",
-          "杭州后天适合旅游吗", "成都明天适合出行吗"]
+          "杭州后天适合旅游吗", "成都明天适合出行吗"]  # fmt: skip
 
 
 @pytest.mark.parametrize("question", ADVICE)
