@@ -86,6 +86,8 @@ PLACES = [
     ("九份", "九份"),
     ("平遥古城", "晋中市平遥县"),
     ("黄山景区", "黄山市"),
+    ("崇明岛", "上海市崇明区"),
+    ("广州市区", "广州市"),
 ]
 
 # (what is said, the days it means); the words a date may be
@@ -128,6 +130,12 @@ DATES = [
     ("今天夜里", _days(0)),
     ("双十二", (dt.date(2026, 12, 12),)),
     ("大雪那天", (dt.date(2026, 12, 7),)),
+    ("未来两三天", _days(0, 1, 2)),
+    ("12-6", _days(4)),
+    ("次日", _days(1)),
+    ("前两天", _days(-2, -1)),
+    ("下下周一", _days(12)),
+    ("这周剩下几天", _days(0, 1, 2, 3, 4)),
 ]
 # Dates said in English, for the English templates.
 ENGLISH_DATES = [

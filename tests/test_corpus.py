@@ -845,3 +845,19 @@ def test_a_wind_named_by_its_direction_asks_about_the_wind():
     for asked in ["北京明天刮什么风", "北京明天什么风向", "北京明天风向如何"]:
         assert (router.route(asked, today=TODAY).aspect) == "wind", asked
     assert router.route("佳木斯东风区明天天气", today=TODAY).cities == ["佳木斯市东风区"]
+
+
+def test_an_island_or_the_city_proper_named_after_its_place_is_that_place():
+    # 海南岛明天天气, 崇明岛, 济州岛, 北京市区, 上海城区, 广州市里 went to the LLM (岛, 市区 unknown). After a place,
+    # 岛 (the island), 市区, 城区 and 市里 (the city proper) name the place itself, as 古城 and 景区 do.
+    router = HybridRouter(provider="demo", ledger="off")
+    named = {"海南": "海南省", "崇明": "上海市崇明区", "厦门": "厦门市", "舟山": "舟山市", "济州": "济州"}
+    cities = {"北京": "北京市", "上海": "上海市", "广州": "广州市", "成都": "成都市"}
+    asks = {"明天天气": "weather", "后天会下雨吗": "rain", "明天冷不冷": "temperature"}
+    wanted = [(f"{place}岛", city) for place, city in named.items()]
+    wanted += [(f"{place}{suffix}", city) for (place, city), suffix in
+               itertools.product(cities.items(), ["市区", "城区", "市里"])]  # fmt: skip
+    for (said, city), (ask, aspect) in itertools.product(wanted, asks.items()):
+        decision = router.route(f"{said}{ask}", today=TODAY)
+        assert (decision.route, decision.cities, decision.aspect) == ("rule", [city], aspect), (said, decision.reason)
+    assert router.route("青岛明天天气", today=TODAY).cities == ["青岛市"]  # a name that ends in 岛 stays whole
