@@ -337,10 +337,11 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
                        r"(?![\d./-]|\s*(?:度|摄氏|℃|°|c(?![a-z])|%|毫米|mm|米|公里|km|元|块|倍|级)))"),
         ({"下", "上", *this},
          rf"(?P<month_rel>(?P<mrp>{_NEXT}下个?|{_NEXT}个?|上个?|这个?|本)月(?P<mrd>{_NUM})[日号])"),
-        # 月底, 这个月下旬, 下个月初, 12月中旬: a part of a month; 12月, 下个月: the whole month.
-        ({"下", "月", "上", "中", *this} | set(_NUM_CHARS),
+        # 月底, 这个月下旬, 下个月初, 12月中旬: a part of a month; 12月, 下个月: the whole month; 年底, 明年初: the
+        # end of December, the start of January.
+        ({"下", "月", "上", "中", "年", "今", "明", *this} | set(_NUM_CHARS),
          rf"(?P<month_part>(?:(?P<mpn>{_NUM})|(?P<mpr>{_NEXT}下个?|{_NEXT}个?|这个?|本))月份?(?:(?P<mpp>{_MONTH_PART})|{_REST})?"
-         rf"|月(?P<mpb>{_MONTH_PART})|(?P<mpo>[上中下]旬))"),
+         rf"|月(?P<mpb>{_MONTH_PART})|(?P<mpo>[上中下]旬)|(?P<ypr>[今明])?年(?P<ypp>[底末初]))"),
         ({w[0] for w in named}, rf"(?P<named>(?P<nw>{words_pattern(named)}){_NAMED_DAY_MARKERS})"),
         # 三天后, 一周以后: that many days on; 三天前, 两周前: that many ago.
         (set(_NUM_CHARS), rf"(?P<later>(?P<ln>{_NUM})(?P<lw>天|周|个?星期|个?礼拜)[以之]?(?P<la>[后前]))"),
@@ -776,6 +777,8 @@ def _month_part(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:
     asked on the 29th is the coming one). A part of a month said that has passed keeps its days (the horizon
     then says they are past)."""
     part = m["mpp"] or m["mpb"] or m["mpo"]
+    if m["ypp"] is not None:
+        return _year_part(m["ypp"], m["ypr"], today)
     if m["mpn"] is not None:
         month = parse_number(m["mpn"])
         if month is None or not 1 <= month <= 12:
@@ -791,6 +794,16 @@ def _month_part(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:
         year, month = divmod(year * 12 + month, 12)
         return _month_days(year, month + 1, part)
     return ahead or days
+
+
+def _year_part(part: str, which: str | None, today: dt.date) -> tuple[dt.date, ...]:
+    """年底, 今年年末, 明年初: the last days of December or the first of January (PART 底, 末 or 初) of the year
+    WHICH (今, 明) says, from today on; 年初 said alone once this year's has passed is the next year's."""
+    month = 1 if part == "初" else 12
+    days = _month_days(today.year + (which == "明"), month, part)
+    if which is None and days and days[-1] < today:
+        days = _month_days(today.year + 1, month, part)
+    return tuple(day for day in days if day >= today) or days
 
 
 def _month_days(year: int, month: int, part: str | None) -> tuple[dt.date, ...]:

@@ -516,3 +516,24 @@ def test_the_next_day_that_day_halves_of_a_day_and_a_few_days_ago():
             (day,) = parse(day_word)
             expected = [day - dt.timedelta(days=n) for n in range(count, 0, -1)]
             assert parse(f"{day_word}{ago}会下雨吗") == expected, (day_word, ago)
+
+
+def test_the_end_and_the_start_of_a_year_are_their_last_and_first_days():
+    # 北京年底天气 went to the LLM (年底 unknown). 年底 and 年末 are December's last days as 月底 is a month's
+    # (from today on), 年初 January's first as 月初 is (the coming one once this year's have passed); 今年 and
+    # 明年 before them say which year.
+    for today in [dt.date(2026, 1, 3), dt.date(2026, 6, 15), dt.date(2026, 12, 20), dt.date(2026, 12, 31)]:
+        this_end = [d for d in days_between(dt.date(today.year, 12, 27), 5) if d >= today]  # from today on
+        for said in ["年底", "年末", "今年底", "今年年底", "今年年末"]:
+            assert parse(said, today) == this_end == parse("12月底", today), (today, said)
+        assert parse("明年底", today) == days_between(dt.date(today.year + 1, 12, 27), 5)
+        this_start = days_between(dt.date(today.year, 1, 1), 5)
+        assert parse("今年初", today) == ([d for d in this_start if d >= today] or this_start), today
+        assert parse("明年初", today) == days_between(dt.date(today.year + 1, 1, 1), 5)
+        coming = [d for d in this_start if d >= today] or days_between(dt.date(today.year + 1, 1, 1), 5)
+        assert parse("年初", today) == coming, today
+    assert [s.kind for s in find_dates("年底前", dt.date(2026, 12, 20))] == ["until"]
+
+
+def days_between(first, count):
+    return [first + dt.timedelta(days=n) for n in range(count)]
