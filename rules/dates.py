@@ -471,16 +471,16 @@ def parse_number(text: str) -> int | None:
 
 
 def _count(text: str) -> tuple[int, int] | None:
-    """The fewest and the most days a count says: 三 and 3 (3, 3); an approximate one, two neighbouring
-    numerals or 三五, (2, 3) for 两三 and (3, 5) for 三五 (两三天, 三四天后: two or three days, three or four
-    days on)."""
+    """The fewest and the most a count says: 三 and 3 (3, 3); an approximate one, two neighbouring numerals or
+    三五, (2, 3) for 两三, (11, 12) for 十一二 and (3, 5) for 三五 (两三天: two or three days; 七八点: seven or
+    eight o'clock)."""
     n = parse_number(text)
     if n is not None:
         return n, n
-    if len(text) == 2 and text[0] in _CN_DIGITS and text[1] in _CN_DIGITS:
-        low, high = _CN_DIGITS[text[0]], _CN_DIGITS[text[1]]
-        if 0 < low < high and (high == low + 1 or text == "三五"):
-            return low, high
+    if len(text) >= 2 and text[-1] in _CN_DIGITS and (first := parse_number(text[:-1])) is not None:
+        units, last = first % 10, _CN_DIGITS[text[-1]]
+        if units and (last == units + 1 or (units, last) == (3, 5)):  # 两三, 十一二 (eleven or twelve), 三五
+            return first, first - units + last
     return None
 
 
@@ -613,8 +613,8 @@ def _han_matches(text: str) -> list[re.Match[str]]:
 
 def _is_clock(m: re.Match[str], text: str) -> bool:
     """Whether a match of the clock pattern is a time of day (not 冷一点, a little colder; not 30点)."""
-    hour = parse_number(m["ch"])
-    if hour is None or hour > 24 or (m.start() > 0 and text[m.start() - 1] in _NUM_CHARS):
+    counted = _count(m["ch"])  # 七八点: seven or eight o'clock
+    if counted is None or counted[1] > 24 or (m.start() > 0 and text[m.start() - 1] in _NUM_CHARS):
         return False  # not an hour, or the end of a longer number (30点 is no 0点)
     if text[m.end() :].lstrip().startswith(("am", "pm", "a.m", "p.m")):
         return False  # 8:30am: the English time, which says its half
@@ -639,8 +639,8 @@ def _span(m: re.Match[str], today: dt.date, text: str) -> DateSpan:
     if kind == "part":
         return DateSpan(start, m.end(), word, (), _PARTS[word], None, kind)
     if kind == "clock":  # the hour as said (3 of 下午3点): the parser reads it within the part of the day
-        hour = parse_number(m["ch"]) or 0
-        return DateSpan(start, m.end(), word, (), (hour, hour + 1), None, kind)
+        first, last = _count(m["ch"]) or (0, 0)  # 七八点: from the first hour to the end of the last
+        return DateSpan(start, m.end(), word, (), (first, last + 1), None, kind)
     if kind == "en_clock":  # 3pm: the hour itself, 0-23
         hour = int(m["eh"]) % 12 + (12 if m["eap"].startswith("p") else 0)
         return DateSpan(start, m.end(), word, (), (hour, hour + 1), None, "hour")

@@ -537,3 +537,22 @@ def test_the_end_and_the_start_of_a_year_are_their_last_and_first_days():
 
 def days_between(first, count):
     return [first + dt.timedelta(days=n) for n in range(count)]
+
+
+def test_an_approximate_hour_is_every_hour_it_names_within_the_part_of_the_day():
+    # 北京明天晚上七八点下雨吗, 下午两三点热吗 went to the LLM (七八, 两三 unknown: no clock time). Two neighbouring
+    # numerals before 点 are both hours, read within the part of the day as one hour is (晚上七八点: 19 to 21 h),
+    # the last no later than the day's last hour.
+    from hybrid_weather.router import HybridRouter
+
+    router = HybridRouter(provider="demo", ledger="off")
+    said = {("晚上", "七八"): (19, 21), ("下午", "两三"): (14, 16), ("早上", "七八"): (7, 9), ("", "三四"): (15, 17),
+            ("晚上", "十一二"): (23, 24), ("凌晨", "一两"): (1, 3)}  # fmt: skip
+    for (part, hours), expected in said.items():
+        for form in ["北京明天{}{}点下雨吗", "明天{}{}点上海冷不冷"]:
+            query = form.format(part, hours)
+            decision = router.route(query, today=TODAY)
+            assert (decision.route, decision.hours) == ("rule", expected), (query, decision.reason)
+    for not_neighbours in ["五三", "两两", "三一"]:  # no clock time: only the part of the day is read
+        assert [span.kind for span in find_dates(f"下午{not_neighbours}点", TODAY)] == ["part"], not_neighbours
+    assert router.route("北京明天冷一点吗", today=TODAY).hours is None  # 一点 is a little, as before

@@ -465,22 +465,25 @@ def _hours(spans: list[DateSpan]) -> tuple[int, int] | None:
     hour of a clock time, read within it (下午3点: 15 to 16 h; 3pm says its half itself); or from one clock
     time to the next (3点到5点)."""
     parts: set[tuple[int, int]] = set()
-    times: list[tuple[str, int]] = []  # (kind, hour as said) of each clock time
+    times: list[tuple[str, int, int]] = []  # (kind, first and last hour as said) of each clock time
     for span in spans:  # a loop, not comprehensions: most questions name no hours, and this runs for each
         if span.hours is not None:
             if span.is_clock_time:
-                times.append((span.kind, span.hours[0]))
+                times.append((span.kind, span.hours[0], span.hours[1] - 1))  # 七八点: 7 and 8; 3点: 3 and 3
             else:
                 parts.add(span.hours)
     part = parts.pop() if len(parts) == 1 else None
     if not times:
         return part
     # 3pm says its half; 3点 is read within the part of the day.
-    clocks = [said if kind == "hour" else _on_the_clock(said, part) for kind, said in times]
+    # An approximate one (五六点) reads its first hour so, and the last as many hours on (17 to 18, not 6), within
+    # its day (晚上十一二点: 23 h, the day's last).
+    clocks = [(hour, min(hour + last - first, 23) if hour < 24 else hour + last - first) for kind, first, last in times
+              for hour in [first if kind == "hour" else _on_the_clock(first, part)]]  # fmt: skip
     if len(clocks) == 1:
-        return clocks[0], clocks[0] + 1
-    if len(clocks) == 2 and clocks[0] < clocks[1]:
-        return clocks[0], clocks[1]
+        return clocks[0][0], clocks[0][1] + 1
+    if len(clocks) == 2 and clocks[0][0] < clocks[1][0]:
+        return clocks[0][0], clocks[1][0]
     return part
 
 
