@@ -47,7 +47,7 @@ def _spelled_out() -> re.Pattern[str]:
 
 def _joined_where_spelled_out(text: str) -> str:
     """TEXT with the spaces inside every run of Han characters spelled out one at a time taken away."""
-    if _SPACE_SET.isdisjoint(text):
+    if _SPACE_SET.isdisjoint(text) or not _HAN_ONLY.search(text):  # an English question: ~1.5 us spared
         return text
     return _spelled_out().sub(lambda m: "".join(m.group(0).split()), text)
 
