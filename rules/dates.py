@@ -337,11 +337,13 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
                        r"(?![\d./-]|\s*(?:度|摄氏|℃|°|c(?![a-z])|%|毫米|mm|米|公里|km|元|块|倍|级)))"),
         ({"下", "上", *this},
          rf"(?P<month_rel>(?P<mrp>{_NEXT}下个?|{_NEXT}个?|上个?|这个?|本)月(?P<mrd>{_NUM})[日号])"),
-        # 月底, 这个月下旬, 下个月初, 12月中旬: a part of a month; 12月, 下个月: the whole month; 年底, 明年初: the
-        # end of December, the start of January.
-        ({"下", "月", "上", "中", "年", "今", "明", *this} | set(_NUM_CHARS),
+        # 月底, 这个月下旬, 下个月初, 12月中旬: a part of a month; 12月, 下个月: the whole month.
+        ({"下", "月", "上", "中", *this} | set(_NUM_CHARS),
          rf"(?P<month_part>(?:(?P<mpn>{_NUM})|(?P<mpr>{_NEXT}下个?|{_NEXT}个?|这个?|本))月份?(?:(?P<mpp>{_MONTH_PART})|{_REST})?"
-         rf"|月(?P<mpb>{_MONTH_PART})|(?P<mpo>[上中下]旬)|(?P<ypr>[今明])?年(?P<ypp>[底末初]))"),
+         rf"|月(?P<mpb>{_MONTH_PART})|(?P<mpo>[上中下]旬))"),
+        # 年底, 明年初: the end of December, the start of January. A kind of its own, so that 今 and 明, which
+        # start many questions, do not compile the month's long pattern.
+        ({"年", "今", "明"}, r"(?P<year_part>(?P<ypr>[今明])?年(?P<ypp>[底末初]))"),
         ({w[0] for w in named}, rf"(?P<named>(?P<nw>{words_pattern(named)}){_NAMED_DAY_MARKERS})"),
         # 三天后, 一周以后: that many days on; 三天前, 两周前: that many ago.
         (set(_NUM_CHARS), rf"(?P<later>(?P<ln>{_NUM})(?P<lw>天|周|个?星期|个?礼拜)[以之]?(?P<la>[后前]))"),
@@ -729,6 +731,8 @@ def _shift(today: dt.date, days: int) -> dt.date | None:
 def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]:
     if kind == "month_part":
         return _month_part(m, today)
+    if kind == "year_part":
+        return _year_part(m["ypp"], m["ypr"], today)
     day = _resolve_one(m, kind, today) if kind in _ONE_DAY_KINDS else None
     if day is not None:
         return (day,)
@@ -777,8 +781,6 @@ def _month_part(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:
     asked on the 29th is the coming one). A part of a month said that has passed keeps its days (the horizon
     then says they are past)."""
     part = m["mpp"] or m["mpb"] or m["mpo"]
-    if m["ypp"] is not None:
-        return _year_part(m["ypp"], m["ypr"], today)
     if m["mpn"] is not None:
         month = parse_number(m["mpn"])
         if month is None or not 1 <= month <= 12:
