@@ -861,3 +861,19 @@ def test_an_island_or_the_city_proper_named_after_its_place_is_that_place():
         decision = router.route(f"{said}{ask}", today=TODAY)
         assert (decision.route, decision.cities, decision.aspect) == ("rule", [city], aspect), (said, decision.reason)
     assert router.route("青岛明天天气", today=TODAY).cities == ["青岛市"]  # a name that ends in 岛 stays whole
+
+
+def test_the_trend_of_the_weather_over_days_is_the_weather_of_those_days():
+    # 北京未来7天天气趋势, 下周气温走势 went to the LLM (趋势, 走势 unknown): the trend of an aspect over days is
+    # that aspect on each of them, which the answer lists. Of something else (股市趋势) it is not the weather.
+    router = HybridRouter(provider="demo", ledger="off")
+    spans = {"未来三天": 3, "这几天": 3, "未来7天": 7, "下周": 7}
+    aspects = {"天气": "weather", "气温": "temperature", "温度": "temperature", "降雨": "rain"}
+    for (when, count), (said, aspect), trend, tail in itertools.product(
+        spans.items(), aspects.items(), ["趋势", "走势"], ["", "怎么样", "如何"]
+    ):
+        query = f"北京{when}{said}{trend}{tail}"
+        decision = router.route(query, today=TODAY)
+        got = (decision.route, decision.aspect, len(decision.dates))
+        assert got == ("rule", aspect, count), (query, decision.reason)
+    assert router.route("北京股市趋势", today=TODAY).route == "llm"
