@@ -449,7 +449,7 @@ class DateSpan(NamedTuple):
     def is_clock_time(self) -> bool:
         """A time of day: 3点 ("clock": the hour as said, read within the part of the day said with it) or
         3pm ("hour": the hour itself)."""
-        return self.kind == "clock" or self.kind == "hour"
+        return self.kind in _CLOCK_KINDS
 
 
 def date_words() -> list[str]:
@@ -497,6 +497,8 @@ def find_dates(text: str, today: dt.date) -> list[DateSpan]:
         spans = sorted(spans + latin, key=lambda s: s.start)
     if "前" in text:
         spans = _until(text, spans, today)
+    if "点" in text and ("前" in text or "后" in text):
+        spans = _from_or_until_the_hour(text, spans)
     if "前后" in text or "左右" in text:
         spans = _around(text, spans)
     if len(spans) < 2:
@@ -532,6 +534,33 @@ def _until(text: str, spans: list[DateSpan], today: dt.date) -> list[DateSpan]:
         spans[at - 1] = DateSpan(span.start, end, text[span.start : end], _days(today, count), span.hours, span.name,
                                  "until")  # fmt: skip
     return spans
+
+
+def _from_or_until_the_hour(text: str, spans: list[DateSpan]) -> list[DateSpan]:
+    """SPANS, with a clock time said before 之前, 以前 or 前 (早上8点前: until that hour) or before 之后, 以后 or 后
+    (下午5点以后: from that hour on) as such; not where a date begins in that word (8点后天: 后天 is a day),
+    unless its 天 is the weather's (8点后天气)."""
+    for at, span in enumerate(spans):
+        if span.kind != "clock":
+            continue
+        kind, word = "clock_until", next((w for w in _BEFORE if text.startswith(w, span.end)), None)
+        if word is None:
+            kind, word = "clock_from", next((w for w in _AFTER if text.startswith(w, span.end)), None)
+        if word is None:
+            continue
+        end = span.end + len(word)
+        if _weathers_tian(text, spans, at + 1, end, "前天" if kind == "clock_until" else "后天"):
+            del spans[at + 1]  # 8点后天气: after 8, the weather; not 8 o'clock and the day after tomorrow
+        elif at + 1 < len(spans) and spans[at + 1].start < end:
+            continue
+        spans[at] = span._replace(end=end, text=text[span.start : end], kind=kind)
+    return spans
+
+
+_AFTER = ("之后", "以后", "后")
+#: The kinds of a time of day: said (3点, read within the part of the day), said with its half (3pm), and a
+#: time said until (8点前) or from (5点以后).
+_CLOCK_KINDS = frozenset({"clock", "hour", "clock_until", "clock_from"})
 
 
 def _around(text: str, spans: list[DateSpan]) -> list[DateSpan]:

@@ -556,3 +556,25 @@ def test_an_approximate_hour_is_every_hour_it_names_within_the_part_of_the_day()
     for not_neighbours in ["五三", "两两", "三一"]:  # no clock time: only the part of the day is read
         assert [span.kind for span in find_dates(f"下午{not_neighbours}点", TODAY)] == ["part"], not_neighbours
     assert router.route("北京明天冷一点吗", today=TODAY).hours is None  # 一点 is a little, as before
+
+
+def test_a_clock_time_before_qian_or_hou_is_every_hour_until_or_from_it():
+    # 北京明天早上8点前会下雨吗 and 下午5点以后下雨吗 went to the LLM (前, 以后 unknown after a clock time). Before
+    # 之前, 以前 or 前 a clock time is every hour from the start of the part of the day said with it (or midnight)
+    # until it; before 之后, 以后 or 后, every hour from it to the day's end. 后天 and 前天 begun in the word stay
+    # days, unless their 天 is the weather's (8点后天气).
+    from hybrid_weather.router import HybridRouter
+
+    router = HybridRouter(provider="demo", ledger="off")
+    until = {("早上", "8"): (6, 8), ("", "8"): (0, 8), ("下午", "三"): (13, 15), ("晚上", "10"): (18, 22)}
+    since = {("下午", "5"): (17, 24), ("晚上", "10"): (22, 24), ("早上", "七"): (7, 24), ("", "9"): (9, 24)}
+    asked = itertools.chain(itertools.product(until.items(), ["前", "之前", "以前"]),
+                            itertools.product(since.items(), ["后", "之后", "以后"]))  # fmt: skip
+    for ((part, hour), hours), word in asked:
+        for form in ["北京明天{}{}点{}会下雨吗", "明天{}{}点{}上海冷不冷"]:
+            query = form.format(part, hour, word)
+            decision = router.route(query, today=TODAY)
+            got = (decision.route, decision.dates, decision.hours)
+            assert got == ("rule", days(1), hours), (query, decision.reason)
+    assert router.route("北京明天8点后天气", today=TODAY).hours == (8, 24)
+    assert router.route("北京明天8点后天冷吗", today=TODAY).dates == days(1, 2)  # 后天: a day

@@ -481,7 +481,12 @@ def _hours(spans: list[DateSpan]) -> tuple[int, int] | None:
     clocks = [(hour, min(hour + last - first, 23) if hour < 24 else hour + last - first) for kind, first, last in times
               for hour in [first if kind == "hour" else _on_the_clock(first, part)]]  # fmt: skip
     if len(clocks) == 1:
-        return clocks[0][0], clocks[0][1] + 1
+        (first, last), kind = clocks[0], times[0][0]
+        if kind == "clock_until":  # 早上8点前: from the part of the day's start (or midnight) until 8
+            first, last = (part[0] if part else 0), first - 1
+        elif kind == "clock_from":  # 下午5点以后: from 17 h to the day's end
+            last = 23
+        return (first, last + 1) if first <= last else part
     if len(clocks) == 2 and clocks[0][0] < clocks[1][0]:
         return clocks[0][0], clocks[1][0]
     return part
