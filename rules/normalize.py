@@ -53,7 +53,7 @@ def _joined_where_spelled_out(text: str) -> str:
 
 
 _SPACES = " \t\u3000"
-_SPACE_SET = frozenset(" \t\u3000")
+_SPACE_SET = frozenset(_SPACES)
 
 
 @functools.cache

@@ -89,13 +89,11 @@ class QueryParser:
             key = hash((text, today))
             if key in self._seen:
                 # Each caller gets lists of its own: the memo's Decision must not change under the next caller.
-                decision = self._alone(text, today).with_own_lists()
-                return decision if decision.threshold is None else _sure_of_the_sign(decision, text)
+                return _sure_of_the_sign(self._alone(text, today).with_own_lists(), text)
             if len(self._seen) >= SEEN_SIZE:
                 self._seen.clear()
             self._seen.add(key)
-        decision = self._decide_text(text, today, context, recent_places, found_places)
-        return decision if decision.threshold is None else _sure_of_the_sign(decision, text)
+        return _sure_of_the_sign(self._decide_text(text, today, context, recent_places, found_places), text)
 
     def _decide_text(
         self,
@@ -450,7 +448,9 @@ def _locate(text: str, words: list[str]) -> list[tuple[int, int]]:
 def _sure_of_the_sign(decision: Decision, text: str) -> Decision:
     """DECISION, without its threshold where TEXT has a minus sign: normalize drops it (-5度以下吗 reads as
     5度以下), so the figure read may not be the one asked about, and no yes or no is given to it."""
-    return dataclasses.replace(decision, threshold=None) if has_a_minus_sign(text) else decision
+    if decision.threshold is None or not has_a_minus_sign(text):  # most decisions: no threshold to doubt
+        return decision
+    return dataclasses.replace(decision, threshold=None)
 
 
 def _masked(text: str, spans: list[DateSpan]) -> str:
