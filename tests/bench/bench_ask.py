@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fake_weather import FakeWeather
 
+#: The day every benchmark of the warm rule path asks on (the fake server's forecast starts there).
+TODAY = dt.date(2026, 11, 29)
 QUERIES = [
     "上海今天天气",
     "魔都明天会下雨吗",
@@ -87,7 +89,7 @@ def _asks_in_process(url: str, seconds: float, start: float) -> int:
     """Asks one fresh process answers in SECONDS (warm, ledger off), from the shared START moment."""
     from hybrid_weather.router import HybridRouter, Settings
 
-    today = dt.date(2026, 11, 29)
+    today = TODAY
     router = HybridRouter(provider="open-meteo", settings=Settings(open_meteo_url=url), cache_ttl=3600, ledger="off")
     for query in QUERIES:
         router.ask(query, today=today)
@@ -123,7 +125,7 @@ def main() -> None:
 
     from hybrid_weather.router import HybridRouter, Settings
 
-    today = dt.date(2026, 11, 29)
+    today = TODAY
     server = FakeWeather(today).start()
     try:
         router = HybridRouter(

@@ -17,7 +17,6 @@ The parts are removed by replacing the ledger's own methods in this process only
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import statistics
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_ask import rates_in_turns
+from bench_ask import TODAY, rates_in_turns
 
 from fake_weather import FakeWeather
 
@@ -38,7 +37,7 @@ def main() -> None:
     args = parser.parse_args()
     from hybrid_weather.router import HybridRouter, Settings
 
-    today = dt.date(2026, 11, 29)
+    today = TODAY
     server = FakeWeather(today).start()
     kinds = ("off", "file", "queued only", "recorded only")
     try:
