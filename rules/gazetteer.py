@@ -39,6 +39,8 @@ TOWN_MIN_POPULATION = 10_000
 _MIN_LATIN_REPAIR_CHARS = 5
 _LONG_LATIN_NAME = 9
 _REPAIRS_KEPT = 4096
+# Runs of Latin words whose look-up is kept (see lookup_latin).
+_LATIN_RUNS_KEPT = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +131,9 @@ class Gazetteer:
         # Each word's match, made on its first lookup and kept: lookup() is on every question's path, and
         # making all of them up front would cost the cold start ~20 ms.
         self._matches: dict[str, PlaceMatch] = {}
+        # The same for runs of Latin words, which are any words (in, the, weather): a plain dict, emptied when
+        # full. An English question reads each of its words as the start of a name: a seventh of its instructions.
+        self._latin_matches: dict[tuple[str, ...], tuple[int, PlaceMatch | None]] = {}
         self._repair_index: _PinyinIndex | None = None
         # A misspelling is typed again and again, and a repair scans thousands of names (50-200 us where a
         # question is 20): the repairs of the most recent words are kept.
@@ -136,6 +141,9 @@ class Gazetteer:
         self._pinyin_repairs: Callable[[str], Place | None] = functools.lru_cache(_REPAIRS_KEPT)(self._repair)
         self._local: _LocalPlaces | None = None
         self._prominence = 0.0
+        # The codes enclosing each parent, made on first use: places named one after another (广州深圳东莞,
+        # 北京朝阳) are each checked against the one before, and a chain of parents walked for each.
+        self._enclosing: dict[str | None, frozenset[str]] = {}
 
     def _place(self, row: int) -> Place:
         """The Place of ROW, made on first use and kept (a race makes two equal ones; either is kept)."""
@@ -200,6 +208,15 @@ class Gazetteer:
         """The longest run of WORDS from the first that names a place in English or toneless pinyin
         (new york city, xiamen, xi'an), as (its number of words, the match); (0, None) when none does.
         Each word's key is made once for the runs of every length."""
+        run = tuple(words)
+        found = self._latin_matches.get(run)
+        if found is None:
+            if len(self._latin_matches) >= _LATIN_RUNS_KEPT:
+                self._latin_matches.clear()
+            found = self._latin_matches[run] = self._lookup_latin(words)
+        return found
+
+    def _lookup_latin(self, words: list[str]) -> tuple[int, PlaceMatch | None]:
         keys = [_latin_key(word) for word in words]
         for size in range(len(keys), 0, -1):
             found = self._latin.get("".join(keys[:size]) if size > 1 else keys[0])
@@ -289,12 +306,16 @@ class Gazetteer:
             return (ranked[0],)
         return tuple(ranked)
 
-    def _enclosing_codes(self, place: Place) -> set[str]:
-        codes: set[str] = set()
-        current = self.parent_of(place)
-        while current is not None and current.adcode and current.adcode not in codes:
-            codes.add(current.adcode)
-            current = self.parent_of(current)
+    def _enclosing_codes(self, place: Place) -> frozenset[str]:
+        """The codes of every unit PLACE lies in: its parent's, that one's parent's, and so on."""
+        codes = self._enclosing.get(place.parent)
+        if codes is None:
+            chain: set[str] = set()
+            current = self.parent_of(place)
+            while current is not None and current.adcode and current.adcode not in chain:
+                chain.add(current.adcode)
+                current = self.parent_of(current)
+            codes = self._enclosing[place.parent] = frozenset(chain)  # one per parent: a few thousand at most
         return codes
 
     def repair(self, word: str, *, by_characters: bool = False) -> Place | None:

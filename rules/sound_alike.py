@@ -18,6 +18,8 @@ from ._data import load_table
 _MAX_WORD_CHARS = 4
 # Readings tried per window: a few characters have many, and their product grows fast.
 _MAX_READINGS = 16
+# Windows whose sound-alike words are kept (each a few characters and a short tuple).
+_WINDOWS_KEPT = 4_096
 
 
 class SoundAlikes:
@@ -32,6 +34,10 @@ class SoundAlikes:
         particles = frozenset(particles)
         self._table: dict[str, str] = load_table("pinyin")["readings"]  # toned, comma-separated
         self._readings: dict[str, list[str]] = {}  # toneless, made for the characters that are asked about
+        # The words each window sounds like, as rewrites tries them: the windows around a misheard word recur
+        # (天七 in 北京明天天七怎么样 and in 天七预报), and reading one through its characters' sounds was a fifth
+        # of a repaired question's instructions. A plain dict, emptied when full; a race reads a window twice.
+        self._sounds_of: dict[str, tuple[str, ...]] = {}
         self._content = frozenset(content)
         self._words: dict[tuple[str, ...], set[str]] = defaultdict(set)
         for word in [*vocabulary, *self._content]:
@@ -73,16 +79,25 @@ class SoundAlikes:
                     # 度, the temperature; 吵 → 潮, the humidity).
                     continue
                 window = text[first : first + length]
-                if not self._may_sound_like_a_word(window):
-                    continue
-                words = {w for key in self._keys(window) for w in self._words.get(key, ())} - {window}
-                if length > end - start:
-                    # A window wider than the unknown word swallows a word the router knows: it may become a
-                    # word of meaning (天七 → 天气), not a function word, which would drop the unknown one
-                    # (深圳明天能贵吗: 能贵 → 大概, and the question asked nothing).
-                    words &= self._content
-                for word in sorted(words, key=lambda w: (w not in self._content, w)):
+                words = self._sounds_of.get(window)
+                if words is None:
+                    if len(self._sounds_of) >= _WINDOWS_KEPT:
+                        self._sounds_of.clear()
+                    words = self._sounds_of[window] = self._words_sounding_like(window)
+                for word in words:
+                    if length > end - start and word not in self._content:
+                        # A window wider than the unknown word swallows a word the router knows: it may become a
+                        # word of meaning (天七 → 天气), not a function word, which would drop the unknown one
+                        # (深圳明天能贵吗: 能贵 → 大概, and the question asked nothing).
+                        break  # content words come first: none follows
                     yield text[:first] + word + text[first + length :], window, word
+
+    def _words_sounding_like(self, window: str) -> tuple[str, ...]:
+        """The vocabulary words WINDOW sounds like, itself excepted: content words first, then by character."""
+        if not self._may_sound_like_a_word(window):
+            return ()
+        words = {w for key in self._keys(window) for w in self._words.get(key, ())} - {window}
+        return tuple(sorted(words, key=lambda w: (w not in self._content, w)))
 
     def _may_sound_like_a_word(self, window: str) -> bool:
         """False when a character of WINDOW has no sound that a word of its length has at its place."""

@@ -1,6 +1,7 @@
-"""The shortcuts in front of the typo repairs skip only work that could find nothing: with them and without
-them, a repair finds the same. Words are drawn as real names and router words with characters swapped for
-others of the same sound, so that both repairs and near misses come up."""
+"""The shortcuts in front of the typo repairs skip only work that could find nothing, and what the reader
+keeps of a word is what it would find again: with them and without them, a repair or a look-up finds the
+same. Words are drawn as real names and router words with characters swapped for others of the same sound,
+so that both repairs and near misses come up."""
 
 import functools
 import itertools
@@ -78,7 +79,41 @@ def test_sound_alike_rewrites_are_the_same_with_and_without_their_shortcut(reade
     after = data.draw(st.sampled_from(["", "吗", "怎么样"]))
     text = before + word + after
     start, end = len(before), len(before) + len(word)
-    found = list(sound_alikes.rewrites(text, start, end))
+    found = list(sound_alikes.rewrites(text, start, end))  # its windows' words kept from earlier examples, or not
+    for window, words in sound_alikes._sounds_of.items():  # what is kept for a window is what it sounds like
+        assert words == sound_alikes._words_sounding_like(window)
+    sound_alikes._sounds_of.clear()  # read again from the sounds, not from what was kept
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sound_alike.SoundAlikes, "_may_sound_like_a_word", lambda self, window: True)
         assert list(sound_alikes.rewrites(text, start, end)) == found
+
+
+# Names of several words and their parts, and words that are no place: runs that share their first words.
+_LATIN_PIECES = ["new york", "new york city", "hong kong", "xi an", "rio de janeiro", "new", "york", "hong", "in",
+                 "the", "weather", "tomorrow", "sz"]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_a_run_of_latin_words_is_looked_up_as_it_was_the_first_time(reader, data):
+    gazetteer = reader.gazetteer
+    pieces = st.lists(st.sampled_from(sorted(gazetteer._latin)) | st.sampled_from(_LATIN_PIECES), min_size=1,
+                      max_size=3)  # fmt: skip
+    words = " ".join(data.draw(pieces)).split()[:3]
+    assert gazetteer.lookup_latin(words) == gazetteer._lookup_latin(words)
+    for run, found in gazetteer._latin_matches.items():  # what is kept for a run is what it names
+        assert found == gazetteer._lookup_latin(list(run))
+
+
+def test_the_units_a_place_lies_in_are_the_same_whichever_place_of_a_parent_came_first():
+    # Kept per parent: a county's chain is its prefecture's and province's, whichever county asked first.
+    from hybrid_weather.rules.gazetteer import Gazetteer
+
+    forward, backward = Gazetteer(), Gazetteer()
+    places = [forward._place(row) for row in range(len(forward._china_rows))]
+    chains = [forward._enclosing_codes(place) for place in places]
+    assert [backward._enclosing_codes(place) for place in reversed(places)] == chains[::-1]
+    by_code = {place.adcode: place for place in places}
+    for place, chain in zip(places, chains, strict=True):  # each the codes of its parent, and its parent's, ...
+        parent = by_code.get(place.parent or "")
+        assert chain == (frozenset({parent.adcode}) | forward._enclosing_codes(parent) if parent else frozenset())
