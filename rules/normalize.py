@@ -21,13 +21,15 @@ _MAX_RAW_CHARS = MAX_QUERY_CHARS * 8
 # A-not-A questions (冷不冷, 下不下雨, 会唔会, 有没有, 暖和不暖和) ask the same as A: keep A.
 _A_NOT_A_NEGATIONS = "不没唔"
 _HAN_ONLY = re.compile("[\u4e00-\u9fff]+")
+# Han characters and ASCII digits (8点, 30度, 12月5日): what every step of the full path leaves as it is.
+_HAN_AND_DIGITS = re.compile("[\u4e00-\u9fff0-9]+")
 #: What normalize() keeps besides Han characters (a class for re): every other character becomes a space.
 KEPT_BESIDES_HAN = r"a-z0-9.\-/:%'、"
 #: Whether normalised text holds Latin letters (normalize() lowercases them): only then are the English and
 #: pinyin patterns worth trying.
 HAS_LATIN = re.compile("[a-z]")
-# Han text with punctuation between its words (上海，今天，天气？ 【深圳】今天天气): every one of these marks, after
-# NFKC, is outside what the full path keeps, so each run of them becomes one space there too.
+# Han text and figures with punctuation between the words (上海，明天8点？ 【深圳】今天天气): every one of these
+# marks, after NFKC, is outside what the full path keeps, so each run of them becomes one space there too.
 _SEPARATORS = '，。？！?!,;；~～“”‘’"（）()【】《》「」『』·—\u3000 \t\n'
 
 
@@ -35,7 +37,7 @@ _SEPARATORS = '，。？！?!,;；~～“”‘’"（）()【】《》「」『
 def _han_and_separators() -> re.Pattern[str]:
     # This and _a_not_a() are compiled on first use: a class over the Han block costs ~1 ms to compile
     # (re fills a table character by character), and a question of Han characters only needs neither.
-    return re.compile(f"[\u4e00-\u9fff{re.escape(_SEPARATORS)}]+")
+    return re.compile(f"[\u4e00-\u9fff0-9{re.escape(_SEPARATORS)}]+")
 
 
 @functools.cache
@@ -141,13 +143,13 @@ def normalize(text: str) -> str:
     # Nothing past this is read (a 10 MB string is as cheap as a question); the shortcuts below look at no
     # more than the full path keeps, so they give what it gives.
     text = text[:_MAX_RAW_CHARS]
-    if _HAN_ONLY.fullmatch(text):
-        # Most questions are Han characters only: nothing to fold, strip or split but the A-not-A. Cut after
-        # folding, as the full path does: folding 冷不冷 to 冷 shortens the text.
+    if _HAN_AND_DIGITS.fullmatch(text):
+        # Most questions are Han characters only, some with a figure: nothing to fold, strip or split but the
+        # A-not-A. Cut after folding, as the full path does: folding 冷不冷 to 冷 shortens the text.
         return _without_a_not_a(to_simplified(text))[:MAX_QUERY_CHARS]
     if _han_and_separators().fullmatch(text):  # what _normalize_fully gives, in a fourth of the time
         text = _joined_where_spelled_out(text)
-        return _without_a_not_a(to_simplified(" ".join(_HAN_ONLY.findall(text))))[:MAX_QUERY_CHARS].rstrip()
+        return _without_a_not_a(to_simplified(" ".join(_HAN_AND_DIGITS.findall(text))))[:MAX_QUERY_CHARS].rstrip()
     return _normalize_fully(text)
 
 

@@ -42,10 +42,10 @@ def test_long_input_is_cut_not_refused():
     assert len(normalize("上海" * 100_000)) == MAX_QUERY_CHARS
 
 
-# Han text, alone or with punctuation, takes a shortcut; it must give what the full path gives, traditional characters,
-# A-not-A questions and overlong text included.
+# Han text, alone, with figures or with punctuation, takes a shortcut; it must give what the full path gives,
+# traditional characters, A-not-A questions and overlong text included.
 _HAN_AND_PUNCTUATION = st.text(
-    alphabet=st.sampled_from("上海今天天氣冷不冷會下雨嗎没有北京" + _SEPARATORS), max_size=40
+    alphabet=st.sampled_from("上海今天天氣冷不冷會下雨嗎没有北京0123456789点度" + _SEPARATORS), max_size=40
 )
 
 
