@@ -1,0 +1,102 @@
+"""Time route() of two checkouts in turns: what a change did to the router's warm path, at p50 and p99.
+
+    git worktree add /tmp/before <rev>
+    python tests/bench/bench_route_turns.py /tmp/before [AFTER, default: this checkout] [--rounds N]
+
+Each checkout's code runs in a process of its own (its router, agent and rules folders imported as
+hybrid_weather through a folder of links, ahead of any installed copy), and both are warmed on the dev set.
+Then the dev set is routed one round at a time on days not asked on before, the two processes taking
+turns (and who goes first alternating): this machine's speed drifts within a run, and two versions timed
+one after the other measured the drift as well. Prints p50 and p99 of each and their ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_route import DEV_SET, percentiles
+
+# One checkout's side: warm on the dev set, then a round of route() per day offset read from stdin, its
+# timings (ns, one per question) written back as a JSON line.
+_WORKER = """
+import datetime as dt, json, sys, time
+from hybrid_weather.router import HybridRouter
+import hybrid_weather.router as package
+queries = [json.loads(line)["query"] for line in open(sys.argv[1], encoding="utf-8") if line.strip()]
+router, today = HybridRouter(ledger="off"), dt.date(2026, 11, 29)
+for query in queries:
+    router.route(query, today=today)
+print(package.__file__, flush=True)
+clock = time.perf_counter_ns
+for line in sys.stdin:
+    day, samples = today + dt.timedelta(days=int(line)), []
+    for query in queries:
+        before = clock()
+        router.route(query, today=day)
+        samples.append(clock() - before)
+    print(json.dumps(samples), flush=True)
+"""
+
+
+def start(checkout: Path, links: Path) -> subprocess.Popen[str]:
+    """A worker process routing with CHECKOUT's code, its package made of links under LINKS."""
+    package = links / "hybrid_weather"
+    package.mkdir(parents=True)
+    for part in ("router", "agent", "rules"):
+        (package / part).symlink_to(checkout / part, target_is_directory=True)
+    env = {**os.environ, "PYTHONPATH": str(links), "HYBRID_WEATHER_LEDGER": "off"}
+    worker = subprocess.Popen([sys.executable, "-c", _WORKER, str(DEV_SET)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env, cwd=links)  # fmt: skip
+    assert worker.stdin is not None and worker.stdout is not None
+    imported = worker.stdout.readline().strip()
+    if not imported.startswith(str(links)):
+        sys.exit(f"{checkout}: the worker imported {imported or 'nothing'}, not the checkout's code")
+    return worker
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("before", type=Path, help="a checkout of the code before the change")
+    parser.add_argument("after", type=Path, nargs="?", default=Path(__file__).resolve().parents[2],
+                        help="a checkout of the code after it (default: this one)")  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=20, help="rounds of the dev set for each (default 20)")
+    args = parser.parse_args()
+    for checkout in (args.before, args.after):
+        if not (checkout / "router" / "facade.py").is_file():
+            sys.exit(f"{checkout} is not a checkout of hybrid-weather (no router/facade.py)")
+    samples: dict[str, list[int]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as folder:
+        workers = {name: start(checkout.resolve(), Path(folder) / name)
+                   for name, checkout in (("before", args.before), ("after", args.after))}  # fmt: skip
+        try:
+            for round_ in range(args.rounds):
+                order = list(workers.items()) if round_ % 2 == 0 else list(workers.items())[::-1]
+                for name, worker in order:
+                    assert worker.stdin is not None and worker.stdout is not None
+                    worker.stdin.write(f"{round_ + 1}\n")
+                    worker.stdin.flush()
+                    samples[name] += json.loads(worker.stdout.readline())
+        finally:
+            for worker in workers.values():
+                if worker.stdin is not None:
+                    worker.stdin.close()
+                worker.wait()
+    (before_p50, before_p99), (after_p50, after_p99) = percentiles(samples["before"]), percentiles(samples["after"])
+    count = len(samples["after"]) // args.rounds
+    print(f"route() of a question not decided before, {count} dev-set questions x {args.rounds} rounds in turns, "
+          f"Python {sys.version.split()[0]}")  # fmt: skip
+    print(f"  before ({args.before}): p50 {before_p50:.1f} µs, p99 {before_p99:.1f} µs")
+    print(f"  after  ({args.after}): p50 {after_p50:.1f} µs, p99 {after_p99:.1f} µs")
+    print(f"  after / before: p50 {after_p50 / before_p50:.2f}x, p99 {after_p99 / before_p99:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
