@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from ._data import load_table
+from ._kept import Kept
 from .china_time import CHINA_TZ_NAME
 
 PlaceLevel = Literal["province", "prefecture", "county", "world", "area", "town", "geocoded"]
@@ -131,9 +132,9 @@ class Gazetteer:
         # Each word's match, made on its first lookup and kept: lookup() is on every question's path, and
         # making all of them up front would cost the cold start ~20 ms.
         self._matches: dict[str, PlaceMatch] = {}
-        # The same for runs of Latin words, which are any words (in, the, weather): a plain dict, emptied when
-        # full. An English question reads each of its words as the start of a name: a seventh of its instructions.
-        self._latin_matches: dict[tuple[str, ...], tuple[int, PlaceMatch | None]] = {}
+        # The same for runs of Latin words, which are any words (in, the, weather), so a bounded number of them.
+        # An English question reads each of its words as the start of a name: a seventh of its instructions.
+        self._latin_matches = Kept(self._lookup_latin, _LATIN_RUNS_KEPT)
         self._repair_index: _PinyinIndex | None = None
         # A misspelling is typed again and again, and a repair scans thousands of names (50-200 us where a
         # question is 20): the repairs of the most recent words are kept.
@@ -208,15 +209,9 @@ class Gazetteer:
         """The longest run of WORDS from the first that names a place in English or toneless pinyin
         (new york city, xiamen, xi'an), as (its number of words, the match); (0, None) when none does.
         Each word's key is made once for the runs of every length."""
-        run = tuple(words)
-        found = self._latin_matches.get(run)
-        if found is None:
-            if len(self._latin_matches) >= _LATIN_RUNS_KEPT:
-                self._latin_matches.clear()
-            found = self._latin_matches[run] = self._lookup_latin(words)
-        return found
+        return self._latin_matches[tuple(words)]
 
-    def _lookup_latin(self, words: list[str]) -> tuple[int, PlaceMatch | None]:
+    def _lookup_latin(self, words: tuple[str, ...]) -> tuple[int, PlaceMatch | None]:
         keys = [_latin_key(word) for word in words]
         for size in range(len(keys), 0, -1):
             found = self._latin.get("".join(keys[:size]) if size > 1 else keys[0])

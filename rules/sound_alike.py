@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
 from ._data import load_table
+from ._kept import Kept
 
 # Words the repair reads as at most this long: longer runs are phrases, not one mistyped word.
 _MAX_WORD_CHARS = 4
@@ -36,8 +37,8 @@ class SoundAlikes:
         self._readings: dict[str, list[str]] = {}  # toneless, made for the characters that are asked about
         # The words each window sounds like, as rewrites tries them: the windows around a misheard word recur
         # (天七 in 北京明天天七怎么样 and in 天七预报), and reading one through its characters' sounds was a fifth
-        # of a repaired question's instructions. A plain dict, emptied when full; a race reads a window twice.
-        self._sounds_of: dict[str, tuple[str, ...]] = {}
+        # of a repaired question's instructions.
+        self._sounds_of = Kept(self._words_sounding_like, _WINDOWS_KEPT)
         self._content = frozenset(content)
         self._words: dict[tuple[str, ...], set[str]] = defaultdict(set)
         for word in [*vocabulary, *self._content]:
@@ -79,12 +80,7 @@ class SoundAlikes:
                     # 度, the temperature; 吵 → 潮, the humidity).
                     continue
                 window = text[first : first + length]
-                words = self._sounds_of.get(window)
-                if words is None:
-                    if len(self._sounds_of) >= _WINDOWS_KEPT:
-                        self._sounds_of.clear()
-                    words = self._sounds_of[window] = self._words_sounding_like(window)
-                for word in words:
+                for word in self._sounds_of[window]:
                     if length > end - start and word not in self._content:
                         # A window wider than the unknown word swallows a word the router knows: it may become a
                         # word of meaning (天七 → 天气), not a function word, which would drop the unknown one

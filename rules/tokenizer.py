@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from types import ModuleType
 
+from ._kept import Kept
 from .normalize import KEPT_BESIDES_HAN
 
 _WORD_FREQUENCY = 1000
@@ -41,28 +42,19 @@ class Tokenizer:
         self._jieba.FREQ = frequency
         self._jieba.total = _WORD_FREQUENCY * len(whole)
         self._jieba.initialized = True  # the prefix dictionary is complete; skip jieba's loader
-        self._memo: dict[str, tuple[str, ...]] = {}
+        # Questions repeat their pieces (天气, 会下雨吗, 明天): a run seen before is not segmented again. The
+        # kept tuple is only ever copied out, never handed out.
+        self._segments = Kept(self._segment_once, _MEMO_SIZE)
 
     def split(self, text: str) -> list[str]:
         """Tokens of TEXT, spaces dropped. Thread-safe: segmentation only reads the dictionary."""
         tokens: list[str] = []
         for run in _RUNS.findall(text):
             if run[0] >= "\u3400":
-                tokens.extend(self._segment(run))
+                tokens.extend(self._segments[run])
             else:
                 tokens.append(run)
         return tokens
-
-    def _segment(self, han: str) -> tuple[str, ...]:
-        # Questions repeat their pieces (天气, 会下雨吗, 明天): a run seen before is not segmented again.
-        # A plain dict, emptied when full: reads and writes of one key are atomic under the GIL, and a
-        # race only segments a run twice. The kept tuple is only ever copied out, never handed out.
-        words = self._memo.get(han)
-        if words is None:
-            if len(self._memo) >= _MEMO_SIZE:
-                self._memo.clear()
-            words = self._memo[han] = self._segment_once(han)
-        return words
 
     def _segment_once(self, han: str) -> tuple[str, ...]:
         # jieba's own maximum-probability path over its word graph (what cut(HMM=False) does), called

@@ -100,9 +100,9 @@ def test_a_run_of_latin_words_is_looked_up_as_it_was_the_first_time(reader, data
     pieces = st.lists(st.sampled_from(sorted(gazetteer._latin)) | st.sampled_from(_LATIN_PIECES), min_size=1,
                       max_size=3)  # fmt: skip
     words = " ".join(data.draw(pieces)).split()[:3]
-    assert gazetteer.lookup_latin(words) == gazetteer._lookup_latin(words)
+    assert gazetteer.lookup_latin(words) == gazetteer._lookup_latin(tuple(words))
     for run, found in gazetteer._latin_matches.items():  # what is kept for a run is what it names
-        assert found == gazetteer._lookup_latin(list(run))
+        assert found == gazetteer._lookup_latin(run)
 
 
 def test_the_units_a_place_lies_in_are_the_same_whichever_place_of_a_parent_came_first():
@@ -117,3 +117,14 @@ def test_the_units_a_place_lies_in_are_the_same_whichever_place_of_a_parent_came
     for place, chain in zip(places, chains, strict=True):  # each the codes of its parent, and its parent's, ...
         parent = by_code.get(place.parent or "")
         assert chain == (frozenset({parent.adcode}) | forward._enclosing_codes(parent) if parent else frozenset())
+
+
+def test_a_kept_value_is_made_once_and_all_are_forgotten_when_full():
+    from hybrid_weather.rules._kept import Kept
+
+    made: list[int] = []
+    kept = Kept(lambda key: made.append(key) or key * 2, size=3)
+    assert [kept[1], kept[2], kept[1]] == [2, 4, 2] and made == [1, 2]
+    assert kept[3] == 6 and sorted(kept) == [1, 2, 3]
+    assert kept[4] == 8 and list(kept) == [4] and made == [1, 2, 3, 4]  # full: emptied, then the new one kept
+    assert 5 not in kept and kept.get(5) is None  # only [] makes a value
