@@ -42,19 +42,23 @@ class Tokenizer:
         self._jieba.FREQ = frequency
         self._jieba.total = _WORD_FREQUENCY * len(whole)
         self._jieba.initialized = True  # the prefix dictionary is complete; skip jieba's loader
-        # Questions repeat their pieces (天气, 会下雨吗, 明天): a run seen before is not segmented again. The
-        # kept tuple is only ever copied out, never handed out.
+        # Questions repeat their pieces (天气, 会下雨吗, 明天): a piece seen before is not split again, nor a Han
+        # run segmented again (a run recurs in pieces that differ elsewhere: 上海 in 上海 pm2.5).
+        self._pieces = Kept(self._split_once, _MEMO_SIZE)
         self._segments = Kept(self._segment_once, _MEMO_SIZE)
 
-    def split(self, text: str) -> list[str]:
+    def split(self, text: str) -> tuple[str, ...]:
         """Tokens of TEXT, spaces dropped. Thread-safe: segmentation only reads the dictionary."""
+        return self._pieces[text]
+
+    def _split_once(self, text: str) -> tuple[str, ...]:
         tokens: list[str] = []
         for run in _RUNS.findall(text):
             if run[0] >= "\u3400":
                 tokens.extend(self._segments[run])
             else:
                 tokens.append(run)
-        return tokens
+        return tuple(tokens)
 
     def _segment_once(self, han: str) -> tuple[str, ...]:
         # jieba's own maximum-probability path over its word graph (what cut(HMM=False) does), called

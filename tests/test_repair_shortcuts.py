@@ -119,6 +119,19 @@ def test_the_units_a_place_lies_in_are_the_same_whichever_place_of_a_parent_came
         assert chain == (frozenset({parent.adcode}) | forward._enclosing_codes(parent) if parent else frozenset())
 
 
+_PIECES = ["上海", "明天", "会下雨吗", "pm2.5", "tokyo", "30", "天气如何", " ", "北京上海"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from(_PIECES), max_size=5))
+def test_a_piece_of_text_is_split_as_it_was_the_first_time(reader, pieces):
+    tokenizer = reader.tokenizer
+    text = "".join(pieces)
+    assert tokenizer.split(text) == tokenizer._split_once(text)
+    for piece, tokens in tokenizer._pieces.items():  # what is kept for a piece is its tokens
+        assert tokens == tokenizer._split_once(piece)
+
+
 def test_a_kept_value_is_made_once_and_all_are_forgotten_when_full():
     from hybrid_weather.rules._kept import Kept
 
