@@ -24,6 +24,12 @@ import time
 from pathlib import Path
 
 DEV_SET = Path(__file__).resolve().parents[1] / "data" / "queries.jsonl"
+#: The day the router is warmed on; each timed round asks on a day after it, which its memo has not seen.
+TODAY = dt.date(2026, 11, 29)
+
+
+def dev_set_queries() -> list[str]:
+    return [json.loads(line)["query"] for line in DEV_SET.read_text("utf-8").splitlines() if line.strip()]
 
 
 def percentiles(samples_ns: list[int]) -> tuple[float, float]:
@@ -96,9 +102,8 @@ def main() -> None:
 
     from hybrid_weather.router import HybridRouter
 
-    queries = [json.loads(line)["query"] for line in DEV_SET.read_text("utf-8").splitlines() if line.strip()]
-    queries = queries[: args.first]
-    today = dt.date(2026, 11, 29)
+    queries = dev_set_queries()[: args.first]
+    today = TODAY
     router = HybridRouter()
     for query in queries:  # warm: tokenizer built, pinyin table loaded by the typo cases
         router.route(query, today=today)

@@ -22,26 +22,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_route import DEV_SET, percentiles
+from bench_route import percentiles
 
-# One checkout's side: warm on the dev set, then a round of route() per day offset read from stdin, its
-# timings (ns, one per question) written back as a JSON line.
+# One checkout's side, timing as bench_route.py does: warm on the dev set, then a round of route() per day
+# offset read from stdin, its timings (ns, one per question) written back as a JSON line.
 _WORKER = """
-import datetime as dt, json, sys, time
+import datetime as dt, json, sys
+sys.path.insert(0, sys.argv[1])
+from bench_route import TODAY, dev_set_queries, time_each
 from hybrid_weather.router import HybridRouter
 import hybrid_weather.router as package
-queries = [json.loads(line)["query"] for line in open(sys.argv[1], encoding="utf-8") if line.strip()]
-router, today = HybridRouter(ledger="off"), dt.date(2026, 11, 29)
+queries, router = dev_set_queries(), HybridRouter(ledger="off")
 for query in queries:
-    router.route(query, today=today)
+    router.route(query, today=TODAY)
 print(package.__file__, flush=True)
-clock = time.perf_counter_ns
 for line in sys.stdin:
-    day, samples = today + dt.timedelta(days=int(line)), []
-    for query in queries:
-        before = clock()
-        router.route(query, today=day)
-        samples.append(clock() - before)
+    samples, _ = time_each(lambda q, day: router.route(q, today=day), queries, [TODAY + dt.timedelta(days=int(line))])
     print(json.dumps(samples), flush=True)
 """
 
@@ -53,7 +49,8 @@ def start(checkout: Path, links: Path) -> subprocess.Popen[str]:
     for part in ("router", "agent", "rules"):
         (package / part).symlink_to(checkout / part, target_is_directory=True)
     env = {**os.environ, "PYTHONPATH": str(links), "HYBRID_WEATHER_LEDGER": "off"}
-    worker = subprocess.Popen([sys.executable, "-c", _WORKER, str(DEV_SET)], stdin=subprocess.PIPE,
+    bench = str(Path(__file__).resolve().parent)
+    worker = subprocess.Popen([sys.executable, "-c", _WORKER, bench], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, env=env, cwd=links)  # fmt: skip
     assert worker.stdin is not None and worker.stdout is not None
     imported = worker.stdout.readline().strip()
