@@ -399,7 +399,9 @@ def main() -> int:
     for code in range(0x3400, 0x9FFF + 1):
         ch = chr(code)
         out = converter.convert(ch)
-        if out != ch and len(out) == 1:
+        # Only into the blocks the tokenizer reads as Han (normalize's KEPT_BESIDES_HAN says the rest): ~630 rare
+        # characters simplify to one of the supplementary planes (俓 → 𠇹), which normalised text must not hold.
+        if out != ch and len(out) == 1 and ("\u3400" <= out <= "\u4dbf" or "\u4e00" <= out <= "\u9fff"):
             t2s_table[ch] = out
 
     def t2s(text: str) -> str:

@@ -69,6 +69,17 @@ def test_normalised_text_holds_han_and_the_kept_alphabet_only(text):
     assert all(_HAN.match(ch) for ch in rest.findall(normalize(text))), normalize(text)
 
 
+def test_every_traditional_character_simplifies_into_the_kept_han():
+    """OpenCC simplifies some rare characters into the supplementary planes (俓 → 𠇹, 輋 → 𪨶): the Han
+    shortcut kept those, the full path dropped them, and a place such as 禾輋 was stored as neither."""
+    from hybrid_weather.rules._data import load_table
+
+    rest = re.compile(f"[^{KEPT_BESIDES_HAN} ]")
+    for traditional in load_table("t2s")["chars"]:
+        for text in (traditional, f"{traditional} ?", f"香港{traditional}天气"):
+            assert all(_HAN.match(ch) for ch in rest.findall(normalize(text))), (traditional, normalize(text))
+
+
 def test_every_lexicon_word_is_in_the_form_normalize_gives():
     """The router reads only normalised text, so a word normalize() changes (冷不冷 → 冷, 凍 → 冻, 该不该 → 该,
     the date 後日 → 后日) is never found: as an open-ended marker it never sent a question to the LLM (该不该,
