@@ -417,10 +417,19 @@ class _PinyinIndex:
         self._sounds: dict[str, frozenset[str]] = {}  # a character's fuzzy syllables, made when asked for
 
     def find(self, word: str, *, by_characters: bool = False) -> Place | None:
-        phrase = None if by_characters else self.phrases.get(word)
-        per_char = [[r] for r in phrase.split()] if phrase else [self.readings.get(ch, []) for ch in word]
+        per_char = self.readings_of(word, by_characters=by_characters)
         if not all(per_char) or not self._may_be_a_name(word, per_char):
             return None
+        return self.find_by_readings(per_char)
+
+    def readings_of(self, word: str, *, by_characters: bool = False) -> list[list[str]]:
+        """The toned readings of each character of WORD (of the phrase WORD is, where it is one)."""
+        phrase = None if by_characters else self.phrases.get(word)
+        return [[r] for r in phrase.split()] if phrase else [self.readings.get(ch, []) for ch in word]
+
+    def find_by_readings(self, per_char: list[list[str]]) -> Place | None:
+        """The one place a word of these readings (PER_CHAR, none empty) names, compared with every name:
+        find() without its shortcut (tests/test_repair_shortcuts.py holds the two to the same answers)."""
         combos = list(itertools.islice(itertools.product(*per_char), _MAX_READING_COMBINATIONS))
         toned = [" ".join(c) for c in combos]
         for index, keys in ((self.toned, toned), (self.toneless, [k.translate(_NO_TONE_DIGITS) for k in toned])):

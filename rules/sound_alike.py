@@ -90,8 +90,11 @@ class SoundAlikes:
 
     def _words_sounding_like(self, window: str) -> tuple[str, ...]:
         """The vocabulary words WINDOW sounds like, itself excepted: content words first, then by character."""
-        if not self._may_sound_like_a_word(window):
-            return ()
+        return self.sounding_like(window) if self._may_sound_like_a_word(window) else ()
+
+    def sounding_like(self, window: str) -> tuple[str, ...]:
+        """What _words_sounding_like gives, read through every sound of WINDOW: without its shortcut
+        (tests/test_repair_shortcuts.py holds the two to the same answers)."""
         words = {w for key in self._keys(window) for w in self._words.get(key, ())} - {window}
         return tuple(sorted(words, key=lambda w: (w not in self._content, w)))
 
