@@ -32,6 +32,15 @@ def dev_set_queries() -> list[str]:
     return [json.loads(line)["query"] for line in DEV_SET.read_text("utf-8").splitlines() if line.strip()]
 
 
+def rule_path() -> str:
+    """How the installed rule path runs: compiled by mypyc at install (setup.py), or as Python."""
+    from hybrid_weather.rules import reader
+
+    if reader.__file__ is not None and reader.__file__.endswith((".so", ".pyd")):
+        return "rule path compiled (mypyc)"
+    return "rule path as Python (an editable install, HYBRID_WEATHER_PURE_PYTHON, or no C compiler at install)"
+
+
 def percentiles(samples_ns: list[int]) -> tuple[float, float]:
     ordered = sorted(samples_ns)
     p50 = ordered[len(ordered) // 2] / 1000
@@ -142,7 +151,7 @@ def main() -> None:
     (cold_ms, peak_mb), (demo_ms, demo_mb) = route_runs[0], demo_runs[0]
     print(
         f"dev set: {len(queries)} queries x {args.rounds} rounds, "
-        f"Python {sys.version.split()[0]}, {os.cpu_count()} cores"
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} cores, {rule_path()}"
     )
     print(
         f"route():           {len(route_samples) / route_seconds:,.0f} decisions/s, "
