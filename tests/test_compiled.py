@@ -59,7 +59,8 @@ def test_the_checkout_holds_no_built_modules():
 def test_a_regular_install_runs_the_compiled_rule_path():
     names = _compiled_names()
     first = Path(importlib.import_module(names[0]).__file__ or "").resolve()
-    if first.is_relative_to(REPO):
+    # The checkout's own folders, not REPO: CI's venv (.ci-venv) is inside the checkout, its install regular.
+    if any(first.is_relative_to(REPO / part) for part in ("router", "agent", "rules")):
         pytest.skip("an editable install runs the .py files: setup.py compiles only when a wheel is built")
     missing = [name for name in names if not _is_compiled(name)]
     if missing and os.environ.get("HYBRID_WEATHER_REQUIRE_SERVICES") != "1":
