@@ -39,6 +39,9 @@ COLUMNS = (
     "tool_calls", "tool_failures", "agreement", "unknown_words", "plain_lookup", "invalid",
 )  # fmt: skip
 ANSWER_WIDTH = COLUMNS.index("model")
+#: Two short rows of one question differ only in their first two columns (id, datetime_utc) and this one:
+#: the rest is the question's stem (stem_of).
+LATENCY = COLUMNS.index("latency_ms")
 _EMPTY_TAIL = (None,) * (len(COLUMNS) - ANSWER_WIDTH)
 # Beyond these a value from an endpoint is not a fact but a fault: no single request costs more than
 # ten dollars or uses more than ten million tokens.
@@ -61,6 +64,10 @@ class RowFormat:
         # Questions and reasons repeat all day too: each is masked (two regex scans) and hashed once.
         self._queries: dict[str, tuple[str, str, bool]] = {}  # query → masked, HMAC, repaired
         self._reasons: dict[str, tuple[str, bool]] = {}  # reason → stored form, repaired
+        # A rule answer's row is its question's but for its id, time and latency: the rest (its stem) is kept
+        # per question and how it was answered, so formatting such a row is a look-up and three values.
+        # None: that entry's row is not short (a field needed repair), so it is made in full every time.
+        self._stems: dict[tuple[object, ...], tuple[tuple[Any, ...], tuple[Any, ...]] | None] = {}
         # The random part of row ids. Not os.urandom for each row: it lets go of the GIL for its system call,
         # and the writer, formatting a batch beside a busy request thread, waited to win it back for every
         # row (bench_ask: 32 us a row of waiting for 6 of work). Not random's global generator either: a
@@ -77,6 +84,7 @@ class RowFormat:
     def secret(self, secret: bytes) -> None:
         self._secret = secret
         self._queries.clear()
+        self._stems.clear()  # they hold the question's HMAC
 
     def rows(self, entries: list[LedgerEntry]) -> list[tuple[Any, ...]]:
         """The stored values of each of ENTRIES, in COLUMNS order (see ANSWER_WIDTH: a row may stop early)."""
@@ -91,6 +99,43 @@ class RowFormat:
         return self.rows([e])[0]
 
     def _row(self, e: LedgerEntry) -> tuple[Any, ...]:
+        # A rule or clarify answer: only its id, time and latency are its own (see LATENCY). Exact types only,
+        # so no two entries that compare equal but are stored differently (1 and 1.0, True and 1) share a stem.
+        # Unpacked once: reading twenty fields of a NamedTuple by name was most of this path's cost.
+        (started, _, query, reason, _, places, days, _, _, _, model, usage, attempts, loops, tool_calls,
+         tool_failures, cost, latency, outcome, session_id, agreement, unknown_words, plain_lookup) = e  # fmt: skip
+        if (
+            usage is None and model is None and attempts is None and loops is None and tool_calls is None
+            and tool_failures is None and session_id is None and agreement is None and not unknown_words
+            and plain_lookup is None and type(query) is str and type(reason) is str and type(outcome) is str
+            and type(days) is int and type(places) is tuple and type(cost) is float and type(started) is float
+            and math.isfinite(started)
+        ):  # fmt: skip
+            key = (e[1:10], cost, outcome)
+            try:
+                stem = self._stems[key]
+            except KeyError:
+                return self._stemmed_row(e, key)
+            except TypeError:  # a field that cannot be a key (a list of places): the row is made in full
+                return self._full_row(e)
+            if stem is not None:
+                return (
+                    (_row_id(int(started * 1000), self._random.getrandbits(40)), utc_isoformat(started))
+                    + stem[0]
+                    + (round(latency, 3) if math.isfinite(latency) and latency >= 0 else None,)
+                    + stem[1]
+                )  # fmt: skip
+        return self._full_row(e)
+
+    def _stemmed_row(self, e: LedgerEntry, key: tuple[object, ...]) -> tuple[Any, ...]:
+        """E's row, made in full; its stem is kept under KEY (None when the row is not short)."""
+        if len(self._stems) > _MEMO_SIZE:
+            self._stems.clear()
+        row = self._full_row(e)
+        self._stems[key] = (row[2:LATENCY], row[LATENCY + 1 :]) if len(row) == ANSWER_WIDTH else None
+        return row
+
+    def _full_row(self, e: LedgerEntry) -> tuple[Any, ...]:
         invalid: list[str] = []
         masked, query_hmac, repaired = self._query(e.query)
         if repaired:
@@ -177,7 +222,10 @@ class RowFormat:
         return known
 
     def _places_json(self, places: tuple[str, ...]) -> str:
-        text = self._places.get(places)
+        try:
+            text = self._places.get(places)
+        except TypeError:  # not a tuple (a list): stored all the same, not kept
+            return json.dumps([f"{place}" for place in places], ensure_ascii=False)
         if text is None:
             if len(self._places) > _MEMO_SIZE:
                 self._places.clear()
@@ -191,6 +239,11 @@ def _row_id(milliseconds: int, random_bits: int) -> str:
     if 0 <= milliseconds < 1 << 48:
         return (milliseconds << 40 | random_bits).to_bytes(11, "big").hex()
     return f"{milliseconds:012x}{random_bits:010x}"  # before 1970 or after 10889: not this ledger's, but kept
+
+
+def stem_of(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What a short ROW shares with every other row of its question: all but its id, time and latency."""
+    return row[2:LATENCY] + row[LATENCY + 1 :]
 
 
 def padded(row: tuple[Any, ...]) -> tuple[Any, ...]:

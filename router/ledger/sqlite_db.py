@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .migrations import migrate
 from .rollup import moment
-from .rows import COLUMNS, load_secret
+from .rows import ANSWER_WIDTH, COLUMNS, LATENCY, load_secret, stem_of
 
 # How long one SQLite call may wait for a lock: the writer's tries and pauses stay well inside its close
 # timeout, so a stuck database cannot hang close() and the writer spools its batch before it.
@@ -31,6 +31,15 @@ _BUSY_TIMEOUT_MS = 1_000
 #   bench_ledger.py 29,002 -> 47,316 rows/s from 8 threads.
 # The rollup trigger still runs for each row, inside SQLite.
 _MOST_ROWS = 512  # in one statement, where SQLite allows 512 x 30 parameters (3.32 and later: 32,766)
+# A short row (a rule or clarify answer) is bound as four values, not seventeen: its id, time and latency,
+# and the number of its stem (rows.stem_of: the rest, the same in every row of its question), which the
+# writer's connection keeps in a table of its own (TEMP: in memory, gone with the connection) and SQLite
+# joins back in. Binding is the part of a write that holds the interpreter lock, and copying a row's ten
+# texts into SQLite was most of it (callgrind, bench_ask.py's rule rows: 10,846 instructions a row bound as
+# seventeen values, 2,184 as four).
+_STEM_COLUMNS = COLUMNS[2:LATENCY] + COLUMNS[LATENCY + 1 : ANSWER_WIDTH]
+#: Stems a writer's connection keeps at the most; past this it starts again with none.
+_MOST_STEMS = 4_096
 
 
 def _rows_per_statement(db: sqlite3.Connection, width: int) -> int:
@@ -52,20 +61,79 @@ def _insert(rows: int, width: int, once: bool) -> str:
     return f"{verb} INTO requests ({', '.join(COLUMNS[:width])}) VALUES {', '.join([row] * rows)}"
 
 
-def _statements(db: sqlite3.Connection, rows: Sequence[Sequence[object]], once: bool) -> list[tuple[str, list[object]]]:
-    """ROWS as multi-row INSERTs: rows of one width together, in chunks of powers of two."""
+def _statements(
+    db: sqlite3.Connection, rows: Sequence[Sequence[object]], once: bool, stems: _Stems | None
+) -> list[tuple[str, list[object], int | None]]:
+    """ROWS as multi-row INSERTs: rows of one width together, in chunks of powers of two; short rows
+    through STEMS where given, each such statement with the number of rows it must store."""
     by_width: dict[int, list[Sequence[object]]] = {}
     for row in rows:
         by_width.setdefault(len(row), []).append(row)
-    statements = []
+    statements: list[tuple[str, list[object], int | None]] = []
     for width, same in by_width.items():
-        most, start = _rows_per_statement(db, width), 0
+        stemmed = stems if width == ANSWER_WIDTH else None
+        most, start = _rows_per_statement(db, 4 if stemmed else width), 0
         while start < len(same):
             size = min(most, 1 << (len(same) - start).bit_length() - 1)
             chunk = same[start : start + size]
-            statements.append((_insert(size, width, once), list(itertools.chain.from_iterable(chunk))))
+            if stemmed is not None:
+                statements.append((_insert_stemmed(size), stemmed.bound(chunk), size))
+            else:
+                statements.append((_insert(size, width, once), list(itertools.chain.from_iterable(chunk)), None))
             start += size
     return statements
+
+
+@functools.cache
+def _insert_stemmed(rows: int) -> str:
+    """The statement that stores ROWS short rows given as (id, time, latency, stem number)."""
+    values = ", ".join(["(?, ?, ?, ?)"] * rows)
+    return (
+        f"INSERT INTO requests ({', '.join(COLUMNS[:2])}, {COLUMNS[LATENCY]}, {', '.join(_STEM_COLUMNS)}) "
+        f"SELECT v.column1, v.column2, v.column3, {', '.join('s.' + column for column in _STEM_COLUMNS)} "
+        f"FROM (VALUES {values}) AS v JOIN temp.ledger_stems AS s ON s.stem = v.column4"
+    )
+
+
+class _Stems:
+    """The stems one writer connection has in its temp.ledger_stems, by value."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        db.execute("PRAGMA temp_store=MEMORY")
+        # No declared types: a column without affinity keeps each value as bound, and requests' own columns
+        # then convert it exactly as they would a value bound to them.
+        db.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS ledger_stems (stem INTEGER PRIMARY KEY, {', '.join(_STEM_COLUMNS)})"
+        )
+        db.execute("DELETE FROM temp.ledger_stems")
+        self.numbers: dict[tuple[object, ...], int] = {}
+
+    def make_room(self, rows: int) -> None:
+        """Room for the stems of ROWS more rows: once a write, before any of its rows is bound."""
+        if len(self.numbers) + rows > _MOST_STEMS:
+            self.db.execute("DELETE FROM temp.ledger_stems")
+            self.numbers.clear()
+
+    def bound(self, rows: Sequence[Sequence[object]]) -> list[object]:
+        """The parameters that store ROWS (short rows) through their stems; stems new to the connection are
+        added to its table first."""
+        numbers, parameters = self.numbers, list[object]()
+        new: dict[tuple[object, ...], int] = {}
+        for row in rows:
+            stem = stem_of(tuple(row))
+            number = numbers.get(stem)
+            if number is None:
+                number = new.get(stem)
+                if number is None:
+                    number = new[stem] = len(numbers) + len(new)
+            parameters += (row[0], row[1], row[LATENCY], number)
+        if new:
+            marks = ", ".join("?" * (len(_STEM_COLUMNS) + 1))
+            for stem, number in new.items():
+                self.db.execute(f"INSERT INTO temp.ledger_stems VALUES ({marks})", (number, *stem))
+            numbers.update(new)  # only once they are in the table
+        return parameters
 
 
 _memory_ids = itertools.count()
@@ -88,6 +156,7 @@ class SQLiteDatabase:
         # deletes the WAL, and the writer's own connection then made it again and synced the folder — a
         # few milliseconds of every one-shot CLI run.
         self._handed_over: sqlite3.Connection | None = None
+        self._stems: _Stems | None = None  # the writer connection's
 
     def open(self) -> bytes:
         """Create or check the database; return the installation's hashing secret."""
@@ -142,24 +211,38 @@ class SQLiteDatabase:
     def write(self, db: sqlite3.Connection, rows: Sequence[Sequence[object]], *, once: bool = False) -> int:
         """ROWS stored in one transaction (rolled back when refused); ONCE skips rows already stored.
         Returns how many were stored."""
-        statements = _statements(db, rows, once)
         try:
+            # A replay's rows go in as they are: INSERT OR IGNORE of each row, whatever its width.
+            stems = None if once else self._stems_of(db)
+            if stems is not None:
+                stems.make_room(len(rows))
+            # Before the transaction: the stems a batch adds stay in their table should the batch be refused.
+            statements = _statements(db, rows, once, stems)
             # One statement (a full batch) is a transaction of its own: BEGIN and COMMIT would each let go of
             # the GIL and wait to win it back from a busy request thread (bench_ask: ~5 ms each, a batch).
             explicit = len(statements) > 1
             if explicit:
                 db.execute("BEGIN IMMEDIATE")
             stored = 0
-            for statement, parameters in statements:
-                stored += db.execute(statement, parameters).rowcount
+            for statement, parameters, rows_stemmed in statements:
+                count = db.execute(statement, parameters).rowcount
+                if rows_stemmed is not None and count != rows_stemmed:  # a row whose stem is missing: not lost
+                    raise sqlite3.DatabaseError(f"{rows_stemmed - count} of {rows_stemmed} rows found no stem")
+                stored += count
             if explicit:
                 db.execute("COMMIT")
             return stored
         except sqlite3.Error:
+            self._stems = None  # the next write starts from a table it fills itself
             with contextlib.suppress(sqlite3.Error):
                 if db.in_transaction:
                     db.execute("ROLLBACK")
             raise
+
+    def _stems_of(self, db: sqlite3.Connection) -> _Stems:
+        if self._stems is None or self._stems.db is not db:  # a new writer connection has no stems yet
+            self._stems = _Stems(db)
+        return self._stems
 
     def prune(self, db: sqlite3.Connection, before: dt.datetime) -> int:
         """Delete rows that arrived before BEFORE; the rollup keeps their sums."""
