@@ -132,7 +132,7 @@ class RowFormat:
         if len(self._stems) > _MEMO_SIZE:
             self._stems.clear()
         row = self._full_row(e)
-        self._stems[key] = (row[2:LATENCY], row[LATENCY + 1 :]) if len(row) == ANSWER_WIDTH else None
+        self._stems[key] = _stem_parts(row) if len(row) == ANSWER_WIDTH else None
         return row
 
     def _full_row(self, e: LedgerEntry) -> tuple[Any, ...]:
@@ -243,7 +243,14 @@ def _row_id(milliseconds: int, random_bits: int) -> str:
 
 def stem_of(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """What a short ROW shares with every other row of its question: all but its id, time and latency."""
-    return row[2:LATENCY] + row[LATENCY + 1 :]
+    before, after = _stem_parts(row)
+    return before + after
+
+
+def _stem_parts(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """A short ROW's stem as the values between its time and its latency and those after its latency: the
+    row is (id, time) + the first + (latency,) + the second."""
+    return row[2:LATENCY], row[LATENCY + 1 :]
 
 
 def padded(row: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -49,7 +49,7 @@ def main() -> None:
             }  # fmt: skip
             queued, recorded = routers["queued only"].parts.ledger, routers["recorded only"].parts.ledger
             assert queued is not None and recorded is not None
-            # The formatter replaced, not its method patched: compiled (setup.py), RowFormat's methods are read-only.
+            # The formatter replaced, not its method patched: a class mypyc compiles (setup.py) has read-only methods.
             queued._format = _NoRows()  # type: ignore[assignment]
             recorded.record = lambda entry: None  # type: ignore[method-assign]
             rates = rates_in_turns(routers, args.seconds, args.turns, today)
