@@ -37,7 +37,7 @@ _MOST_ROWS = 512  # in one statement, where SQLite allows 512 x 30 parameters (3
 # joins back in. Binding is the part of a write that holds the interpreter lock, and copying a row's ten
 # texts into SQLite was most of it (callgrind, bench_ask.py's rule rows: 10,846 instructions a row bound as
 # seventeen values, 2,184 as four).
-_STEM_COLUMNS = COLUMNS[2:LATENCY] + COLUMNS[LATENCY + 1 : ANSWER_WIDTH]
+_STEM_COLUMNS = stem_of(COLUMNS[:ANSWER_WIDTH])
 #: Stems a writer's connection keeps at the most; past this it starts again with none.
 _MOST_STEMS = 4_096
 
