@@ -18,7 +18,7 @@ from psycopg import errors
 from ..settings import redact
 from .migrations import MIGRATIONS_TABLE
 from .rollup import LATENCY_BOUNDS_MS, POSTGRES, ROLLUP_KEY, ROLLUP_SUMS
-from .rows import COLUMNS, padded
+from .rows import COLUMNS, Batch, padded
 
 #: Seconds to wait for a connection, and for one statement of the writer (a report gets longer).
 CONNECT_TIMEOUT = 3
@@ -177,18 +177,18 @@ class PostgresDatabase:
     def write(
         self,
         db: psycopg.Connection[Any],
-        rows: list[tuple[object, ...]],
+        batch: Batch,
         *,
         once: bool = False,
         columns: tuple[str, ...] = COLUMNS,
     ) -> int:
-        """ROWS (values of COLUMNS) stored in one transaction: COPY into the staging table, then one INSERT
-        that skips ids already stored — so a batch retried after a lost acknowledgement, or replayed from
-        the spool, never counts twice (ONCE is always so here). Returns how many were new."""
+        """BATCH's rows (values of COLUMNS) stored in one transaction: COPY into the staging table, then one
+        INSERT that skips ids already stored — so a batch retried after a lost acknowledgement, or replayed
+        from the spool, never counts twice (ONCE is always so here). Returns how many were new."""
         names = ", ".join(columns)
         with db.transaction(), db.cursor() as cursor:
             with cursor.copy(f"COPY incoming ({names}) FROM STDIN") as copy:
-                for row in rows:  # a row of COLUMNS may stop early (rows.ANSWER_WIDTH): its NULLs put back
+                for row in batch.rows():  # a row of COLUMNS may stop early (rows.ANSWER_WIDTH): its NULLs put back
                     copy.write_row(padded(row) if columns is COLUMNS else row)
             cursor.execute(
                 f"INSERT INTO requests ({names}) SELECT {names} FROM incoming ORDER BY id ON CONFLICT (id) DO NOTHING"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import itertools
 import json
 import math
 import os
@@ -43,6 +44,16 @@ ANSWER_WIDTH = COLUMNS.index("model")
 #: the rest is the question's stem (stem_of).
 LATENCY = COLUMNS.index("latency_ms")
 _EMPTY_TAIL = (None,) * (len(COLUMNS) - ANSWER_WIDTH)
+#: The values Batch keeps of a short row.
+SHORT_WIDTH = 4
+#: A row id's tail counts up from a random start in [0, _ID_TAILS - rows of the batch).
+_ID_TAILS = 1 << 40
+# What a short row leaves empty: LedgerEntry's model..tool_failures, and session_id..plain_lookup.
+_NO_LLM = (None,) * 6
+_NO_SESSION = (None, None, (), None)
+_INF = math.inf
+#: The last time (seconds since 1970) a short row may have: its date keeps four digits a second later.
+_LAST_TIME = 253_402_300_798.0
 # Beyond these a value from an endpoint is not a fact but a fault: no single request costs more than
 # ten dollars or uses more than ten million tokens.
 MAX_COST_USD = 10.0
@@ -51,8 +62,53 @@ _SECRET_BYTES = 32
 _MEMO_SIZE = 4096
 
 
+class Batch:
+    """The rows of one write, as RowFormat.batch makes them: a short row (a rule or clarify answer, see
+    ANSWER_WIDTH) as four numbers — its time, its latency, its id's tail and the number of its stem in
+    STEMS — and every other row in full. A database that can make a short row's id and time itself (SQLite,
+    from a table of the stems) binds the four numbers; rows() makes them all in full, in the entries' order,
+    with the same ids (a batch both committed and spooled is written back once: the replay skips its ids)."""
+
+    __slots__ = ("full", "full_at", "short", "stems")
+
+    def __init__(
+        self, short: list[Any], full: list[tuple[Any, ...]], full_at: list[int], stems: list[tuple[Any, ...]]
+    ) -> None:
+        self.short = short  #: SHORT_WIDTH values a short row: started_at, latency_ms, id tail, stem number
+        self.full = full  #: rows in COLUMNS order (a row may stop after ANSWER_WIDTH)
+        self.full_at = full_at  #: where each full row stands among the batch's rows
+        #: The formatter's stems when the batch was made, a stem_of by its number. The formatter starts a new
+        #: list when it lets its stems go, so a database keeping a table of them knows this one by identity.
+        self.stems = stems
+
+    @classmethod
+    def of(cls, rows: list[tuple[Any, ...]]) -> Batch:
+        """ROWS, made in full already (a replay's), as a batch."""
+        return cls([], rows, list(range(len(rows))), [])
+
+    def __len__(self) -> int:
+        return len(self.short) // SHORT_WIDTH + len(self.full)
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        """Every row in full, in the order of the entries it was made of."""
+        if not self.short:
+            return list(self.full)
+        stems, split = self.stems, LATENCY - 2
+        shorts = (
+            (_row_id(int(started * 1000), tail), utc_isoformat(started), *stems[number][:split], latency,
+             *stems[number][split:])
+            for started, latency, tail, number in zip(*[iter(self.short)] * SHORT_WIDTH, strict=True)
+        )  # fmt: skip
+        made: list[tuple[Any, ...]] = []
+        for row, at in zip(self.full, self.full_at, strict=True):
+            made.extend(itertools.islice(shorts, at - len(made)))
+            made.append(row)
+        made.extend(shorts)
+        return made
+
+
 class RowFormat:
-    """Formats rows for one ledger. Only the writer thread calls row(); it never raises."""
+    """Formats rows for one ledger. Only the writer thread calls batch() and rows(); they never raise."""
 
     def __init__(self, *, models: ModelTable, model: str, store_queries: str, secret: bytes) -> None:
         if store_queries not in QUERY_STORAGE:
@@ -65,14 +121,15 @@ class RowFormat:
         self._queries: dict[str, tuple[str, str, bool]] = {}  # query → masked, HMAC, repaired
         self._reasons: dict[str, tuple[str, bool]] = {}  # reason → stored form, repaired
         # A rule answer's row is its question's but for its id, time and latency: the rest (its stem) is kept
-        # per question and how it was answered, so formatting such a row is a look-up and three values.
+        # per question and how it was answered, numbered in a list a database can keep a table of.
         # None: that entry's row is not short (a field needed repair), so it is made in full every time.
-        self._stems: dict[tuple[object, ...], tuple[tuple[Any, ...], tuple[Any, ...]] | None] = {}
-        # The random part of row ids. Not os.urandom for each row: it lets go of the GIL for its system call,
-        # and the writer, formatting a batch beside a busy request thread, waited to win it back for every
-        # row (bench_ask: 32 us a row of waiting for 6 of work). Not random's global generator either: a
-        # program that seeds it (random.seed(42), as tests do) would make ids repeat, and a repeated id is a
-        # row the replay skips. A generator of our own, seeded from os.urandom, again in a forked child.
+        self._stem_numbers: dict[tuple[object, ...], int | None] = {}
+        self._stems: list[tuple[Any, ...]] = []
+        # The random part of row ids: a random start a batch, counted up row by row, so no two rows of one
+        # batch share an id (40 random bits a row did, now and then, within a millisecond: a repeated id is a
+        # row the replay skips). Not random's global generator: a program that seeds it (random.seed(42),
+        # as tests do) would make ids repeat. A generator of our own, seeded from os.urandom, again in a
+        # forked child.
         self._random, self._random_pid = random.Random(), os.getpid()
 
     @property
@@ -84,58 +141,68 @@ class RowFormat:
     def secret(self, secret: bytes) -> None:
         self._secret = secret
         self._queries.clear()
-        self._stems.clear()  # they hold the question's HMAC
+        self._let_stems_go()  # they hold the question's HMAC
+
+    def _let_stems_go(self) -> None:
+        self._stem_numbers, self._stems = {}, []  # a new list: batches made before keep theirs
 
     def rows(self, entries: list[LedgerEntry]) -> list[tuple[Any, ...]]:
         """The stored values of each of ENTRIES, in COLUMNS order (see ANSWER_WIDTH: a row may stop early)."""
-        # Whether this is a forked child, asked once a batch: os.getpid() is a system call (glibc no longer
-        # keeps the pid), a quarter of the writer's time under the interpreter lock when asked for each row.
-        if os.getpid() != self._random_pid:  # a forked child: its own sequence of ids, not its parent's
-            self._random, self._random_pid = random.Random(), os.getpid()
-        return [self._row(entry) for entry in entries]
+        return self.batch(entries).rows()
 
     def row(self, e: LedgerEntry) -> tuple[Any, ...]:
         """The stored values of E, in COLUMNS order."""
         return self.rows([e])[0]
 
-    def _row(self, e: LedgerEntry) -> tuple[Any, ...]:
-        # A rule or clarify answer: only its id, time and latency are its own (see LATENCY). Exact types only,
-        # so no two entries that compare equal but are stored differently (1 and 1.0, True and 1) share a stem.
-        # Unpacked once: reading twenty fields of a NamedTuple by name was most of this path's cost.
-        (started, _, query, reason, _, places, days, _, _, _, model, usage, attempts, loops, tool_calls,
-         tool_failures, cost, latency, outcome, session_id, agreement, unknown_words, plain_lookup) = e  # fmt: skip
-        if (
-            usage is None and model is None and attempts is None and loops is None and tool_calls is None
-            and tool_failures is None and session_id is None and agreement is None and not unknown_words
-            and plain_lookup is None and type(query) is str and type(reason) is str and type(outcome) is str
-            and type(days) is int and type(places) is tuple and type(cost) is float and type(started) is float
-            and math.isfinite(started)
-        ):  # fmt: skip
-            key = (e[1:10], cost, outcome)
-            try:
-                stem = self._stems[key]
-            except KeyError:
-                return self._stemmed_row(e, key)
-            except TypeError:  # a field that cannot be a key (a list of places): the row is made in full
-                return self._full_row(e)
-            if stem is not None:
-                return (
-                    (_row_id(int(started * 1000), self._random.getrandbits(40)), utc_isoformat(started))
-                    + stem[0]
-                    + (round(latency, 3) if math.isfinite(latency) and latency >= 0 else None,)
-                    + stem[1]
-                )  # fmt: skip
-        return self._full_row(e)
+    def batch(self, entries: list[LedgerEntry]) -> Batch:
+        """The rows of ENTRIES: a rule or clarify answer's by its stem (see Batch), the others in full."""
+        # Whether this is a forked child, asked once a batch: os.getpid() is a system call (glibc no longer
+        # keeps the pid), a quarter of the writer's time under the interpreter lock when asked for each row.
+        if os.getpid() != self._random_pid:  # a forked child: its own sequence of ids, not its parent's
+            self._random, self._random_pid = random.Random(), os.getpid()
+        if len(self._stem_numbers) > _MEMO_SIZE:  # between batches only: a batch's stems are one list
+            self._let_stems_go()
+        numbers, stems = self._stem_numbers, self._stems
+        short: list[Any] = []
+        full: list[tuple[LedgerEntry, int]] = []
+        first = tail = self._random.randrange(_ID_TAILS - len(entries))
+        # This loop is all the Python a rule row costs the writer under the interpreter lock (the rest is
+        # SQLite's), so it reads fields by position and compares slices, in C. Exact types where the stem is
+        # kept by value: no two entries that compare equal but are stored differently (1 and 1.0, True and 1)
+        # share a stem.
+        for e in entries:
+            if (
+                e[10:16] == _NO_LLM and e[19:] == _NO_SESSION and 0.0 <= e[0] < _LAST_TIME and 0.0 <= e[17] < _INF
+                and type(e[2]) is str and type(e[3]) is str and type(e[18]) is str and type(e[6]) is int
+                and type(e[5]) is tuple and type(e[16]) is float
+            ):  # fmt: skip
+                key = (e[1:10], e[16], e[18])
+                try:
+                    number = numbers[key]
+                except KeyError:
+                    number = self._new_stem(e, key)
+                except TypeError:  # a field that cannot be a key: the row is made in full
+                    number = None
+                if number is not None:
+                    short += (e[0], e[17], tail, number)
+                    tail += 1
+                    continue
+            full.append((e, tail))
+            tail += 1
+        return Batch(short, [self._full_row(e, at) for e, at in full], [at - first for _, at in full], stems)
 
-    def _stemmed_row(self, e: LedgerEntry, key: tuple[object, ...]) -> tuple[Any, ...]:
-        """E's row, made in full; its stem is kept under KEY (None when the row is not short)."""
-        if len(self._stems) > _MEMO_SIZE:
-            self._stems.clear()
-        row = self._full_row(e)
-        self._stems[key] = _stem_parts(row) if len(row) == ANSWER_WIDTH else None
-        return row
+    def _new_stem(self, e: LedgerEntry, key: tuple[object, ...]) -> int | None:
+        """The number of E's stem, kept under KEY; None when E's row is not short."""
+        row = self._full_row(e, 0)
+        number = None
+        if len(row) == ANSWER_WIDTH:
+            number = len(self._stems)
+            self._stems.append(stem_of(row))
+        self._stem_numbers[key] = number
+        return number
 
-    def _full_row(self, e: LedgerEntry) -> tuple[Any, ...]:
+    def _full_row(self, e: LedgerEntry, id_tail: int) -> tuple[Any, ...]:
+        """E's row made in full, its id ending in ID_TAIL."""
         invalid: list[str] = []
         masked, query_hmac, repaired = self._query(e.query)
         if repaired:
@@ -167,13 +234,13 @@ class RowFormat:
                                ensure_ascii=False)  # fmt: skip
         started = e.started_at if math.isfinite(e.started_at) else 0.0
         head = (
-            _row_id(int(started * 1000), self._random.getrandbits(40)),
+            _row_id(int(started * 1000), id_tail),
             utc_isoformat(started),
             e.route, reason, e.aspect, self._places_json(e.places), e.provider,
             _flag(e.cache_hit), _flag(e.stale),
             cost,
             baseline, method,
-            round(e.latency_ms, 3) if math.isfinite(e.latency_ms) and e.latency_ms >= 0 else None,
+            e.latency_ms if 0.0 <= e.latency_ms < _INF else None,  # as measured: a NaN is not
             e.outcome,
             None if hashed else masked,
             query_hmac,
@@ -242,15 +309,9 @@ def _row_id(milliseconds: int, random_bits: int) -> str:
 
 
 def stem_of(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """What a short ROW shares with every other row of its question: all but its id, time and latency."""
-    before, after = _stem_parts(row)
-    return before + after
-
-
-def _stem_parts(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """A short ROW's stem as the values between its time and its latency and those after its latency: the
-    row is (id, time) + the first + (latency,) + the second."""
-    return row[2:LATENCY], row[LATENCY + 1 :]
+    """What a short ROW shares with every other row of its question: all but its id, time and latency
+    (Batch.rows puts them back)."""
+    return row[2:LATENCY] + row[LATENCY + 1 :]
 
 
 def padded(row: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -9,12 +9,12 @@ import functools
 import itertools
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 from .migrations import migrate
 from .rollup import moment
-from .rows import ANSWER_WIDTH, COLUMNS, LATENCY, load_secret, stem_of
+from .rows import ANSWER_WIDTH, COLUMNS, LATENCY, SHORT_WIDTH, Batch, load_secret, stem_of
 
 # How long one SQLite call may wait for a lock: the writer's tries and pauses stay well inside its close
 # timeout, so a stuck database cannot hang close() and the writer spools its batch before it.
@@ -31,15 +31,31 @@ _BUSY_TIMEOUT_MS = 1_000
 #   bench_ledger.py 29,002 -> 47,316 rows/s from 8 threads.
 # The rollup trigger still runs for each row, inside SQLite.
 _MOST_ROWS = 512  # in one statement, where SQLite allows 512 x 30 parameters (3.32 and later: 32,766)
-# A short row (a rule or clarify answer) is bound as four values, not seventeen: its id, time and latency,
-# and the number of its stem (rows.stem_of: the rest, the same in every row of its question), which the
-# writer's connection keeps in a table of its own (TEMP: in memory, gone with the connection) and SQLite
-# joins back in. Binding is the part of a write that holds the interpreter lock, and copying a row's ten
-# texts into SQLite was most of it (callgrind, bench_ask.py's rule rows: 10,846 instructions a row bound as
-# seventeen values, 2,184 as four).
+# A short row (a rule or clarify answer, rows.Batch) is bound as four numbers: its time, its latency, its
+# id's tail and the number of its stem (rows.stem_of: the rest, the same in every row of its question), which
+# the writer's connection keeps in a table of its own (TEMP: in memory, gone with the connection). SQLite
+# joins the stem back in and makes the id and the time from the numbers as rows._row_id and
+# rows.utc_isoformat make them in Python (tests/test_ledger_stems.py holds the two to each other), all of it
+# while sqlite3 has let go of the interpreter lock. Formatting the id and the time in Python and binding
+# them as text was most of what a rule row cost the writer under the lock, which every request thread waits
+# for (callgrind, bench_ledger_instructions.py: 34,862 instructions a row under the lock before).
 _STEM_COLUMNS = stem_of(COLUMNS[:ANSWER_WIDTH])
-#: Stems a writer's connection keeps at the most; past this it starts again with none.
-_MOST_STEMS = 4_096
+# A short row's values from its bound numbers: the id is the hex of the milliseconds (truncated, as
+# int(started * 1000)) and of the tail; the time is datetime's, whose microseconds are the fraction of the
+# second rounded half to even, carried into the next second at 1,000,000.
+_SHORT_ROWS = f"""
+    SELECT printf('%012x%010x', CAST(started * 1000 AS INTEGER), tail),
+           strftime('%Y-%m-%dT%H:%M:%S', whole + (micro = 1000000), 'unixepoch')
+               || printf('.%06d+00:00', micro % 1000000),
+           latency, {", ".join("s." + column for column in _STEM_COLUMNS)}
+    FROM (SELECT started, latency, tail, stem, whole,
+                 CAST(x AS INTEGER) + (x - CAST(x AS INTEGER) > 0.5
+                                       OR (x - CAST(x AS INTEGER) = 0.5 AND CAST(x AS INTEGER) % 2 = 1)) AS micro
+          FROM (SELECT column1 AS started, column2 AS latency, column3 AS tail, column4 AS stem,
+                       CAST(column1 AS INTEGER) AS whole, (column1 - CAST(column1 AS INTEGER)) * 1000000.0 AS x
+                FROM (VALUES {{values}})))
+    JOIN temp.ledger_stems AS s USING (stem)
+"""
 
 
 def _rows_per_statement(db: sqlite3.Connection, width: int) -> int:
@@ -53,50 +69,63 @@ def _rows_per_statement(db: sqlite3.Connection, width: int) -> int:
     return min(_MOST_ROWS, 1 << (parameters // width).bit_length() - 1)
 
 
+def _chunks(db: sqlite3.Connection, count: int, width: int) -> Iterator[tuple[int, int]]:
+    """(start, size) of COUNT rows of WIDTH values in statements of powers of two of rows, so a handful of
+    statement shapes stay in sqlite3's statement cache."""
+    most, start = _rows_per_statement(db, width), 0
+    while start < count:
+        size = min(most, 1 << (count - start).bit_length() - 1)
+        yield start, size
+        start += size
+
+
+def _values(rows: int, width: int) -> str:
+    return ", ".join(["(" + ", ".join("?" * width) + ")"] * rows)
+
+
 @functools.cache
 def _insert(rows: int, width: int, once: bool) -> str:
     """The statement that stores ROWS rows of the first WIDTH columns (a row may stop early: rows.py)."""
-    verb = "INSERT OR IGNORE" if once else "INSERT"  # a replayed row may already be stored: its id says so
-    row = "(" + ", ".join("?" * width) + ")"
-    return f"{verb} INTO requests ({', '.join(COLUMNS[:width])}) VALUES {', '.join([row] * rows)}"
+    return f"{_verb(once)} INTO requests ({', '.join(COLUMNS[:width])}) VALUES {_values(rows, width)}"
 
 
-def _statements(
-    db: sqlite3.Connection, rows: Sequence[Sequence[object]], once: bool, stems: _Stems | None
-) -> list[tuple[str, list[object], int | None]]:
-    """ROWS as multi-row INSERTs: rows of one width together, in chunks of powers of two; short rows
-    through STEMS where given, each such statement with the number of rows it must store."""
-    by_width: dict[int, list[Sequence[object]]] = {}
-    for row in rows:
-        by_width.setdefault(len(row), []).append(row)
-    statements: list[tuple[str, list[object], int | None]] = []
-    for width, same in by_width.items():
-        stemmed = stems if width == ANSWER_WIDTH else None
-        most, start = _rows_per_statement(db, 4 if stemmed else width), 0
-        while start < len(same):
-            size = min(most, 1 << (len(same) - start).bit_length() - 1)
-            chunk = same[start : start + size]
-            if stemmed is not None:
-                statements.append((_insert_stemmed(size), stemmed.bound(chunk), size))
-            else:
-                statements.append((_insert(size, width, once), list(itertools.chain.from_iterable(chunk)), None))
-            start += size
-    return statements
+def _verb(once: bool) -> str:
+    return "INSERT OR IGNORE" if once else "INSERT"  # a replayed row may already be stored: its id says so
 
 
 @functools.cache
-def _insert_stemmed(rows: int) -> str:
-    """The statement that stores ROWS short rows given as (id, time, latency, stem number)."""
-    values = ", ".join(["(?, ?, ?, ?)"] * rows)
-    return (
-        f"INSERT INTO requests ({', '.join(COLUMNS[:2])}, {COLUMNS[LATENCY]}, {', '.join(_STEM_COLUMNS)}) "
-        f"SELECT v.column1, v.column2, v.column3, {', '.join('s.' + column for column in _STEM_COLUMNS)} "
-        f"FROM (VALUES {values}) AS v JOIN temp.ledger_stems AS s ON s.stem = v.column4"
-    )
+def _insert_short(rows: int, once: bool) -> str:
+    """The statement that stores ROWS short rows given as their SHORT_WIDTH numbers (rows.Batch)."""
+    columns = f"{', '.join(COLUMNS[:2])}, {COLUMNS[LATENCY]}, {', '.join(_STEM_COLUMNS)}"
+    return f"{_verb(once)} INTO requests ({columns}) {_SHORT_ROWS.format(values=_values(rows, SHORT_WIDTH))}"
+
+
+@functools.cache
+def _insert_stems(rows: int) -> str:
+    return f"INSERT INTO temp.ledger_stems VALUES {_values(rows, len(_STEM_COLUMNS) + 1)}"
+
+
+def _statements(db: sqlite3.Connection, batch: Batch, once: bool) -> list[tuple[str, list[object], int | None]]:
+    """BATCH as multi-row INSERTs, each with the number of rows it must store where that is known (short
+    rows, unless ONCE), short rows first, then full rows of one width together."""
+    short = batch.short
+    statements: list[tuple[str, list[object], int | None]] = [
+        (_insert_short(size, once), short[start * SHORT_WIDTH : (start + size) * SHORT_WIDTH], None if once else size)
+        for start, size in _chunks(db, len(short) // SHORT_WIDTH, SHORT_WIDTH)
+    ]
+    by_width: dict[int, list[tuple[object, ...]]] = {}
+    for row in batch.full:
+        by_width.setdefault(len(row), []).append(row)
+    for width, same in by_width.items():
+        for start, size in _chunks(db, len(same), width):
+            chunk = same[start : start + size]
+            statements.append((_insert(size, width, once), list(itertools.chain.from_iterable(chunk)), None))
+    return statements
 
 
 class _Stems:
-    """The stems one writer connection has in its temp.ledger_stems, by value."""
+    """One writer connection's temp.ledger_stems: the stems of one formatter's list (rows.Batch.stems), the
+    first `count` of them, each under its number in the list."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
@@ -107,33 +136,20 @@ class _Stems:
             f"CREATE TEMP TABLE IF NOT EXISTS ledger_stems (stem INTEGER PRIMARY KEY, {', '.join(_STEM_COLUMNS)})"
         )
         db.execute("DELETE FROM temp.ledger_stems")
-        self.numbers: dict[tuple[object, ...], int] = {}
+        self.kept: list[tuple[object, ...]] | None = None
+        self.count = 0
 
-    def make_room(self, rows: int) -> None:
-        """Room for the stems of ROWS more rows: once a write, before any of its rows is bound."""
-        if len(self.numbers) + rows > _MOST_STEMS:
+    def keep(self, stems: list[tuple[object, ...]]) -> None:
+        """The table holds every stem of STEMS, and only theirs: a new list (the formatter let its stems go)
+        starts it again. The new stems go in as multi-row INSERTs too: one statement a stem let go of the
+        interpreter lock for each, and won it back from a busy request thread after each."""
+        if stems is not self.kept:
             self.db.execute("DELETE FROM temp.ledger_stems")
-            self.numbers.clear()
-
-    def bound(self, rows: Sequence[Sequence[object]]) -> list[object]:
-        """The parameters that store ROWS (short rows) through their stems; stems new to the connection are
-        added to its table first."""
-        numbers, parameters = self.numbers, list[object]()
-        new: dict[tuple[object, ...], int] = {}
-        for row in rows:
-            stem = stem_of(tuple(row))
-            number = numbers.get(stem)
-            if number is None:
-                number = new.get(stem)
-                if number is None:
-                    number = new[stem] = len(numbers) + len(new)
-            parameters += (row[0], row[1], row[LATENCY], number)
-        if new:
-            marks = ", ".join("?" * (len(_STEM_COLUMNS) + 1))
-            for stem, number in new.items():
-                self.db.execute(f"INSERT INTO temp.ledger_stems VALUES ({marks})", (number, *stem))
-            numbers.update(new)  # only once they are in the table
-        return parameters
+            self.kept, self.count = stems, 0
+        new = [(number, *stem) for number, stem in enumerate(stems[self.count :], self.count)]
+        for start, size in _chunks(self.db, len(new), len(_STEM_COLUMNS) + 1):
+            self.db.execute(_insert_stems(size), list(itertools.chain.from_iterable(new[start : start + size])))
+        self.count = len(stems)  # only once they are in the table
 
 
 _memory_ids = itertools.count()
@@ -208,26 +224,24 @@ class SQLiteDatabase:
         db.row_factory = sqlite3.Row
         return db
 
-    def write(self, db: sqlite3.Connection, rows: Sequence[Sequence[object]], *, once: bool = False) -> int:
-        """ROWS stored in one transaction (rolled back when refused); ONCE skips rows already stored.
+    def write(self, db: sqlite3.Connection, batch: Batch, *, once: bool = False) -> int:
+        """BATCH stored in one transaction (rolled back when refused); ONCE skips rows already stored.
         Returns how many were stored."""
         try:
-            # A replay's rows go in as they are: INSERT OR IGNORE of each row, whatever its width.
-            stems = None if once else self._stems_of(db)
-            if stems is not None:
-                stems.make_room(len(rows))
-            # Before the transaction: the stems a batch adds stay in their table should the batch be refused.
-            statements = _statements(db, rows, once, stems)
+            if batch.short:
+                # Before the transaction: the stems a batch adds stay in their table should it be refused.
+                self._stems_of(db).keep(batch.stems)
+            statements = _statements(db, batch, once)
             # One statement (a full batch) is a transaction of its own: BEGIN and COMMIT would each let go of
             # the GIL and wait to win it back from a busy request thread (bench_ask: ~5 ms each, a batch).
             explicit = len(statements) > 1
             if explicit:
                 db.execute("BEGIN IMMEDIATE")
             stored = 0
-            for statement, parameters, rows_stemmed in statements:
+            for statement, parameters, rows in statements:
                 count = db.execute(statement, parameters).rowcount
-                if rows_stemmed is not None and count != rows_stemmed:  # a row whose stem is missing: not lost
-                    raise sqlite3.DatabaseError(f"{rows_stemmed - count} of {rows_stemmed} rows found no stem")
+                if rows is not None and count != rows:  # a row whose stem is missing: not lost, refused
+                    raise sqlite3.DatabaseError(f"{rows - count} of {rows} rows found no stem")
                 stored += count
             if explicit:
                 db.execute("COMMIT")

@@ -31,7 +31,7 @@ from hybrid_weather.agent.llm.models import ModelTable
 from ..settings import is_postgres, redact
 from .entry import LedgerEntry
 from .handoff import Handoff
-from .rows import COLUMNS, RowFormat, padded
+from .rows import COLUMNS, Batch, RowFormat, padded
 from .spool import Spool, spool_path
 
 logger = logging.getLogger("hybrid_weather")
@@ -67,7 +67,7 @@ class Database(Protocol):
     def open(self) -> bytes: ...
     def writer(self) -> Any: ...
     def connect(self) -> Any: ...
-    def write(self, db: Any, rows: list[tuple[object, ...]], *, once: bool = False) -> int: ...
+    def write(self, db: Any, batch: Batch, *, once: bool = False) -> int: ...
     def prune(self, db: Any, before: dt.datetime) -> int: ...
     def count(self, db: Any) -> int: ...
     def close(self) -> None: ...
@@ -97,6 +97,7 @@ class _Flush:
 
 
 _STOP = object()
+_NOTHING = Batch.of([])  # the writer's hands when it holds no batch
 
 
 class Ledger:
@@ -151,7 +152,7 @@ class Ledger:
         )
         self._queue: Handoff[LedgerEntry | _Flush | object] = Handoff(queue_size, batch_size)
         self._closed = False
-        self._in_hand: list[tuple[object, ...]] = []  # the writer's batch: spooled by close() if it hangs
+        self._in_hand = _NOTHING  # the writer's batch: spooled by close() if it hangs
         self._replay_due = True  # rows spooled by anyone: tried at start and when the database is back
         self._pruned_at = -PRUNE_INTERVAL  # monotonic time can be small: the first prune runs at once
         self._writer_lock = threading.Lock()
@@ -210,7 +211,7 @@ class Ledger:
             # The batch in the writer's hands too: should its commit still land, the replay skips those
             # rows by id, so nothing is lost and nothing counted twice.
             why = f"the ledger writer did not finish within {timeout:.0f} s"
-            self._spool_rows(list(self._in_hand), why)
+            self._spool_rows(self._in_hand.rows(), why)
             self._spool(self._drain(), why)
         self.database.close()
         with contextlib.suppress(Exception):  # the interpreter may be shutting down
@@ -256,10 +257,12 @@ class Ledger:
             except Exception as error:  # the writer must outlive any row and any fault
                 logger.warning("ledger writer: %s", error)
                 if self._in_hand:
-                    self._spool_rows(self._in_hand, f"rows could not be written ({type(error).__name__}: {error})")
+                    self._spool_rows(
+                        self._in_hand.rows(), f"rows could not be written ({type(error).__name__}: {error})"
+                    )
                 elif batch:
                     self._spool(batch, f"rows could not be written ({type(error).__name__}: {error})")
-                self._in_hand = []
+                self._in_hand = _NOTHING
                 self._replay_due = True  # what was spooled goes back once the database answers again
                 if isinstance(error, self.database.retryable):
                     pass  # busy (other writers), not away: the next batch tries again at once, same connection
@@ -291,8 +294,8 @@ class Ledger:
             db = self._reach(db)
             self._replay(db)
         except Exception as error:
-            self._spool_rows(self._in_hand, f"spooled rows could not be written back yet ({error})")
-            self._in_hand = []
+            self._spool_rows(self._in_hand.rows(), f"spooled rows could not be written back yet ({error})")
+            self._in_hand = _NOTHING
         return db
 
     @staticmethod
@@ -316,7 +319,7 @@ class Ledger:
     def _commit(self, db: Any, batch: list[LedgerEntry]) -> None:
         """BATCH stored, tried COMMIT_ATTEMPTS times; spooled when the database keeps refusing it. A
         connection that breaks raises to the loop, which spools the batch and connects again."""
-        self._in_hand = self._format.rows(batch)
+        self._in_hand = self._format.batch(batch)
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
                 self.database.write(db, self._in_hand)
@@ -327,7 +330,7 @@ class Ledger:
                 time.sleep(COMMIT_PAUSE * attempt)
             else:
                 break
-        self._in_hand = []
+        self._in_hand = _NOTHING
 
     def _look_after(self, db: Any) -> None:
         """Between batches: replay what was spooled, and delete rows older than keep_days (hourly)."""
@@ -352,9 +355,9 @@ class Ledger:
         # In batches, like any other rows: one long transaction would hold the database from the other
         # writers (of other processes) until they spool in turn.
         for start in range(0, len(rows), self.batch_size):
-            self._in_hand = rows[start:]  # what is not stored yet, should this batch fail
-            self.database.write(db, rows[start : start + self.batch_size], once=True)
-        self._in_hand = []
+            self._in_hand = Batch.of(rows[start:])  # what is not stored yet, should this batch fail
+            self.database.write(db, Batch.of(rows[start : start + self.batch_size]), once=True)
+        self._in_hand = _NOTHING
         logger.info("ledger: %d spooled rows replayed into %s", len(taken), self.location)
 
     def _drain(self) -> list[LedgerEntry]:
