@@ -245,10 +245,9 @@ class HybridRouter:
         session = request.session
         if session is not None:
             session.remember(request.text, answer.text, answer.decision)
-        if self.parts.recorder is not None:
-            self.parts.recorder.answered(
-                request.text, answer, arrived=request.arrived, session_id=session.id if session else None
-            )
+        recorder = self.parts.recorder
+        if recorder is not None:
+            recorder.answered(request.text, answer, request.arrived, session.id if session is not None else None)
         return answer
 
     @contextlib.contextmanager

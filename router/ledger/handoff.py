@@ -48,13 +48,19 @@ class Handoff(Generic[T]):
     def put(self, item: T, timeout: float | None = None, *, urgent: bool = False) -> None:
         """ITEM queued; when the queue is full, waits up to TIMEOUT for room, then raises queue.Full.
         URGENT items (never refused) end the consumer's wait for a full batch."""
-        if not urgent and len(self._items) >= self.maxsize:
-            self._wait_for_room(timeout)
+        items = self._items
         if urgent:
             self._urgent.put(None)  # before the item: the consumer never finds an urgent item uncounted
-        self._items.append((item, urgent))
+            items.append((item, True))
+            if self._wake.empty():
+                self._wake.put(None)
+            return
+        # A row, on the path of every request: a length, an append and, about once a batch, a wake-up.
+        if len(items) >= self.maxsize:
+            self._wait_for_room(timeout)
+        items.append((item, False))
         # Read after the append: the consumer says it is idle before it looks at the deque a last time.
-        if (self._idle or urgent or len(self._items) >= self.batch_size) and self._wake.empty():
+        if (self._idle or len(items) >= self.batch_size) and self._wake.empty():
             self._wake.put(None)
 
     def take(self, interval: float) -> list[T]:

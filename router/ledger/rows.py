@@ -25,7 +25,7 @@ from hybrid_weather.agent.llm.models import ModelTable
 from hybrid_weather.rules.privacy import mask_personal_data
 
 from .baseline import default_baseline_cost
-from .entry import LedgerEntry
+from .entry import Entry, LedgerEntry, ShortEntry, StemKey, full_entry
 
 QUERY_STORAGE = ("masked", "hash")
 #: The stored columns, in order; the table has more (query_sha256 of old rows) that are no longer written.
@@ -51,6 +51,7 @@ _ID_TAILS = 1 << 40
 # What a short row leaves empty: LedgerEntry's model..tool_failures, and session_id..plain_lookup.
 _NO_LLM = (None,) * 6
 _NO_SESSION = (None, None, (), None)
+_UNSEEN = -1  # no stem number: a key not looked up before
 _INF = math.inf
 #: The last time (seconds since 1970) a short row may have: its date keeps four digits a second later.
 _LAST_TIME = 253_402_300_798.0
@@ -123,7 +124,7 @@ class RowFormat:
         # A rule answer's row is its question's but for its id, time and latency: the rest (its stem) is kept
         # per question and how it was answered, numbered in a list a database can keep a table of.
         # None: that entry's row is not short (a field needed repair), so it is made in full every time.
-        self._stem_numbers: dict[tuple[object, ...], int | None] = {}
+        self._stem_numbers: dict[StemKey, int | None] = {}
         self._stems: list[tuple[Any, ...]] = []
         # The random part of row ids: a random start a batch, counted up row by row, so no two rows of one
         # batch share an id (40 random bits a row did, now and then, within a millisecond: a repeated id is a
@@ -146,15 +147,15 @@ class RowFormat:
     def _let_stems_go(self) -> None:
         self._stem_numbers, self._stems = {}, []  # a new list: batches made before keep theirs
 
-    def rows(self, entries: list[LedgerEntry]) -> list[tuple[Any, ...]]:
+    def rows(self, entries: list[Entry]) -> list[tuple[Any, ...]]:
         """The stored values of each of ENTRIES, in COLUMNS order (see ANSWER_WIDTH: a row may stop early)."""
         return self.batch(entries).rows()
 
-    def row(self, e: LedgerEntry) -> tuple[Any, ...]:
+    def row(self, e: Entry) -> tuple[Any, ...]:
         """The stored values of E, in COLUMNS order."""
         return self.rows([e])[0]
 
-    def batch(self, entries: list[LedgerEntry]) -> Batch:
+    def batch(self, entries: list[Entry]) -> Batch:
         """The rows of ENTRIES: a rule or clarify answer's by its stem (see Batch), the others in full."""
         # Whether this is a forked child, asked once a batch: os.getpid() is a system call (glibc no longer
         # keeps the pid), a quarter of the writer's time under the interpreter lock when asked for each row.
@@ -166,39 +167,36 @@ class RowFormat:
         short: list[Any] = []
         full: list[tuple[LedgerEntry, int]] = []
         first = tail = self._random.randrange(_ID_TAILS - len(entries))
-        # This loop is all the Python a rule row costs the writer under the interpreter lock (the rest is
-        # SQLite's), so it reads fields by position and compares slices, in C. Exact types where the stem is
-        # kept by value: no two entries that compare equal but are stored differently (1 and 1.0, True and 1)
-        # share a stem.
+        # This loop is all the Python a rule row costs the writer under the interpreter lock, which every
+        # request thread waits for (the rest is SQLite's): a look-up by the row's key and four numbers.
         for e in entries:
-            if (
-                e[10:16] == _NO_LLM and e[19:] == _NO_SESSION and 0.0 <= e[0] < _LAST_TIME and 0.0 <= e[17] < _INF
-                and type(e[2]) is str and type(e[3]) is str and type(e[18]) is str and type(e[6]) is int
-                and type(e[5]) is tuple and type(e[16]) is float
-            ):  # fmt: skip
-                key = (e[1:10], e[16], e[18])
-                try:
-                    number = numbers[key]
-                except KeyError:
-                    number = self._new_stem(e, key)
-                except TypeError:  # a field that cannot be a key: the row is made in full
-                    number = None
-                if number is not None:
-                    short += (e[0], e[17], tail, number)
+            if isinstance(e, LedgerEntry):
+                e = _short_entry(e)
+                if isinstance(e, LedgerEntry):
+                    full.append((e, tail))
                     tail += 1
                     continue
-            full.append((e, tail))
+            started, latency, key = e
+            if 0.0 <= started < _LAST_TIME and 0.0 <= latency < _INF:
+                number = numbers.get(key, _UNSEEN)
+                if number == _UNSEEN:
+                    number = self._new_stem(e)
+                if number is not None:
+                    short += (started, latency, tail, number)
+                    tail += 1
+                    continue
+            full.append((full_entry(e), tail))
             tail += 1
         return Batch(short, [self._full_row(e, at) for e, at in full], [at - first for _, at in full], stems)
 
-    def _new_stem(self, e: LedgerEntry, key: tuple[object, ...]) -> int | None:
-        """The number of E's stem, kept under KEY; None when E's row is not short."""
-        row = self._full_row(e, 0)
+    def _new_stem(self, e: ShortEntry) -> int | None:
+        """The number of E's stem, kept under E's key; None when E's row is not short."""
+        row = self._full_row(full_entry(e), 0)
         number = None
         if len(row) == ANSWER_WIDTH:
             number = len(self._stems)
             self._stems.append(stem_of(row))
-        self._stem_numbers[key] = number
+        self._stem_numbers[e[2]] = number
         return number
 
     def _full_row(self, e: LedgerEntry, id_tail: int) -> tuple[Any, ...]:
@@ -306,6 +304,22 @@ def _row_id(milliseconds: int, random_bits: int) -> str:
     if 0 <= milliseconds < 1 << 48:
         return (milliseconds << 40 | random_bits).to_bytes(11, "big").hex()
     return f"{milliseconds:012x}{random_bits:010x}"  # before 1970 or after 10889: not this ledger's, but kept
+
+
+def _short_entry(e: LedgerEntry) -> Entry:
+    """E as a ShortEntry where its row can be short, of values of exact types (entry.ShortEntry); else E."""
+    if (
+        e[10:16] == _NO_LLM and e[19:] == _NO_SESSION and type(e.query) is str and type(e.reason) is str
+        and type(e.outcome) is str and type(e.days) is int and type(e.places) is tuple and type(e.cost_usd) is float
+    ):  # fmt: skip
+        key = (e.route, e.query, e.reason, e.aspect, e.places, e.days, e.provider, e.cache_hit, e.stale, e.cost_usd,
+               e.outcome)  # fmt: skip
+        try:
+            hash(key)
+        except TypeError:  # a value that cannot be a key: the row is made in full
+            return e
+        return (e.started_at, e.latency_ms, key)
+    return e
 
 
 def stem_of(row: tuple[Any, ...]) -> tuple[Any, ...]:

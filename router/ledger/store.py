@@ -23,13 +23,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from hybrid_weather.agent.errors import LedgerUnavailable
 from hybrid_weather.agent.llm.models import ModelTable
 
 from ..settings import is_postgres, redact
-from .entry import LedgerEntry
+from .entry import Entry
 from .handoff import Handoff
 from .rows import COLUMNS, Batch, RowFormat, padded
 from .spool import Spool, spool_path
@@ -150,7 +150,7 @@ class Ledger:
         self._format = RowFormat(
             models=models, model=model or models.default_model, store_queries=store_queries, secret=secret
         )
-        self._queue: Handoff[LedgerEntry | _Flush | object] = Handoff(queue_size, batch_size)
+        self._queue: Handoff[Entry | _Flush | object] = Handoff(queue_size, batch_size)
         self._closed = False
         self._in_hand = _NOTHING  # the writer's batch: spooled by close() if it hangs
         self._replay_due = True  # rows spooled by anyone: tried at start and when the database is back
@@ -168,7 +168,7 @@ class Ledger:
         """Rows this process has queued that are not yet stored or spooled."""
         return len(self._queue) + len(self._in_hand)
 
-    def record(self, entry: LedgerEntry) -> None:
+    def record(self, entry: Entry) -> None:
         """Queue ENTRY for writing. Returns at once unless the queue is full; then waits for room, and
         spools the row itself if the writer makes none within RECORD_TIMEOUT."""
         if self._closed:
@@ -177,7 +177,7 @@ class Ledger:
         if not self._writer_running:
             self._restart_writer()
         try:
-            self._queue.put(entry, timeout=RECORD_TIMEOUT)
+            self._queue.put(entry, RECORD_TIMEOUT)
         except queue.Full:
             self._spool([entry], f"the ledger writer made no room in {RECORD_TIMEOUT:.0f} s")
 
@@ -303,20 +303,19 @@ class Ledger:
         for marker in markers:
             marker.done.set()
 
-    def _next_batch(self) -> tuple[list[LedgerEntry], list[_Flush], bool]:
+    def _next_batch(self) -> tuple[list[Entry], list[_Flush], bool]:
         """Entries until BATCH_SIZE rows, COMMIT_INTERVAL seconds after the first, a flush or the stop."""
-        batch: list[LedgerEntry] = []
-        markers: list[_Flush] = []
-        for item in self._queue.take(self.commit_interval):
-            if item is _STOP:
-                return batch, markers, True
-            if isinstance(item, _Flush):
-                markers.append(item)
-            elif isinstance(item, LedgerEntry):
-                batch.append(item)
-        return batch, markers, False
+        taken = self._queue.take(self.commit_interval)
+        # Only the markers are urgent, and a take ends at its first urgent item: what comes before its last
+        # item is entries, with no look at each.
+        last = taken[-1] if taken else None
+        if last is _STOP:
+            return cast("list[Entry]", taken[:-1]), [], True
+        if isinstance(last, _Flush):
+            return cast("list[Entry]", taken[:-1]), [last], False
+        return cast("list[Entry]", taken), [], False
 
-    def _commit(self, db: Any, batch: list[LedgerEntry]) -> None:
+    def _commit(self, db: Any, batch: list[Entry]) -> None:
         """BATCH stored, tried COMMIT_ATTEMPTS times; spooled when the database keeps refusing it. A
         connection that breaks raises to the loop, which spools the batch and connects again."""
         self._in_hand = self._format.batch(batch)
@@ -360,16 +359,16 @@ class Ledger:
         self._in_hand = _NOTHING
         logger.info("ledger: %d spooled rows replayed into %s", len(taken), self.location)
 
-    def _drain(self) -> list[LedgerEntry]:
-        left: list[LedgerEntry] = []
+    def _drain(self) -> list[Entry]:
+        left: list[Entry] = []
         for item in self._queue.take_all():
-            if isinstance(item, LedgerEntry):
-                left.append(item)
-            elif isinstance(item, _Flush):
+            if isinstance(item, _Flush):
                 item.done.set()
+            elif item is not _STOP:
+                left.append(cast("Entry", item))
         return left
 
-    def _spool(self, entries: list[LedgerEntry], why: str) -> None:
+    def _spool(self, entries: list[Entry], why: str) -> None:
         if entries:
             self._spool_rows(self._format.rows(entries), why)
 
@@ -411,7 +410,7 @@ class SpoolLedger:
         self._lock = threading.Lock()
         self._noted = False
 
-    def record(self, entry: LedgerEntry) -> None:
+    def record(self, entry: Entry) -> None:
         row = self._format.row(entry)
         with self._lock:
             try:
