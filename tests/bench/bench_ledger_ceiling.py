@@ -27,6 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_ask import TODAY, rates_in_turns
 
+from hybrid_weather.router.ledger.rows import Batch
+
 from fake_weather import FakeWeather
 
 
@@ -70,8 +72,8 @@ class _NoRows:
 
     secret = b""
 
-    def rows(self, entries: object) -> list[tuple[object, ...]]:
-        return []
+    def batch(self, entries: object) -> Batch:
+        return Batch.of([])
 
 
 if __name__ == "__main__":
