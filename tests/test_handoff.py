@@ -65,6 +65,19 @@ def test_an_urgent_item_ends_the_wait_and_the_batch():
     assert handoff.take(0.01) == [3]  # the urgent item was counted down: the next take waits its interval
 
 
+def test_an_item_put_both_ways_ends_a_batch_only_where_it_was_put_urgently():
+    # Rows come out as themselves, an urgent item from its box: equal items, even the same object, do not
+    # stand in for each other.
+    handoff: Handoff[int] = Handoff(maxsize=100, batch_size=50)
+    for urgent in (False, False, True, False):
+        handoff.put(7, urgent=urgent)
+    assert handoff.take(0.01) == [7, 7, 7]
+    assert handoff.take(0.01) == [7]
+    handoff.put(8, urgent=True)
+    handoff.put(9)
+    assert handoff.take_all() == [8, 9] and len(handoff) == 0
+
+
 def test_a_full_queue_makes_put_wait_for_room_then_refuse():
     handoff: Handoff[int] = Handoff(maxsize=2, batch_size=10)
     handoff.put(1)

@@ -8,6 +8,7 @@ Python, and rows inserted column by column.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import time
 
@@ -16,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybrid_weather.agent.llm.models import ModelTable
-from hybrid_weather.router.ledger import LedgerEntry
+from hybrid_weather.router.ledger import LedgerEntry, rows
+from hybrid_weather.router.ledger.entry import full_entry
 from hybrid_weather.router.ledger.rows import ANSWER_WIDTH, COLUMNS, Batch, RowFormat
 from hybrid_weather.router.ledger.sqlite_db import SQLiteDatabase
 
@@ -80,6 +82,33 @@ def test_a_kept_stem_makes_the_row_the_full_path_makes(store_queries):
             assert len(row[0]) == 22 and row[0][:12] == expected[0][:12], entry  # time-sorted, random tail
     # Each row has an id of its own, the kept ones too.
     assert len({row[0] for row in made.rows(ENTRIES * 10)}) == len(ENTRIES) * 10
+
+
+def test_a_batch_of_known_questions_makes_the_rows_each_entry_alone_makes():
+    # A batch of ShortEntries whose stems are all numbered is made in a few passes in C (rows._all_short), any
+    # other batch entry by entry: both make every row as the full path does, and as each other.
+    made = row_format()
+    short = [e for e in map(rows._short_entry, ENTRIES) if type(e) is tuple]
+    made.rows(short)  # numbers their stems
+    numbers = made._stem_numbers
+    known = [e for e in short if numbers[e[2]] is not None and math.isfinite(e[0] + e[1]) and e[1] >= 0]
+    assert len(known) >= 10
+    assert rows._all_short(known, numbers, 5) == [
+        value for i, e in enumerate(known) for value in (e[0], e[1], 5 + i, numbers[e[2]])
+    ]
+    not_short = next(e for e in short if numbers[e[2]] is None)  # its row is made in full every time
+    new = rows._short_entry(rule("杭州明天天气"))  # a question not seen before: its stem is made first
+    odd = [(STARTED, float("nan"), known[0][2]), (-1.0, 0.0421, known[0][2]), (STARTED, -1.0, known[0][2]),
+           (1e12, 0.0421, known[0][2]), not_short, new, rule()]  # fmt: skip
+    for entry in odd:  # each sends its batch entry by entry
+        assert rows._all_short([*known, entry], numbers, 0) is None, entry
+    for batch in (known, known[::-1], *([*known, entry] for entry in odd), [*odd, *known]):
+        expected = [made._full_row(full_entry(e), 0) for e in batch]
+        got = made.rows(batch)
+        for row, want in zip(got, expected, strict=True):
+            assert as_stored(row) == as_stored(want)
+        tails = [int(row[0][12:], 16) for row in got]
+        assert tails == list(range(tails[0], tails[0] + len(batch)))
 
 
 def test_a_new_secret_is_not_answered_from_stems_hashed_under_the_old_one():

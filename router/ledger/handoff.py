@@ -18,10 +18,11 @@ Measured with tests/bench/bench_serve.py (2 workers, file ledger, 64 connections
 from __future__ import annotations
 
 import contextlib
+import itertools
 import queue
 import time
 from collections import deque
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 T = TypeVar("T")
 #: Seconds a caller waiting for room looks again, should the writer's token have gone to another caller.
@@ -36,7 +37,8 @@ class Handoff(Generic[T]):
         # waited out its interval for rows that cannot come (1,024-row batches beside a 1,000-row queue
         # asked 0.16x as fast).
         self.maxsize, self.batch_size = maxsize, min(batch_size, maxsize)
-        self._items: deque[tuple[T, bool]] = deque()  # (item, urgent)
+        # Items as they were put; an urgent one in an _Urgent box, so a row goes in (and comes out) as itself.
+        self._items: deque[T | _Urgent] = deque()
         self._idle = False  # the consumer waits for a first item
         self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()  # tokens: look at the items again
         self._urgent: queue.SimpleQueue[None] = queue.SimpleQueue()  # one token per urgent item not yet taken
@@ -51,14 +53,14 @@ class Handoff(Generic[T]):
         items = self._items
         if urgent:
             self._urgent.put(None)  # before the item: the consumer never finds an urgent item uncounted
-            items.append((item, True))
+            items.append(_Urgent(item))
             if self._wake.empty():
                 self._wake.put(None)
             return
         # A row, on the path of every request: a length, an append and, about once a batch, a wake-up.
         if len(items) >= self.maxsize:
             self._wait_for_room(timeout)
-        items.append((item, False))
+        items.append(item)
         # Read after the append: the consumer says it is idle before it looks at the deque a last time.
         if (self._idle or len(items) >= self.batch_size) and self._wake.empty():
             self._wake.put(None)
@@ -82,26 +84,37 @@ class Handoff(Generic[T]):
                 self._wake.get(timeout=left)
             except queue.Empty:
                 break
-        taken: list[T] = []
-        while self._items and len(taken) < self.batch_size:
-            item, urgent = self._items.popleft()
-            taken.append(item)
-            if urgent:
-                self._urgent.get_nowait()
-                break
+        items = self._items
+        count = min(len(items), self.batch_size)
+        # No urgent item counted after COUNT was read: none is among the first COUNT items (its token goes in
+        # before it), so they are taken at once, by a loop in C (map): the consumer holds the interpreter lock
+        # that every request thread waits for, and this is its share of it for each row.
+        taken: list[object]
+        if self._urgent.empty():
+            taken = list(map(deque.popleft, itertools.repeat(items, count)))
+        else:
+            taken = []
+            for _ in range(count):
+                item = items.popleft()
+                if type(item) is _Urgent:
+                    self._urgent.get_nowait()
+                    taken.append(item.item)
+                    break
+                taken.append(item)
         self._made_room()
-        return taken
+        return cast("list[T]", taken)
 
     def take_all(self) -> list[T]:
         """Everything queued, without waiting (at close, for the spool)."""
-        taken: list[T] = []
+        taken: list[object] = []
         while self._items:
-            item, urgent = self._items.popleft()
-            taken.append(item)
-            if urgent:
+            item: object = self._items.popleft()
+            if type(item) is _Urgent:
                 self._urgent.get_nowait()
+                item = item.item
+            taken.append(item)
         self._made_room()
-        return taken
+        return cast("list[T]", taken)
 
     def _made_room(self) -> None:
         if self._room.empty():  # one token at a time: unused ones would pile up, one a batch
@@ -115,3 +128,12 @@ class Handoff(Generic[T]):
                 raise queue.Full
             with contextlib.suppress(queue.Empty):
                 self._room.get(timeout=left)
+
+
+class _Urgent:
+    """An urgent item as the queue holds it: no row is one of these, so the consumer tells them apart."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, item: object) -> None:
+        self.item = item

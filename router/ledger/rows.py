@@ -15,6 +15,7 @@ import hmac
 import itertools
 import json
 import math
+import operator
 import os
 import random
 import secrets
@@ -55,6 +56,7 @@ _UNSEEN = -1  # no stem number: a key not looked up before
 _INF = math.inf
 #: The last time (seconds since 1970) a short row may have: its date keeps four digits a second later.
 _LAST_TIME = 253_402_300_798.0
+_FIRST_TIME = -62_135_596_800.0  # the first second of the year 1
 # Beyond these a value from an endpoint is not a fact but a fault: no single request costs more than
 # ten dollars or uses more than ten million tokens.
 MAX_COST_USD = 10.0
@@ -164,11 +166,12 @@ class RowFormat:
         if len(self._stem_numbers) > _MEMO_SIZE:  # between batches only: a batch's stems are one list
             self._let_stems_go()
         numbers, stems = self._stem_numbers, self._stems
-        short: list[Any] = []
-        full: list[tuple[LedgerEntry, int]] = []
         first = tail = self._random.randrange(_ID_TAILS - len(entries))
-        # This loop is all the Python a rule row costs the writer under the interpreter lock, which every
-        # request thread waits for (the rest is SQLite's): a look-up by the row's key and four numbers.
+        short = _all_short(entries, numbers, first)
+        if short is not None:
+            return Batch(short, [], [], stems)
+        short = []
+        full: list[tuple[LedgerEntry, int]] = []
         for e in entries:
             if isinstance(e, LedgerEntry):
                 e = _short_entry(e)
@@ -230,7 +233,8 @@ class RowFormat:
         if e.unknown_words and not hashed:
             words = json.dumps([mask_personal_data(_safe_text(w, invalid, "unknown_words")) for w in e.unknown_words],
                                ensure_ascii=False)  # fmt: skip
-        started = e.started_at if math.isfinite(e.started_at) else 0.0
+        # Not a time (NaN) or none a date can say (a clock set past the year 9999): stored as 1970's first second.
+        started = e.started_at if _FIRST_TIME <= e.started_at < _LAST_TIME else 0.0
         head = (
             _row_id(int(started * 1000), id_tail),
             utc_isoformat(started),
@@ -304,6 +308,35 @@ def _row_id(milliseconds: int, random_bits: int) -> str:
     if 0 <= milliseconds < 1 << 48:
         return (milliseconds << 40 | random_bits).to_bytes(11, "big").hex()
     return f"{milliseconds:012x}{random_bits:010x}"  # before 1970 or after 10889: not this ledger's, but kept
+
+
+def _all_short(entries: list[Entry], numbers: dict[StemKey, int | None], first: int) -> list[Any] | None:
+    """Batch.short of ENTRIES, their id tails counting up from FIRST, when every one of them is a ShortEntry
+    whose stem has a number and whose time and latency are in range (nearly every batch of a busy service);
+    else None, and RowFormat.batch looks at each entry.
+
+    Made in a few passes of loops in C (map, zip, sum): the writer runs this under the interpreter lock that
+    every request thread waits for, and a loop in Python over the entries was most of what it held the lock
+    for (bench_ledger_instructions.py)."""
+    try:
+        # A LedgerEntry's third field is its query, a string, never a stem's key (a tuple): it finds no number.
+        found = list(map(numbers.get, map(_KEY, entries)))
+        if None in found:  # a stem not numbered yet, a row that is not short, or a LedgerEntry
+            return None
+        started, latency = list(map(_STARTED, entries)), list(map(_LATENCY, entries))
+        # A NaN or an infinity makes a sum that is not finite; past that, min and max compare as numbers.
+        if not (math.isfinite(sum(started)) and math.isfinite(sum(latency))):
+            return None
+        if not (min(started) >= 0.0 and max(started) < _LAST_TIME and min(latency) >= 0.0):
+            return None
+    except (TypeError, ValueError):  # not numbers, no entries: the slow path says what to do
+        return None
+    return list(
+        itertools.chain.from_iterable(zip(started, latency, range(first, first + len(entries)), found, strict=True))
+    )
+
+
+_STARTED, _LATENCY, _KEY = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
 
 
 def _short_entry(e: LedgerEntry) -> Entry:
