@@ -9,23 +9,36 @@ ledger-off rate (median of the turns, and their range):
 - file: the real file ledger (what bench_ask.py measures);
 - queued only: the real ledger whose writer takes each batch from the queue and drops it, neither
   formatting nor storing a row: what the request side and the hand-over to the writer cost;
-- recorded only: each entry built by the Recorder and dropped at once: what the request side costs.
+- recorded only: each entry built by the Recorder and dropped at once: what the request side costs;
+- off, SQLite beside: no ledger, while another process inserts rows into a SQLite file of its own without
+  pause: what a second core busy with SQLite costs the asking thread when nothing is shared but the
+  machine (the file ledger's writer keeps a second core busy for part of the time).
 
 The parts are removed by replacing the ledger's own methods in this process only; nothing else changes.
+
+Beside each share, where the time went, from the CPU clocks (medians of the turns): the asking thread's
+CPU time an ask, the share of the wall time it was not running (waiting for the interpreter lock, or for
+the VM), and the other threads' CPU time an ask (the writer's: the fake server is idle once the cache is
+warm). A part that costs the asking thread CPU time without running on it (a second core's work on the
+same memory) shows in the first; one it waits for, in the second.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import multiprocessing
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_ask import TODAY, rates_in_turns
+from bench_ask import QUERIES, TODAY
 
 from hybrid_weather.router.ledger.rows import Batch
 
@@ -41,12 +54,12 @@ def main() -> None:
 
     today = TODAY
     server = FakeWeather(today).start()
-    kinds = ("off", "file", "queued only", "recorded only")
+    kinds = ("off", "file", "queued only", "recorded only", "off, SQLite beside")
     try:
         with tempfile.TemporaryDirectory() as folder:
             routers = {
                 kind: HybridRouter(provider="open-meteo", settings=Settings(open_meteo_url=server.url),
-                                   cache_ttl=3600, ledger="off" if kind == "off" else str(Path(folder) / f"{i}.db"))
+                                   cache_ttl=3600, ledger=str(Path(folder) / f"{i}.db") if i in (1, 2, 3) else "off")
                 for i, kind in enumerate(kinds)
             }  # fmt: skip
             queued, recorded = routers["queued only"].parts.ledger, routers["recorded only"].parts.ledger
@@ -54,17 +67,77 @@ def main() -> None:
             # The formatter replaced, not its method patched: a class mypyc compiles (setup.py) has read-only methods.
             queued._format = _NoRows()  # type: ignore[assignment]
             recorded.record = lambda entry: None  # type: ignore[method-assign]
-            rates = rates_in_turns(routers, args.seconds, args.turns, today)
+            for router in routers.values():
+                for query in QUERIES:
+                    router.ask(query, today=today)  # every memo and the forecast cache warm
+            turns: dict[str, list[tuple[float, float, float, float]]] = {kind: [] for kind in kinds}
+            beside = multiprocessing.get_context("spawn")
+            busy, stop = beside.Event(), beside.Event()
+            neighbour = beside.Process(target=_insert_rows, args=(str(Path(folder) / "beside.db"), busy, stop))
+            neighbour.start()
+            try:
+                for turn in range(args.turns):
+                    for kind in kinds[turn % len(kinds) :] + kinds[: turn % len(kinds)]:  # each goes first in turn
+                        if kind == kinds[-1]:
+                            busy.set()
+                            time.sleep(0.05)  # under way before the clock starts
+                        turns[kind].append(_turn(routers[kind], args.seconds, today))
+                        busy.clear()
+            finally:
+                stop.set()
+                busy.set()
+                neighbour.join()
             for router in routers.values():
                 router.close()
     finally:
         server.stop()
-    off = rates["off"]
+    off = [rate for rate, *_ in turns["off"]]
     print(f"warm rule-path asks in turns of {args.seconds:g} s, {args.turns} turns; ledger off: "
           f"{statistics.median(off):,.0f} asks/s (median)")  # fmt: skip
-    for kind in kinds[1:]:
-        shares = sorted(rate / base for rate, base in zip(rates[kind], off, strict=True))
-        print(f"  {kind:14} {statistics.median(shares):.2f}x of ledger off ({shares[0]:.2f}-{shares[-1]:.2f}x)")
+    print(f"  {'':18} {'share of ledger off':24} asking thread: CPU an ask, not running; other threads: CPU an ask")
+    for kind in kinds:
+        shares = sorted(rate / base for (rate, *_), base in zip(turns[kind], off, strict=True))
+        cpu, idle, other = (statistics.median(values) for values in list(zip(*turns[kind], strict=True))[1:])
+        share = f"{statistics.median(shares):.2f}x ({shares[0]:.2f}-{shares[-1]:.2f}x)"
+        print(f"  {kind:18} {share:24} {cpu:5.1f} µs, {idle:5.1%}; {other:5.1f} µs")
+
+
+_ROWS_BESIDE = """
+    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 512)
+    INSERT INTO rows SELECT printf('%022x', ? + i), strftime('%Y-%m-%dT%H:%M:%f', 'now'), i / 7.0, i % 9 FROM n
+"""
+
+
+def _insert_rows(path: str, busy: Any, stop: Any) -> None:
+    """Another process's SQLite work: 512-row transactions into PATH, without pause while BUSY is set."""
+    import sqlite3
+
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE rows (id TEXT PRIMARY KEY, at TEXT, latency REAL, stem INTEGER)")
+    count = 0
+    while not stop.is_set():
+        busy.wait()
+        db.execute(_ROWS_BESIDE, (count,))  # made in SQL: this process runs SQLite, not Python
+        count += 512
+        if count % 65_536 == 0:
+            db.execute("DELETE FROM rows")
+    db.close()
+
+
+def _turn(router: Any, seconds: float, today: dt.date) -> tuple[float, float, float, float]:
+    """One turn of asks in this thread: (asks/s, this thread's CPU µs an ask, the share of the wall time it
+    was not running, the other threads' CPU µs an ask)."""
+    ask, asks = router.ask, 0
+    process, thread, started = time.process_time(), time.thread_time(), time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        ask(QUERIES[asks % len(QUERIES)], today=today)
+        asks += 1
+    wall, thread = time.perf_counter() - started, time.thread_time() - thread
+    process = time.process_time() - process
+    if router.parts.ledger is not None:
+        router.parts.ledger.flush()  # its backlog is written before the next turn, not during it
+    return asks / wall, thread / asks * 1e6, 1 - thread / wall, (process - thread) / asks * 1e6
 
 
 class _NoRows:
