@@ -94,7 +94,7 @@ class Handoff(Generic[T]):
             taken = list(map(deque.popleft, itertools.repeat(items, count)))
         else:
             taken = []
-            for _ in range(count):
+            while items and len(taken) < count:
                 item = items.popleft()
                 if type(item) is _Urgent:
                     self._urgent.get_nowait()
