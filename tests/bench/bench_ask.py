@@ -1,13 +1,14 @@
 """Benchmark the warm rule path: ask() with the forecast cached, from 1 and from 8 threads, with the file
 ledger, and in several processes.
 
-    python tests/bench/bench_ask.py [--seconds S] [--processes N]
+    python tests/bench/bench_ask.py [--seconds S] [--processes N] [--ledger-turns T]
 
 The forecast comes once from a local Open-Meteo-shaped server (tests/fake_weather.py); every ask after
 that is answered from the cache, so the figures are the router's own cost: route(), cache look-up and
 rendering. Prints p50/p99 µs per ask() and asks/s (ledger off, then with a file ledger and its share of
-the ledger-off rate: target >= 0.9), and how asks/s scale from 1 to N processes next to how a pure-CPU
-loop scales in the same run (target >= 0.9 x N where N cores are free; this machine is shared).
+the ledger-off rate, the median of T short turns of each side by side: target >= 0.9), and how asks/s
+scale from 1 to N processes next to how a pure-CPU loop scales in the same run (target >= 0.9 x N where
+N cores are free; this machine is shared).
 """
 
 from __future__ import annotations
@@ -71,13 +72,14 @@ def run(router, seconds: float, threads: int, today: dt.date) -> tuple[list[int]
 
 def rates_in_turns(routers: dict, seconds: float, turns: int, today: dt.date) -> dict[str, list[float]]:
     """Asks/s of each of ROUTERS (warmed first), one thread, in TURNS turns of SECONDS each, side by side: this
-    machine's speed drifts within a run, and rates of phases run one after the other measured the drift too."""
+    machine's speed drifts within a run, and rates of phases run one after the other measured the drift too.
+    Every other turn runs them in the reverse order, so neither always follows the other."""
     for router in routers.values():
         for query in QUERIES:
             router.ask(query, today=today)
     rates: dict[str, list[float]] = {name: [] for name in routers}
-    for _ in range(turns):
-        for name, router in routers.items():
+    for turn in range(turns):
+        for name, router in list(routers.items())[:: -1 if turn % 2 else 1]:
             _, count, elapsed = run(router, seconds, 1, today)
             rates[name].append(count / elapsed)
             if router.parts.ledger is not None:
@@ -121,6 +123,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds per run (default 3)")
     parser.add_argument("--processes", type=int, default=2, help="processes for the scaling run (default 2)")
+    parser.add_argument(
+        "--ledger-turns", type=int, default=15, help="turns of the ledger's ratio, SECONDS in all for each (default 15)"
+    )
     args = parser.parse_args()
 
     from hybrid_weather.router import HybridRouter, Settings
@@ -148,21 +153,23 @@ def main() -> None:
         assert server.requests["/v1/forecast"] == upstream, "a cached ask went upstream"
         router.close()
 
-        # Without and with the file ledger in turns, a second each, three times: this machine's speed drifts
-        # within a run, and a ratio of two phases run one after the other measured the drift as well.
+        # Without and with the file ledger in short turns side by side: this machine's speed drifts within a run,
+        # and a ratio of two phases run one after the other measured the drift as well. Each turn's ratio is
+        # its own pair's; their median and quartiles are printed (the spread is the machine's).
         with tempfile.TemporaryDirectory() as folder:
             routers = {
                 name: HybridRouter(provider="open-meteo", settings=Settings(open_meteo_url=server.url),
                                    cache_ttl=3600, ledger=ledger)
                 for name, ledger in (("off", "off"), ("file", str(Path(folder) / "ledger.db")))
             }  # fmt: skip
-            rates = rates_in_turns(routers, args.seconds / 3, 3, today)
+            rates = rates_in_turns(routers, args.seconds / args.ledger_turns, args.ledger_turns, today)
             for measured in routers.values():
                 measured.close()
-        ratios = sorted(file / off for file, off in zip(rates["file"], rates["off"], strict=True))
-        print(f"  1 thread, file ledger: {statistics.median(rates['file']):,.0f} asks/s = {ratios[1]:.2f}x of "
-              f"{statistics.median(rates['off']):,.0f} without it (median of 3 turns, "
-              f"{ratios[0]:.2f}-{ratios[2]:.2f}x; target >= 0.9x)")  # fmt: skip
+        ratios = [file / off for file, off in zip(rates["file"], rates["off"], strict=True)]
+        low, middle, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+        print(f"  1 thread, file ledger: {statistics.median(rates['file']):,.0f} asks/s = {middle:.2f}x of "
+              f"{statistics.median(rates['off']):,.0f} without it (median of {len(ratios)} turns of "
+              f"{args.seconds / args.ledger_turns:g} s, quartiles {low:.2f}-{high:.2f}x; target >= 0.9x)")  # fmt: skip
 
         asks_1, asks_n = scaling(_asks_in_process, (server.url, args.seconds), args.processes)
         spins_1, spins_n = scaling(_spins_in_process, (args.seconds,), args.processes)
