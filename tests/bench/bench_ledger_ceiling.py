@@ -3,8 +3,9 @@
     python tests/bench/bench_ledger_ceiling.py [--turns N] [--seconds S]
 
 bench_ask.py measures the file ledger's asks/s as a share of the ledger-off rate (target >= 0.9x). This
-runs the same warm rule-path asks, in turns, with four ledgers, and prints each one's share of the
-ledger-off rate (median of the turns, and their range):
+runs the same warm rule-path asks, in turns (each kind going first in its turn), with the ledger off and
+in four other ways, and prints each one's share of the ledger-off rate (median of the turns, and their
+range):
 
 - file: the real file ledger (what bench_ask.py measures);
 - queued only: the real ledger whose writer takes each batch from the queue and drops it, neither
@@ -59,7 +60,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             routers = {
                 kind: HybridRouter(provider="open-meteo", settings=Settings(open_meteo_url=server.url),
-                                   cache_ttl=3600, ledger=str(Path(folder) / f"{i}.db") if i in (1, 2, 3) else "off")
+                                   cache_ttl=3600,
+                                   ledger="off" if kind.startswith("off") else str(Path(folder) / f"{i}.db"))
                 for i, kind in enumerate(kinds)
             }  # fmt: skip
             queued, recorded = routers["queued only"].parts.ledger, routers["recorded only"].parts.ledger
