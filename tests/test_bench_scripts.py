@@ -22,6 +22,7 @@ BENCH = Path(__file__).resolve().parent / "bench"
     [
         ("bench_ledger_ceiling.py", ["--turns", "1", "--seconds", "0.05"], ["file ", "queued only ", "recorded only "]),
         ("bench_ledger.py", ["--asks", "300"], ["rows/s committed", "added by the ledger"]),
+        ("bench_ledger_timeline.py", ["--seconds", "0.3"], ["a batch: ", "asks stalled", "waits for room"]),
     ],
 )
 def test_a_benchmark_runs_to_its_end_and_prints_its_figures(script, arguments, figures):
