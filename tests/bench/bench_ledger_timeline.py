@@ -10,7 +10,8 @@ interpreter lock the writer holds, or for room in a full queue). It prints, for 
 
 - the rows of a batch, how long the writer took to format it and to write it (SQLite runs most of the
   write with the interpreter lock let go);
-- how many of the asking thread's asks stalled in that batch's cycle and for how long in all;
+- how many of the asking thread's asks stalled in that batch's cycle, and the time they took beyond a
+  usual ask, in all;
 - how often record() had to wait for room in the queue (the writer fell behind the asking thread).
 
 The writer's own methods are wrapped in this process only, by timing calls; nothing else changes.
@@ -68,20 +69,22 @@ def main() -> None:
     finally:
         server.stop()
     usual = statistics.median(end - start for start, end in took)
+    elapsed = took[-1][1] - took[0][0]
     stalls = [(start, end) for start, end in took if (end - start) - usual > GAP_US / 1e6]
-    commits = [(start, end) for name, start, end in steps if name == "_commit"]
+    # Not the batch close() writes after the asks: no ask waits for it.
+    commits = [(start, end) for name, start, end in steps if name == "_commit" and start < took[-1][1]]
     room = [end - start for name, start, end in steps if name == "_wait_for_room"]
-    print(f"warm rule-path asks with the file ledger for {args.seconds:g} s: {asks / args.seconds:,.0f} asks/s, "
+    print(f"warm rule-path asks with the file ledger for {args.seconds:g} s: {asks / elapsed:,.0f} asks/s, "
           f"{len(commits)} batches, a warm ask {usual * 1e6:.1f} µs at the median")  # fmt: skip
     if not commits:
         print("  no batch was written while the asks ran")
         return
-    per_batch = _stalls_per_batch(commits, stalls)
+    per_batch = _stalls_per_batch(commits, stalls, usual)
     print(f"  a batch: {statistics.median(rows):,.0f} rows, written in "
           f"{statistics.median(end - start for start, end in commits) * 1e3:.1f} ms (format and SQLite)")  # fmt: skip
     print(f"  the asking thread, a batch: {statistics.median(len(s) for s in per_batch):.0f} asks stalled, "
           f"{statistics.median(sum(s) for s in per_batch) * 1e3:.2f} ms in all "
-          f"({sum(map(sum, per_batch)) / args.seconds:.1%} of the time)")  # fmt: skip
+          f"({sum(map(sum, per_batch)) / elapsed:.1%} of the time)")  # fmt: skip
     print(f"  waits for room in the queue: {len(room)}, {sum(room) * 1e3:.1f} ms in all")
 
 
@@ -110,15 +113,17 @@ def _asks(router: Any, seconds: float) -> tuple[int, list[tuple[float, float]]]:
     return len(took), took
 
 
-def _stalls_per_batch(commits: list[tuple[float, float]], stalls: list[tuple[float, float]]) -> list[list[float]]:
-    """The stalled asks' extra seconds, by the writer cycle they fell in (from one batch's start to the next's)."""
+def _stalls_per_batch(
+    commits: list[tuple[float, float]], stalls: list[tuple[float, float]], usual: float
+) -> list[list[float]]:
+    """The stalled asks' seconds beyond USUAL, by the writer cycle they fell in (one batch's start to the next's)."""
     starts = [start for start, _ in commits] + [float("inf")]
     cycles: list[list[float]] = [[] for _ in commits]
     cycle = 0
     for start, end in stalls:
         while cycle + 1 < len(commits) and start >= starts[cycle + 1]:
             cycle += 1
-        cycles[cycle].append(end - start)
+        cycles[cycle].append(end - start - usual)
     return cycles
 
 
