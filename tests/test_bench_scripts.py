@@ -20,7 +20,11 @@ BENCH = Path(__file__).resolve().parent / "bench"
 @pytest.mark.parametrize(
     "script, arguments, figures",
     [
-        ("bench_ledger_ceiling.py", ["--turns", "1", "--seconds", "0.05"], ["file ", "queued only ", "recorded only "]),
+        (
+            "bench_ledger_ceiling.py",
+            ["--turns", "1", "--seconds", "0.05"],
+            ["file ", "queued only ", "recorded only ", "three numbers only "],
+        ),
         ("bench_ledger.py", ["--asks", "300"], ["rows/s committed", "added by the ledger"]),
         ("bench_ledger_timeline.py", ["--seconds", "0.3"], ["a batch: ", "asks stalled", "waits for room"]),
     ],

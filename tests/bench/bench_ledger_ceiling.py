@@ -11,6 +11,9 @@ range):
 - queued only: the real ledger whose writer takes each batch from the queue and drops it, neither
   formatting nor storing a row: what the request side and the hand-over to the writer cost;
 - recorded only: each entry built by the Recorder and dropped at once: what the request side costs;
+- three numbers only: in place of each entry, a tuple of its time, its latency and a number, dropped at
+  once: the least any request side can cost, so that its difference to recorded only is what building an
+  entry's stem key (entry.ShortEntry: eleven of its answer's and decision's fields) costs;
 - off, SQLite beside: no ledger, while another process inserts rows into a SQLite file of its own without
   pause: what a second core busy with SQLite costs the asking thread when nothing is shared but the
   machine (the file ledger's writer keeps a second core busy for part of the time).
@@ -55,7 +58,7 @@ def main() -> None:
 
     today = TODAY
     server = FakeWeather(today).start()
-    kinds = ("off", "file", "queued only", "recorded only", "off, SQLite beside")
+    kinds = ("off", "file", "queued only", "recorded only", "three numbers only", "off, SQLite beside")
     try:
         with tempfile.TemporaryDirectory() as folder:
             routers = {
@@ -68,7 +71,10 @@ def main() -> None:
             assert queued is not None and recorded is not None
             # The formatter replaced, not its method patched: a class mypyc compiles (setup.py) has read-only methods.
             queued._format = _NoRows()  # type: ignore[assignment]
-            recorded.record = lambda entry: None  # type: ignore[method-assign]
+            recorded.record = _dropped  # type: ignore[method-assign]
+            numbers_only = routers["three numbers only"].parts.recorder
+            assert numbers_only is not None
+            numbers_only.answered = _three_numbers  # type: ignore[method-assign]
             for router in routers.values():
                 for query in QUERIES:
                     router.ask(query, today=today)  # every memo and the forecast cache warm
@@ -140,6 +146,15 @@ def _turn(router: Any, seconds: float, today: dt.date) -> tuple[float, float, fl
     if router.parts.ledger is not None:
         router.parts.ledger.flush()  # its backlog is written before the next turn, not during it
     return asks / wall, thread / asks * 1e6, 1 - thread / wall, (process - thread) / asks * 1e6
+
+
+def _three_numbers(query: str, answer: Any, arrived: float, session_id: str | None = None) -> None:
+    """A Recorder.answered that makes the least an entry can be, and drops it."""
+    _dropped((arrived, answer.latency_ms, 0))
+
+
+def _dropped(entry: object) -> None:
+    """A ledger's record() that keeps nothing."""
 
 
 class _NoRows:
