@@ -69,10 +69,11 @@ def main() -> None:
     finally:
         server.stop()
     usual = statistics.median(end - start for start, end in took)
-    elapsed = took[-1][1] - took[0][0]
+    asks_ended = took[-1][1]
+    elapsed = asks_ended - took[0][0]
     stalls = [(start, end) for start, end in took if (end - start) - usual > GAP_US / 1e6]
     # Not the batch close() writes after the asks: no ask waits for it.
-    commits = [(start, end) for name, start, end in steps if name == "_commit" and start < took[-1][1]]
+    commits = [(start, end) for name, start, end in steps if name == "_commit" and start < asks_ended]
     room = [end - start for name, start, end in steps if name == "_wait_for_room"]
     print(f"warm rule-path asks with the file ledger for {args.seconds:g} s: {asks / elapsed:,.0f} asks/s, "
           f"{len(commits)} batches, a warm ask {usual * 1e6:.1f} µs at the median")  # fmt: skip
