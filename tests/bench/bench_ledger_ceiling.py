@@ -99,15 +99,26 @@ def main() -> None:
                 router.close()
     finally:
         server.stop()
+    report(turns, args.seconds)
+
+
+def report(turns: dict[str, list[tuple[float, float, float, float]]], seconds: float) -> dict[str, float]:
+    """Print each kind of TURNS (_turn's figures, "off" among them) as its share of the ledger-off rate and
+    where the time went; returns the shares (medians of the turns)."""
     off = [rate for rate, *_ in turns["off"]]
-    print(f"warm rule-path asks in turns of {args.seconds:g} s, {args.turns} turns; ledger off: "
+    print(f"warm rule-path asks in turns of {seconds:g} s, {len(off)} turns; ledger off: "
           f"{statistics.median(off):,.0f} asks/s (median)")  # fmt: skip
-    print(f"  {'':18} {'share of ledger off':24} asking thread: CPU an ask, not running; other threads: CPU an ask")
-    for kind in kinds:
-        shares = sorted(rate / base for (rate, *_), base in zip(turns[kind], off, strict=True))
-        cpu, idle, other = (statistics.median(values) for values in list(zip(*turns[kind], strict=True))[1:])
-        share = f"{statistics.median(shares):.2f}x ({shares[0]:.2f}-{shares[-1]:.2f}x)"
-        print(f"  {kind:18} {share:24} {cpu:5.1f} µs, {idle:5.1%}; {other:5.1f} µs")
+    width = max(map(len, turns))
+    print(f"  {'':{width}} {'share of ledger off':24} asking thread: CPU an ask, not running; other threads: "
+          "CPU an ask")  # fmt: skip
+    medians = {}
+    for kind, figures in turns.items():
+        shares = sorted(rate / base for (rate, *_), base in zip(figures, off, strict=True))
+        cpu, idle, other = (statistics.median(values) for values in list(zip(*figures, strict=True))[1:])
+        medians[kind] = statistics.median(shares)
+        share = f"{medians[kind]:.2f}x ({shares[0]:.2f}-{shares[-1]:.2f}x)"
+        print(f"  {kind:{width}} {share:24} {cpu:5.1f} µs, {idle:5.1%}; {other:5.1f} µs")
+    return medians
 
 
 _ROWS_BESIDE = """

@@ -27,7 +27,6 @@ import argparse
 import contextlib
 import importlib.util
 import sqlite3
-import statistics
 import subprocess
 import sys
 import sysconfig
@@ -40,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_ask import QUERIES, TODAY
-from bench_ledger_ceiling import _turn
+from bench_ledger_ceiling import _turn, report
 
 from hybrid_weather.router.ledger import sqlite_db
 
@@ -93,17 +92,7 @@ def main() -> None:
                 router.close()
         finally:
             server.stop()
-    off = [rate for rate, *_ in turns["off"]]
-    print(f"warm rule-path asks in turns of {args.seconds:g} s, {args.turns} turns; ledger off: "
-          f"{statistics.median(off):,.0f} asks/s (median)")  # fmt: skip
-    print(f"  {'':12} {'share of ledger off':24} asking thread: CPU an ask, not running; other threads: CPU an ask")
-    shares = {}
-    for kind in kinds:
-        ratios = sorted(rate / base for (rate, *_), base in zip(turns[kind], off, strict=True))
-        cpu, idle, other = (statistics.median(values) for values in list(zip(*turns[kind], strict=True))[1:])
-        shares[kind] = statistics.median(ratios)
-        print(f"  {kind:12} {f'{shares[kind]:.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}x)':24} "
-              f"{cpu:5.1f} µs, {idle:5.1%}; {other:5.1f} µs")  # fmt: skip
+    shares = report(turns, args.seconds)
     print(f"  the stand-in: {pushed:,} rows handed over, {written:,} written, {refused:,} refused; "
           f"{stored:,} rows in its table beyond the warm-up's")  # fmt: skip
     print(f"  native, share of ledger off: {shares['native']:.2f}x (target >= 0.9x: "
