@@ -46,6 +46,16 @@ def _port() -> int:
         return int(probe.getsockname()[1])
 
 
+def service_env(home: Path, ledger: str) -> dict[str, str]:
+    """The environment of a benchmarked service: the demo provider (no network), HOME, the ledger at LEDGER
+    (or "off"), and neither API keys nor a rate limit from the caller's environment."""
+    env = {**os.environ, "HYBRID_WEATHER_PROVIDER": "demo", "HYBRID_WEATHER_HOME": str(home),
+           "HYBRID_WEATHER_LEDGER": ledger}  # fmt: skip
+    env.pop("HYBRID_WEATHER_API_KEYS", None)
+    env.pop("HYBRID_WEATHER_RATE_LIMIT", None)
+    return env
+
+
 def _wait(url: str, process: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -91,10 +101,7 @@ def main() -> None:
         raise SystemExit("wrk is not installed: apt-get install wrk")
     folder = Path(tempfile.mkdtemp(prefix="hybrid-weather-bench-"))
     bare_port, service_port = _port(), _port()
-    env = {**os.environ, "HYBRID_WEATHER_PROVIDER": "demo", "HYBRID_WEATHER_HOME": str(folder / "home"),
-           "HYBRID_WEATHER_LEDGER": str(folder / "ledger.db")}  # fmt: skip
-    env.pop("HYBRID_WEATHER_API_KEYS", None)
-    env.pop("HYBRID_WEATHER_RATE_LIMIT", None)
+    env = service_env(folder / "home", str(folder / "ledger.db"))
     bare = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "bare_app:app", "--app-dir", str(HERE), "--port", str(bare_port),
          "--workers", str(args.workers), "--no-access-log", "--log-level", "warning"], env=env,

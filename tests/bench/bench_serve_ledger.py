@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_serve import QUESTIONS, _port, _wait, _wrk
+from bench_serve import QUESTIONS, _port, _wait, _wrk, service_env
 
 KINDS = ("off", "file")
 
@@ -45,10 +45,7 @@ def main() -> None:
         try:
             for kind in KINDS:
                 port = _port()
-                env = {**os.environ, "HYBRID_WEATHER_PROVIDER": "demo", "HYBRID_WEATHER_HOME": str(folder / kind),
-                       "HYBRID_WEATHER_LEDGER": "off" if kind == "off" else str(folder / "ledger.db")}  # fmt: skip
-                env.pop("HYBRID_WEATHER_API_KEYS", None)
-                env.pop("HYBRID_WEATHER_RATE_LIMIT", None)
+                env = service_env(folder / kind, "off" if kind == "off" else str(folder / "ledger.db"))
                 services[kind] = subprocess.Popen(
                     [sys.executable, "-m", "hybrid_weather.router", "serve", "--port", str(port), "--workers", "1"],
                     env=env,
