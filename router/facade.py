@@ -201,9 +201,12 @@ class HybridRouter:
         return self.parts.parser.parse(text if isinstance(text, str) else str(text), today, context, recent, found)
 
     def _begin(self, text: str, today: dt.date | None, session: Session | None) -> _Request:
-        arrived, started, today = time.time(), time.perf_counter(), today or today_in_china()
+        # The deadline counts from the call, routing included: a first ask that loads the gazetteer still
+        # ends when the caller was promised, not that long after it.
+        arrived, started, deadline = time.time(), time.perf_counter(), time.monotonic() + self.deadline
+        today = today or today_in_china()
         decision = self._route(text, today, session)
-        return _Request(text, today, session, decision, arrived, started, time.monotonic() + self.deadline)
+        return _Request(text, today, session, decision, arrived, started, deadline)
 
     def _locate(self, request: _Request) -> Decision:
         """For a place the gazetteer lacks, ask the provider's geocoder and, if it finds one, read again."""
@@ -290,7 +293,7 @@ class _Request:
     decision: Decision  #: what the router made of it; replaced once a geocoder finds an unknown place
     arrived: float  #: time.time(), for the ledger
     started: float  #: time.perf_counter(), for latency
-    deadline: float  #: time.monotonic() by which the weather must be in
+    deadline: float  #: time.monotonic() by which the answer must be in: the call's start + HybridRouter.deadline
 
 
 def _checked_tools(tools: Sequence[Any]) -> tuple[Any, ...]:

@@ -233,6 +233,27 @@ def test_slow_server_is_cut_off_by_the_deadline(weather_server):
         assert time.monotonic() - started < 1.0
 
 
+def test_the_deadline_counts_from_the_call_not_from_the_end_of_routing(weather_server, monkeypatch):
+    # A first ask that loads the gazetteer (or a slow reading of any kind) spends the caller's time too.
+    weather_server.fail("/v1/forecast", "slow:3", "slow:3", "slow:3")
+    with make_router(weather_server.url, deadline=0.8, read_timeout=5.0) as router:
+        parser = router.parts.parser
+
+        class SlowParser:  # the parser's class is compiled (setup.py): its methods cannot be patched
+            def __getattr__(self, name):
+                return getattr(parser, name)
+
+            def parse(self, *args, **kwargs):
+                time.sleep(0.5)
+                return parser.parse(*args, **kwargs)
+
+        monkeypatch.setitem(router.parts.__dict__, "parser", SlowParser())  # where lazy_part keeps it
+        started = time.monotonic()
+        with pytest.raises(UpstreamTimeout):
+            ask(router, "上海今天天气")
+        assert time.monotonic() - started < 1.2  # 0.5 s reading + 0.8 s asking, were the deadline set after it
+
+
 @pytest.mark.parametrize(
     "fault,error", [("malformed", MalformedResponse), ("short", MalformedResponse), ("truncated", UpstreamConnectError)]
 )
