@@ -1,0 +1,114 @@
+"""Measure how the router reads a labelled set of questions, and print what it measured.
+
+    python tests/bench/bench_reading.py SET.jsonl [--today 2026-12-03] [--show-wrong]
+
+Each line of SET is {"query", "route": "rule"|"clarify"|"llm", "cities", "dates", "aspect", "class"} (the
+labels of what a careful product should do; cities in plain Chinese, 上海 for 上海市), or, for a trap set,
+{"query", "domain"} (every line a non-weather utterance: its label is "llm"). Prints, overall and per class:
+- rule precision: of the questions answered by rules, the share answered right (route, cities, days, aspect);
+- rule recall: of the plain lookups, the share answered by rules and right;
+- open-ended answered by rules: of the questions labelled llm, the share the rules answered anyway;
+- asked "which city?" wrongly: of the questions not labelled clarify, the share given a clarify.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from hybrid_weather.router import HybridRouter
+from hybrid_weather.rules import Place
+
+#: Suffixes a label leaves off a city's name (上海 for 上海市).
+_SUFFIXES = ("特别行政区", "自治州", "地区", "盟", "市", "省", "县", "区")
+#: Municipalities and SARs: any district inside is the city (the first two digits of the adcode).
+_PROVINCE_LEVEL_CITIES = ("11", "12", "31", "50", "81", "82")
+
+
+def _bare(name: str) -> str:
+    for suffix in _SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix) + 1:
+            return name[: -len(suffix)]
+    return name
+
+
+def _prefecture(code: str | None) -> str | None:
+    if not code:
+        return None
+    return code[:2] if code[:2] in _PROVINCE_LEVEL_CITIES else code[:4]
+
+
+def same_city(router: HybridRouter, label: str, place: Place) -> bool:
+    """Whether PLACE lies in the city a label names: by name, or by the prefecture part of the adcode."""
+    if _bare(place.display) == label or _bare(place.name) == label or place.name.startswith(label):
+        return True
+    match = router.parts.parser.reader.gazetteer.lookup(label)
+    if match is None:
+        return False
+    want = {_prefecture(candidate.adcode) for candidate in match.candidates} - {None}
+    return bool(want) and _prefecture(place.adcode or place.parent) in want
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("set", type=Path)
+    parser.add_argument("--today", default="2026-12-03")
+    parser.add_argument("--show-wrong", action="store_true", help="print each question decided wrongly")
+    args = parser.parse_args()
+    today = dt.date.fromisoformat(args.today)
+    cases = [json.loads(line) for line in args.set.read_text("utf-8").splitlines() if line.strip()]
+    router = HybridRouter(provider="demo")
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    wrong: list[str] = []
+    for case in cases:
+        want = case.get("route", "llm")
+        group = case.get("class") or case.get("domain") or "all"
+        decision = router.route(case["query"], today=today)
+        got = decision.route
+        right = got == want
+        if want == "rule" and got == "rule":
+            cities = case.get("cities", [])
+            right = (
+                len(cities) == len(decision.places)
+                and all(same_city(router, c, p) for c, p in zip(cities, decision.places, strict=True))
+                and [d.isoformat() for d in decision.dates] == case.get("dates")
+                and decision.aspect == case.get("aspect")
+            )
+        for key in (group, "ALL"):
+            tally = counts[key]
+            tally["n"] += 1
+            tally[f"want_{want}"] += 1
+            tally[f"got_{got}"] += 1
+            if got == "rule":
+                tally["rule_right"] += right
+            if want == "rule":
+                tally["recall_hit"] += right
+            if want == "llm" and got == "rule":
+                tally["open_by_rules"] += 1
+            if want != "clarify" and got == "clarify":
+                tally["wrong_clarify"] += 1
+        if not right:
+            wrong.append(f"[{group}] {case['query']!r}: want {want}, got {got} ({decision.reason})")
+
+    def share(part: int, whole: int) -> str:
+        return f"{part / whole:7.1%} ({part}/{whole})" if whole else "      - (0/0)"
+
+    print(f"{args.set.name}: {len(cases)} questions, today {today}, router {router.parts.parser.provider_label}")
+    print(f"{'class':<12} {'rule precision':>22} {'rule recall':>22} {'llm ones by rules':>22} {'wrong clarify':>22}")
+    for key in sorted(counts, key=lambda k: (k == "ALL", k)):
+        t = counts[key]
+        print(
+            f"{key:<12} {share(t['rule_right'], t['got_rule']):>22} {share(t['recall_hit'], t['want_rule']):>22}"
+            f" {share(t['open_by_rules'], t['want_llm']):>22}"
+            f" {share(t['wrong_clarify'], t['n'] - t['want_clarify']):>22}"
+        )
+    if args.show_wrong:
+        print("\n".join(wrong))
+    router.close()
+
+
+if __name__ == "__main__":
+    main()
