@@ -3,12 +3,15 @@
     python tests/bench/bench_reading.py SET.jsonl [--today 2026-12-03] [--show-wrong]
 
 Each line of SET is {"query", "route": "rule"|"clarify"|"llm", "cities", "dates", "aspect", "class"} (the
-labels of what a careful product should do; cities in plain Chinese, 上海 for 上海市), or, for a trap set,
-{"query", "domain"} (every line a non-weather utterance: its label is "llm"). Prints, overall and per class:
+labels of what a careful product should do; cities in plain Chinese, 上海 for 上海市); for a trap set
+{"query", "domain"} (every line a non-weather utterance: its label is "llm"); for an assistant's weather
+traffic {"query", "kind": "lookup"|"placeless", "city"} (a lookup is right with its city, whatever the day
+and aspect; a place-less one is right asked "which city?"). Prints, overall and per class:
 - rule precision: of the questions answered by rules, the share answered right (route, cities, days, aspect);
 - rule recall: of the plain lookups, the share answered by rules and right;
 - open-ended answered by rules: of the questions labelled llm, the share the rules answered anyway;
-- asked "which city?" wrongly: of the questions not labelled clarify, the share given a clarify.
+- asked "which city?" wrongly: of the questions not labelled clarify, the share given a clarify;
+- asked back rightly: of the questions labelled clarify (a lookup without its place), the share asked back.
 """
 
 from __future__ import annotations
@@ -64,8 +67,11 @@ def main() -> None:
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     wrong: list[str] = []
     for case in cases:
+        kind = case.get("kind")
+        if kind is not None:
+            case = {**case, "route": "rule" if kind == "lookup" else "clarify", "cities": [case.get("city")]}
         want = case.get("route", "llm")
-        group = case.get("class") or case.get("domain") or "all"
+        group = case.get("class") or case.get("domain") or kind or "all"
         decision = router.route(case["query"], today=today)
         got = decision.route
         right = got == want
@@ -74,8 +80,8 @@ def main() -> None:
             right = (
                 len(cities) == len(decision.places)
                 and all(same_city(router, c, p) for c, p in zip(cities, decision.places, strict=True))
-                and [d.isoformat() for d in decision.dates] == case.get("dates")
-                and decision.aspect == case.get("aspect")
+                and (kind is not None or [d.isoformat() for d in decision.dates] == case.get("dates"))
+                and (kind is not None or decision.aspect == case.get("aspect"))
             )
         for key in (group, "ALL"):
             tally = counts[key]
@@ -90,6 +96,8 @@ def main() -> None:
                 tally["open_by_rules"] += 1
             if want != "clarify" and got == "clarify":
                 tally["wrong_clarify"] += 1
+            if want == "clarify" and got == "clarify":
+                tally["clarify_hit"] += 1
         if not right:
             wrong.append(f"[{group}] {case['query']!r}: want {want}, got {got} ({decision.reason})")
 
@@ -97,13 +105,14 @@ def main() -> None:
         return f"{part / whole:7.1%} ({part}/{whole})" if whole else "      - (0/0)"
 
     print(f"{args.set.name}: {len(cases)} questions, today {today}, router {router.parts.parser.provider_label}")
-    print(f"{'class':<12} {'rule precision':>22} {'rule recall':>22} {'llm ones by rules':>22} {'wrong clarify':>22}")
+    print(f"{'class':<12} {'rule precision':>22} {'rule recall':>22} {'llm ones by rules':>22} {'wrong clarify':>22} {'clarify recall':>22}")
     for key in sorted(counts, key=lambda k: (k == "ALL", k)):
         t = counts[key]
         print(
             f"{key:<12} {share(t['rule_right'], t['got_rule']):>22} {share(t['recall_hit'], t['want_rule']):>22}"
             f" {share(t['open_by_rules'], t['want_llm']):>22}"
             f" {share(t['wrong_clarify'], t['n'] - t['want_clarify']):>22}"
+            f" {share(t['clarify_hit'], t['want_clarify']):>22}"
         )
     if args.show_wrong:
         print("\n".join(wrong))
