@@ -105,7 +105,8 @@ def main() -> None:
         return f"{part / whole:7.1%} ({part}/{whole})" if whole else "      - (0/0)"
 
     print(f"{args.set.name}: {len(cases)} questions, today {today}, router {router.parts.parser.provider_label}")
-    print(f"{'class':<12} {'rule precision':>22} {'rule recall':>22} {'llm ones by rules':>22} {'wrong clarify':>22} {'clarify recall':>22}")
+    columns = ("rule precision", "rule recall", "llm ones by rules", "wrong clarify", "clarify recall")
+    print(f"{'class':<12} " + " ".join(f"{column:>22}" for column in columns))
     for key in sorted(counts, key=lambda k: (k == "ALL", k)):
         t = counts[key]
         print(
