@@ -120,6 +120,16 @@ class Lexicon:
                             ("link", self.distance_links)):  # fmt: skip
             for word in words:
                 self.role_of.setdefault(word, role)
+        #: Question words and a forecast's nouns (吗, 多少, 怎么样, 天气预报): a question that holds none asks
+        #: nothing of the weather its words name (莫文蔚阴天, 帮我买一把雨伞: titles and things).
+        #: The words that end in a question particle ask too (冷吗, 热吗: the tokenizer keeps them whole).
+        particles = tuple(word for word in data["asking"] if len(word) == 1 and word in self.yes_no | {"呢", "嘛"})
+        self.asking = frozenset(data["asking"]) | {word for word in self.role_of if word.endswith(particles)}
+        #: 是, 属于: with no word of the weather, they ask what a place is (成都是四川的省会吗), not its weather.
+        self.copulas = frozenset(data["copulas"])
+        #: 你, 您, and the verbs after them that ask the assistant to look something up (你知道, 你帮我查).
+        self.addressees = frozenset(data["addressed"]["addressees"])
+        self.lookup_verbs = frozenset(data["addressed"]["lookup_verbs"])
         self._open_category = {m: category for category, markers in data["open_ended"].items() for m in markers}
         # Whether to go out (能出门, 要不要出门 — 要出门 once the A-not-A fold has run —, 该不该出去): advice.
         going_out = data["going_out"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from hybrid_weather.agent.weather import Horizon
 from hybrid_weather.rules import (
@@ -30,6 +30,7 @@ from hybrid_weather.rules import (
     normalize,
 )
 
+from .clauses import PlaceSpan, clauses, place_spans, question_starts
 from .decision import Comparison, Decision, assembled, clarify, to_llm
 from .follow_up import borrow_context, is_follow_up
 
@@ -48,9 +49,13 @@ _COMPARABLE: dict[Aspect, Comparison] = {
 # Longest unknown word tried as a place (by typo repair or as a place to ask about); longer is content.
 _MAX_PLACE_ATTEMPT_CHARS = 6
 _ASK_FOR_PLACE = "请问您想查询哪个城市的天气？"
-_ASK_FOR_TWO_PLACES = "请说出两个地点，例如“北京到上海多远”。"
+#: The reason of a weather question asked without its place.
+NO_PLACE_REASON = "clarify: no place given"
 # Sound-alike readings tried per unknown word before giving up (each is one more parse).
 _MAX_REPAIRS = 24
+#: Longest message (normalised) whose question is looked for among context: each place a question may start
+#: is one more parse, and a longer message is more than a question with its context.
+MAX_CONTEXT_CHARS = 300
 #: Distinct (question, day) pairs whose Decision is kept, least recently used first out.
 MEMO_SIZE = 4_096
 #: (question, day) pairs remembered as asked once, before the next one clears them all.
@@ -111,6 +116,12 @@ class QueryParser:
         clean = normalize(text)
         found = found_places or {}
         decision, unknown = self._parse(clean, today, context, recent_places, found)
+        if decision.route == "llm" and unknown and len(clean) <= MAX_CONTEXT_CHARS:
+            # Words not known may be context around the question (好的收到 明天杭州会下雨吗): read the question
+            # alone. A repair of a sound below is tried only where no such reading answers.
+            asked = self._asked_in_context(text, clean, today, context, recent_places, found)
+            if asked is not None:
+                return asked
         if decision.route == "rule" or len(unknown) != 1 or unknown[0].isascii() or unknown[0] in self._regions:
             # One repair fixes one word: with two unknown words the question stays unknown; only Han words
             # have a sound to repair by; and a region (南方) is a word known, not one misheard (南风).
@@ -124,7 +135,10 @@ class QueryParser:
                 if len(window) == 1 and asked_as_a_not_a(text, window):
                     continue  # 广州今天贵不贵: a character asked as A-not-A is what is asked, not a particle
                 repaired, _ = self._parse(rewritten, today, context, recent_places, found)
-                if repaired.route == "rule":
+                # Only into a question of the weather: 浙江广厦 is no 浙江眼下, whatever it sounds like.
+                if repaired.route == "rule" and (
+                    repaired.aspect == "distance" or self.reader.names_weather(rewritten, today)
+                ):
                     return repaired.with_reason(f"{repaired.reason}; sound-alike: {window}→{word}")
         if unknown == ["气"]:
             # 明后天气, 这两天气怎么样: the 天 that ends a date is also the weather's, said once. After the repairs:
@@ -156,18 +170,27 @@ class QueryParser:
         if marker:
             # Open-ended markers count outside the dates only, so 听日落雨 holds no 日落 (sunset).
             marker = lexicon.open_ended(_masked(clean, spans))
+        tokens: Tokens | None = None
+        if marker:
+            # Nor inside a place's name: 长春天气 holds no 春天 (spring). Read only for a question with a marker.
+            tokens = self.reader.tokens(clean, spans)
+            places = place_spans(clean, tokens, spans, self.reader.read(tokens))
+            marker = lexicon.open_ended(_masked(_masked(clean, spans), places))
         if marker:
             return to_llm(f"open-ended ({marker[0]}): {marker[1]}", [marker[1]]), []
+        if tokens is None:
+            tokens = self.reader.tokens(clean, spans)
+        reading = self.reader.read(tokens)
         for span in spans:
             if not span.dates and not span.is_part_of_day:
+                if not reading.says_weather:  # 92号汽油今天什么价: a number that is no date, in no weather question
+                    return to_llm(f"no weather question: {span.text} is no date"), []
                 return clarify(f"invalid date: {span.text}", f"“{span.text}”不是有效的日期，请换一种说法。"), []
-        tokens = self.reader.tokens(clean, spans)
-        reading = self.reader.read(tokens)
         unknown = [text for _, _, text in reading.unknown]
         if len(unknown) > 1:
             return to_llm("unrecognised: " + " ".join(unknown), unknown), unknown
         if reading.unknown:
-            decided = self._place_attempt(reading, tokens, found_places)
+            decided = self._place_attempt(reading, tokens, found_places, asks=self._asks(tokens, spans))
             if decided is not None:
                 return decided, unknown
         if reading.link_at and "distance" not in reading.aspects:
@@ -177,6 +200,11 @@ class QueryParser:
         choice = self._offers_a_choice(reading, tokens)
         if not reading.says_weather and (asked := self._asked_instead(reading, tokens, choice, context)) is not None:
             return asked
+        weather_talk = context is not None and context.route == "rule"
+        if not reading.says_weather and not weather_talk and (not_weather := self._not_weather(tokens, spans)):
+            return to_llm(not_weather), []
+        if not reading.places and not weather_talk and (said_to := self._said_to_the_assistant(tokens)):
+            return to_llm(f"said to the assistant, not of a place: {said_to}"), []
         spans, excluded = self._apply_corrections(reading, tokens, spans)
         if excluded and not reading.places and context is None:
             return to_llm("the question names a place only to exclude it"), []
@@ -192,6 +220,104 @@ class QueryParser:
         if borrowed and decision.route == "rule":
             decision = decision.with_reason(f"{decision.reason}; from context: {borrowed}")
         return decision, []
+
+    def _asked_in_context(
+        self,
+        text: str,
+        clean: str,
+        today: dt.date,
+        context: Decision | None,
+        recent_places: list[Place] | None,
+        found: Mapping[str, PlaceMatch],
+    ) -> Decision | None:
+        """The decision of the end of CLEAN that asks a complete weather question, what comes before it being
+        inert context, or None. Context is inert when it names no word of the weather and asks
+        nothing (no clause of it ends as a question), and it may give the question the one place and the one
+        date it leaves out (下周三飞成都 那边天气怎么样). Context that asks for something else (顺便帮我订个酒店)
+        holds an open-ended marker, and such a message never gets here. The question must ask (吗, 多少, 冷不冷
+        in TEXT as said): after context, a statement is told, not asked (负责人说北京明天冷)."""
+        reader = self.reader
+        spans = reader.dates(clean, today)
+        tokens = reader.tokens(clean, spans)
+        whole = reader.read(tokens)
+        for start in question_starts(clean, tokens, spans, whole):
+            asked, around = clean[start:].strip(), clean[:start].strip()
+            if not asked or not reader.names_weather(asked, today) or not self._inert(around, today):
+                continue
+            asked_spans = reader.dates(asked, today)
+            asked_tokens = reader.tokens(asked, asked_spans)
+            if not any(t in reader.lexicon.asking or asked_as_a_not_a(text, t) for t in asked_tokens if t):
+                continue
+            filled = self._filled_from(asked, asked_spans, around, today)
+            if filled is None:
+                continue
+            decision, _ = self._parse(filled, today, context, recent_places, found)
+            if decision.route == "rule" or decision.reason == NO_PLACE_REASON:
+                return decision.with_reason(f"{decision.reason}; asked: {filled}; context: {around}")
+        return None
+
+    def _asks(self, tokens: Tokens, spans: list[DateSpan]) -> bool:
+        """Whether a question asks for something: it names a date, or holds a question word or a forecast's
+        noun (吗, 多少, 天气预报); a word of the weather alone does not (阴天, 东京不太热: titles and remarks)."""
+        asking = self.reader.lexicon.asking
+        return any(span.dates for span in spans) or any(token in asking for token in tokens)
+
+    def _inert(self, around: str, today: dt.date) -> bool:
+        """Whether the context AROUND a question only tells (who, why, where, thanks): it names no word of the
+        weather, takes nothing back (不在, 不是, 我是说: the place it names may be the one not meant) and no
+        clause of it asks (ends in 吗, 呢)."""
+        reader = self.reader
+        lexicon = reader.lexicon
+        if reader.names_weather(around, today):
+            return False
+        reading = reader.read(reader.tokens(around, reader.dates(around, today)))
+        if reading.negation_at or reading.correction_at:
+            return False
+        return not any(clause.endswith(tuple(lexicon.yes_no | {"呢"})) for clause in clauses(around))
+
+    def _filled_from(self, asked: str, asked_spans: list[DateSpan], around: str, today: dt.date) -> str | None:
+        """The question ASKED with what it leaves out taken from the context AROUND: the one place the context
+        names, if ASKED names none, and the one date to come that it says in words, if ASKED names none (孩子明天
+        春游 杭州天气怎么样; a number alone, 房号1205, is no date; 昨天到的 says when one came, not what is
+        asked). None when the context names several places, or one beside a question that names its own."""
+        reader = self.reader
+        spans = reader.dates(around, today)
+        reading = reader.read(reader.tokens(around, spans))
+        words = {match.candidates[0]: word for _, word, match in reading.places if not match.ambiguous}
+        if reader.read(reader.tokens(asked, asked_spans)).places:
+            if words:
+                return None  # 上海人在北京冷吗: a place told and a place asked; which one is meant, the LLM reads
+        elif len(words) > 1:
+            return None  # which of them: the LLM can ask
+        else:
+            asked = f"{next(iter(words.values()), '')}{asked}"  # none: the question is asked for its place
+        if not any(span.dates for span in asked_spans):
+            said = [span for span in spans if span.dates and not span.text.isascii() and span.dates[0] >= today]
+            if len(said) == 1:
+                asked = f"{said[0].text}{asked}"
+        return asked
+
+    def _not_weather(self, tokens: Tokens, spans: list[DateSpan]) -> str | None:
+        """Why a question that names no word of the weather, outside a conversation about it, is no weather
+        question, if it is none: without a date a place alone is a song, a title, a trip or a fact about the
+        place (北京欢迎你, 杭州到宁波, 我男朋友在重庆), not its forecast; with one, a copula asks what the place is
+        (洛杉矶现在是白天还是晚上), and a question put to the assistant asks about it (你明天在吗)."""
+        if not any(span.dates for span in spans):
+            return "no weather word and no date: a place alone is not a weather question"
+        lexicon = self.reader.lexicon
+        if (copula := next((t for t in tokens if t in lexicon.copulas), None)) is not None:
+            return f"no weather word: {copula} asks what the place is, not its weather"
+        return None
+
+    def _said_to_the_assistant(self, tokens: Tokens) -> str | None:
+        """The words, if a question with no place is about the one it is put to (你会下雨吗, 你冷不冷, 你是我的
+        晴天): 你 right before anything but a verb of looking up or telling (你知道明天会下雨吗 asks the weather)."""
+        lexicon = self.reader.lexicon
+        for i, token in enumerate(tokens[:-1]):
+            following = tokens[i + 1]
+            if token in lexicon.addressees and following is not None and following not in lexicon.lookup_verbs:
+                return f"{token}{following}"
+        return None
 
     def _offers_a_choice(self, reading: Reading, tokens: Tokens) -> bool:
         """Whether the question offers places as alternatives (北京还是上海, 北京冷还是上海冷): it asks which."""
@@ -276,8 +402,13 @@ class QueryParser:
         ]
         return kept, bool(excluded_places)
 
-    def _place_attempt(self, reading: Reading, tokens: Tokens, found: Mapping[str, PlaceMatch]) -> Decision | None:
+    def _place_attempt(
+        self, reading: Reading, tokens: Tokens, found: Mapping[str, PlaceMatch], *, asks: bool
+    ) -> Decision | None:
         """Handle the one unknown run: a typo of a place, a place found elsewhere, one we lack, or content.
+        ASKS: the question asks for something (a date, a question word, a forecast's noun); a word of the
+        weather alone beside an unknown word is more likely a title (莫文蔚阴天, 帮我买一把雨伞) than a place
+        to look up.
 
         Returns the decision when the run decides it, or None once the run has become a place.
         """
@@ -330,6 +461,11 @@ class QueryParser:
             match = PlaceMatch((inner,), match.via)
         if match is None and (len(word) < 2 or next_to_place):
             return to_llm(f"unrecognised: {word}", [word])
+        if match is None and not asks:
+            return to_llm(f"unrecognised: {word}; nothing asked of the weather", [word])
+        if match is None and "distance" in reading.aspects and not reading.places:
+            # 万达广场离我多远, 一海里是多少公里: from where the asker is, or no place at all: not a place to ask about.
+            return to_llm(f"unrecognised: {word}; a distance from no known place", [word])
         if match is None:
             return clarify(
                 f"unknown place: {word}",
@@ -376,7 +512,7 @@ class QueryParser:
             return _distance(places, reading)
         if not places:
             if reading.aspects or dates:
-                return clarify("no place given", _ASK_FOR_PLACE)
+                return clarify(NO_PLACE_REASON.removeprefix("clarify: "), _ASK_FOR_PLACE)
             return to_llm("no weather question recognised")
         if len(places) > MAX_PLACES:
             return clarify(f"too many places: {len(places)}", f"一次最多查询{MAX_PLACES}个地点，请分开提问。")
@@ -431,7 +567,9 @@ def _distance(places: list[Place], reading: Reading) -> Decision:
     if asked != {"distance"} or reading.compare or reading.cold or reading.hot:
         return to_llm("distance together with something else: " + ",".join(sorted(asked - {"distance"}) or ["compare"]))
     if len(places) != 2:
-        return clarify(f"distance needs two places, {len(places)} given", _ASK_FOR_TWO_PLACES)
+        # 到北京多远, 距离春节还有几天: from where the asker is, or no places at all; navigation, not weather,
+        # so not a "which places?" either.
+        return to_llm(f"distance needs two places, {len(places)} given")
     return Decision("rule", [p.name for p in places], [], "distance", "rule: 2 place(s), distance", places=places)
 
 
@@ -453,8 +591,8 @@ def _sure_of_the_sign(decision: Decision, text: str) -> Decision:
     return dataclasses.replace(decision, threshold=None)
 
 
-def _masked(text: str, spans: list[DateSpan]) -> str:
-    """TEXT with every date expression blanked out."""
+def _masked(text: str, spans: Sequence[DateSpan | PlaceSpan]) -> str:
+    """TEXT with every span (a date expression, a place's name) blanked out."""
     for span in spans:
         text = text[: span.start] + " " * (span.end - span.start) + text[span.end :]
     return text

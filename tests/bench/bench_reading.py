@@ -9,7 +9,8 @@ traffic {"query", "kind": "lookup"|"placeless", "city"} (a lookup is right with 
 and aspect; a place-less one is right asked "which city?"). Prints, overall and per class:
 - rule precision: of the questions answered by rules, the share answered right (route, cities, days, aspect);
 - rule recall: of the plain lookups, the share answered by rules and right;
-- open-ended answered by rules: of the questions labelled llm, the share the rules answered anyway;
+- open-ended answered by rules: of the questions labelled llm, the share the rules answered anyway with a
+  forecast (those answered with the distance between two named places are counted apart);
 - asked "which city?" wrongly: of the questions not labelled clarify, the share given a clarify;
 - asked back rightly: of the questions labelled clarify (a lookup without its place), the share asked back.
 """
@@ -93,7 +94,8 @@ def main() -> None:
             if want == "rule":
                 tally["recall_hit"] += right
             if want == "llm" and got == "rule":
-                tally["open_by_rules"] += 1
+                # The distance between two named places is the product's own answer (北京到上海多远), no forecast.
+                tally["distance" if decision.aspect == "distance" else "open_by_rules"] += 1
             if want != "clarify" and got == "clarify":
                 tally["wrong_clarify"] += 1
             if want == "clarify" and got == "clarify":
@@ -115,6 +117,7 @@ def main() -> None:
             f" {share(t['wrong_clarify'], t['n'] - t['want_clarify']):>22}"
             f" {share(t['clarify_hit'], t['want_clarify']):>22}"
         )
+    print(f"questions labelled llm answered with a distance: {counts['ALL']['distance']}")
     if args.show_wrong:
         print("\n".join(wrong))
     router.close()

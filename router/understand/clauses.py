@@ -1,0 +1,70 @@
+"""Where the question stands in a message that says more: the asking clause and its context.
+
+Real messages wrap one question in context: thanks (好的收到), who and why (我在苏州上班, 孩子明天春游), travel
+facts (下周三飞成都), order and room numbers. The parser reads a whole message first; when words it does not
+know stop it, it reads each end of the message that can be the question on its own — from a clause
+boundary, a date or a place on — and what comes before is context
+(docs/reading.md says when context is inert and when it sends the message to the LLM).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from hybrid_weather.rules import DateSpan, Reading, Tokens
+
+
+class PlaceSpan(NamedTuple):
+    """Where a place's name stands in a question."""
+
+    start: int
+    end: int
+
+
+#: Most places one message's question is tried from: each is one more parse, of a message the LLM would
+#: take otherwise.
+MAX_CLAUSE_TRIES = 12
+#: Most clauses of a message whose question is looked for among context: more is a text, not a message.
+MAX_CLAUSES = 8
+
+
+def token_starts(clean: str, tokens: Tokens, spans: list[DateSpan]) -> list[int]:
+    """Where each token of CLEAN starts (a date span's None at the span's start)."""
+    starts: list[int] = []
+    position = 0
+    dates = iter(spans)
+    for token in tokens:
+        if token is None:
+            span = next(dates)
+            starts.append(span.start)
+            position = span.end
+            continue
+        found = clean.find(token, position)
+        starts.append(found if found >= 0 else position)
+        position = (found if found >= 0 else position) + len(token)
+    return starts
+
+
+def place_spans(clean: str, tokens: Tokens, spans: list[DateSpan], reading: Reading) -> list[PlaceSpan]:
+    """Where each place READING found stands in CLEAN."""
+    starts = token_starts(clean, tokens, spans)
+    return [PlaceSpan(starts[i], starts[i] + len(word)) for i, word, _ in reading.places if i >= 0]
+
+
+def question_starts(clean: str, tokens: Tokens, spans: list[DateSpan], reading: Reading) -> list[int]:
+    """Where in CLEAN the question may start, the context before it, earliest first: at a clause boundary
+    (where the normaliser left a space), a date or a place. The question runs to the message's end: what
+    follows a question adds to it (我打算跑马拉松, 要不要去迪士尼, 有什么好玩的地方), so it is never context."""
+    starts_at = token_starts(clean, tokens, spans)
+    boundaries = {i + 1 for i, char in enumerate(clean) if char == " "}
+    # Within the last clause only: a question said without punctuation after its context (我在苏州上班每天骑
+    # 电动车明早要带伞吗). Cut out of an earlier clause, a place may lose what that clause said of it (北京人在上海).
+    last = max(boundaries, default=0)
+    inside = {span.start for span in spans if span.dates} | {starts_at[i] for i, _, _ in reading.places if i >= 0}
+    starts = boundaries | {start for start in inside if start > last}
+    return sorted(starts)[:MAX_CLAUSE_TRIES] if len(boundaries) < MAX_CLAUSES else []
+
+
+def clauses(text: str) -> list[str]:
+    """TEXT's clauses, as the normaliser left them (a space where punctuation stood)."""
+    return [clause for clause in text.split(" ") if clause]
