@@ -69,6 +69,7 @@ class Reader:
         self.lexicon = Lexicon()
         self.tokenizer = Tokenizer(itertools.chain(self.gazetteer.words(), self.lexicon.words()))
         self._sound_alikes: SoundAlikes | None = None
+        self._date_characters: frozenset[str] | None = None
 
     @property
     def sound_alikes(self) -> SoundAlikes:
@@ -79,6 +80,14 @@ class Reader:
             content = itertools.chain(lexicon.aspect_of, lexicon.cold, lexicon.hot, date_words())
             self._sound_alikes = SoundAlikes(function_words, content=content, particles=lexicon.particle_chars)
         return self._sound_alikes
+
+    def may_say_a_day(self, word: str) -> bool:
+        """Whether WORD, not understood, may say a day the router cannot read (dec12, 第一个, 腊八): it holds a
+        figure, a Latin letter, or a character of a date word (月, 号, 周, 初, 节)."""
+        if self._date_characters is None:  # a race only builds it twice; both copies are equal
+            self._date_characters = frozenset("".join(date_words())) | frozenset("一二三四五六七八九十廿卅两")
+        return any(char.isdigit() or (char.isascii() and char.isalpha()) or char in self._date_characters
+                   for char in word)  # fmt: skip
 
     def names_weather(self, clean: str, today: dt.date) -> bool:
         """Whether CLEAN asks about the weather in words (天气, 下雨, 冷, 温差, 日出), not just names a place

@@ -51,18 +51,14 @@ def place_spans(clean: str, tokens: Tokens, spans: list[DateSpan], reading: Read
     return [PlaceSpan(starts[i], starts[i] + len(word)) for i, word, _ in reading.places if i >= 0]
 
 
-def question_starts(clean: str, tokens: Tokens, spans: list[DateSpan], reading: Reading) -> list[int]:
+def question_starts(clean: str) -> list[int]:
     """Where in CLEAN the question may start, the context before it, earliest first: at a clause boundary
-    (where the normaliser left a space), a date or a place. The question runs to the message's end: what
-    follows a question adds to it (我打算跑马拉松, 要不要去迪士尼, 有什么好玩的地方), so it is never context."""
-    starts_at = token_starts(clean, tokens, spans)
-    boundaries = {i + 1 for i, char in enumerate(clean) if char == " "}
-    # Within the last clause only: a question said without punctuation after its context (我在苏州上班每天骑
-    # 电动车明早要带伞吗). Cut out of an earlier clause, a place may lose what that clause said of it (北京人在上海).
-    last = max(boundaries, default=0)
-    inside = {span.start for span in spans if span.dates} | {starts_at[i] for i, _, _ in reading.places if i >= 0}
-    starts = boundaries | {start for start in inside if start > last}
-    return sorted(starts)[:MAX_CLAUSE_TRIES] if len(boundaries) < MAX_CLAUSES else []
+    (where the normaliser left a space for punctuation). Never inside a clause: cut there, the question's
+    first word may be the end of a longer one the router cannot read (腊|月初八, 上|周末, 12月第一个|周日), and a
+    place may lose what its clause said of it (北京人在|上海). The question runs to the message's end: what
+    follows a question adds to it (我打算跑马拉松, 要不要去迪士尼), so it is never context."""
+    boundaries = [i + 1 for i, char in enumerate(clean) if char == " "]
+    return boundaries[:MAX_CLAUSE_TRIES] if len(boundaries) < MAX_CLAUSES else []
 
 
 def clauses(text: str) -> list[str]:

@@ -237,10 +237,7 @@ class QueryParser:
         holds an open-ended marker, and such a message never gets here. The question must ask (吗, 多少, 冷不冷
         in TEXT as said): after context, a statement is told, not asked (负责人说北京明天冷)."""
         reader = self.reader
-        spans = reader.dates(clean, today)
-        tokens = reader.tokens(clean, spans)
-        whole = reader.read(tokens)
-        for start in question_starts(clean, tokens, spans, whole):
+        for start in question_starts(clean):
             asked, around = clean[start:].strip(), clean[:start].strip()
             if not asked or not reader.names_weather(asked, today) or not self._inert(around, today):
                 continue
@@ -279,7 +276,8 @@ class QueryParser:
         """The question ASKED with what it leaves out taken from the context AROUND: the one place the context
         names, if ASKED names none, and the one date to come that it says in words, if ASKED names none (孩子明天
         春游 杭州天气怎么样; a number alone, 房号1205, is no date; 昨天到的 says when one came, not what is
-        asked). None when the context names several places, or one beside a question that names its own."""
+        asked). None when the context names several places, or one beside a question that names its own, or
+        when neither says a day and the context holds words not understood that may say it."""
         reader = self.reader
         spans = reader.dates(around, today)
         reading = reader.read(reader.tokens(around, spans))
@@ -295,6 +293,8 @@ class QueryParser:
             said = [span for span in spans if span.dates and not span.text.isascii() and span.dates[0] >= today]
             if len(said) == 1:
                 asked = f"{said[0].text}{asked}"
+            elif any(reader.may_say_a_day(word) for _, _, word in reading.unknown):
+                return None  # no day said, and words not understood that may say it (Dec 12, 腊八)
         return asked
 
     def _not_weather(self, tokens: Tokens, spans: list[DateSpan]) -> str | None:
