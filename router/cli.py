@@ -466,6 +466,8 @@ def serve(host: str, port: int, workers: int, grace: int) -> None:
 
 
 def _serve(host: str, port: int, workers: int, grace: int) -> None:
+    import copy
+
     try:
         import uvicorn
         from uvicorn.supervisors import Multiprocess
@@ -486,9 +488,13 @@ def _serve(host: str, port: int, workers: int, grace: int) -> None:
                    f"can {spend}read the ledger's reports; set HYBRID_WEATHER_API_KEYS", err=True)  # fmt: skip
     click.echo(f"hybrid-weather serving on http://{host}:{sock.getsockname()[1]} "
                f"({workers} worker{'s' * (workers > 1)})", err=True)  # fmt: skip
+    # The service's own warnings (a client cut off or gone, an unexpected error) go where uvicorn's go, in
+    # every worker: the one-shot commands' silencing of the library (cli()) is not for a server.
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["loggers"]["hybrid_weather"] = {"handlers": ["default"], "level": "WARNING", "propagate": False}
     config = uvicorn.Config("hybrid_weather.router.serve:create_app", factory=True, workers=workers,
                             timeout_graceful_shutdown=grace, access_log=False, log_level="warning", lifespan="on",
-                            http=HeadDeadlineProtocol)  # fmt: skip
+                            http=HeadDeadlineProtocol, log_config=log_config)  # fmt: skip
     with contextlib.closing(sock):
         if workers > 1:
             Multiprocess(config, sockets=[sock]).run()

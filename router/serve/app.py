@@ -392,7 +392,7 @@ async def _http_error(request: Request, error: Exception) -> Response:
 
 async def _client_gone(request: Request, error: Exception) -> Response:
     # The client hung up before its request was read: one line, no traceback; nobody reads the answer.
-    logger.info("client went away before its request was read: %s %s", request.method, request.url.path)
+    logger.warning("client went away before its request was read: %s %s", request.method, request.url.path)
     return Response(status_code=499)
 
 

@@ -62,7 +62,7 @@ class HeadDeadlineProtocol(HttpToolsProtocol):
         self._head_deadline = None
         if self.transport.is_closing():
             return
-        logger.info("closed a connection from %s: its request head took over %g s", self._peer(), seconds)
+        logger.warning("closed a connection from %s: its request head took over %g s", self._peer(), seconds)
         if self.cycle is None or self.cycle.response_complete:  # no answer of ours is on its way
             self.transport.write(_TIMED_OUT)
         self.transport.close()
