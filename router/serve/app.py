@@ -10,6 +10,7 @@ JSON body with the right status; nothing the service raises reaches the client a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import functools
@@ -31,6 +32,7 @@ from starlette.routing import Route
 from hybrid_weather.agent.errors import HybridWeatherError, LedgerUnavailable, WeatherUnavailable
 from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range, today_in_china
 
+from .._lazy import built
 from ..facade import HybridRouter
 from ..session import Session
 from ..settings import Settings
@@ -330,6 +332,9 @@ class Service:
         except ApiError as error:
             outcome = error.code or "failed"
             raise
+        except BaseException as error:  # the client went away (CancelledError) or worse: nothing came back
+            outcome = "Cancelled" if isinstance(error, asyncio.CancelledError) else type(error).__name__
+            raise
         else:
             if response.status_code >= 400:
                 outcome = f"http_{response.status_code}"
@@ -340,14 +345,23 @@ class Service:
                 )
             return response
         finally:
-            recorder = self.router.parts.recorder
-            if recorder is not None:
-                cost = self.router.parts.models.cost(model, usage) if usage is not None and model else None
-                recorder.passed_through(
-                    chat.last_user_text(messages)[:MAX_QUERY_CHARS], chat.pass_through_reason(body),
-                    arrived=arrived, latency_ms=(time.perf_counter() - started) * 1000, model=model, usage=usage,
-                    cost_usd=cost if outcome == "ok" else 0.0, outcome=outcome,
-                )  # fmt: skip
+            row = functools.partial(
+                self._record_pass_through, chat.last_user_text(messages)[:MAX_QUERY_CHARS],
+                chat.pass_through_reason(body), arrived=arrived, latency_ms=(time.perf_counter() - started) * 1000,
+                model=model, usage=usage, outcome=outcome,
+            )  # fmt: skip
+            if built(self.router.parts, "recorder") is not None:
+                row()  # queues the row: no I/O
+            else:  # the first row opens the ledger (a file, a database connection): not on the event loop
+                await run_in_threadpool(row)
+
+    def _record_pass_through(self, query: str, reason: str, *, model: str | None, usage: Any, outcome: str,
+                             **timing: float) -> None:  # fmt: skip
+        recorder = self.router.parts.recorder
+        if recorder is not None:
+            cost = self.router.parts.models.cost(model, usage) if usage is not None and model else None
+            recorder.passed_through(query, reason, model=model, usage=usage, outcome=outcome,
+                                    cost_usd=cost if outcome == "ok" else 0.0, **timing)  # fmt: skip
 
 
 def _query(body: dict[str, Any]) -> str:
