@@ -451,31 +451,93 @@ def serve(host: str, port: int, workers: int, grace: int) -> None:
     # ~5 KB of them: 25 MB a minute at 1,000 requests/s).
     gc.enable()
     with _errors_as_exit_codes():
-        try:
-            import uvicorn
-
-            from .serve.access import Rate, load_keys
-        except ImportError:
-            raise ConfigurationError("serve needs its server: pip install 'hybrid-weather[serve]'") from None
-        from .settings import Settings
-
-        settings = Settings.from_env()  # a setting that is wrong fails here, once, not in every worker
-        load_keys(settings.api_keys, settings.api_keys_file)
-        Rate.parse(settings.rate_limit)
-        # Metrics of every worker, summed: prometheus_client's multiprocess mode keeps them in files here.
+        # Metrics of every worker, summed: prometheus_client's multiprocess mode keeps them in files here. It
+        # picks that mode when it is first imported, so the folder is named before anything imports it (the
+        # serve package does): named after, one worker counted in memory and /metrics read the empty folder.
         metrics_dir = None
         if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
             metrics_dir = tempfile.mkdtemp(prefix="hybrid-weather-metrics-")
             os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-        click.echo(f"hybrid-weather serving on http://{host}:{port} ({workers} worker{'s' * (workers > 1)})",
-                   err=True)  # fmt: skip
         try:
-            uvicorn.run("hybrid_weather.router.serve:create_app", factory=True, host=host, port=port,
-                        workers=workers, timeout_graceful_shutdown=grace, access_log=False, log_level="warning",
-                        lifespan="on")  # fmt: skip
+            _serve(host, port, workers, grace)
         finally:
             if metrics_dir:
                 shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _serve(host: str, port: int, workers: int, grace: int) -> None:
+    import copy
+
+    try:
+        import uvicorn
+        from uvicorn.supervisors import Multiprocess
+
+        from .serve.access import Rate, load_keys
+        from .serve.connection import HeadDeadlineProtocol
+    except ImportError:
+        raise ConfigurationError("serve needs its server: pip install 'hybrid-weather[serve]'") from None
+    from .settings import Settings
+
+    settings = Settings.from_env()  # a setting that is wrong fails here, once, not in every worker
+    keys = load_keys(settings.api_keys, settings.api_keys_file)
+    Rate.parse(settings.rate_limit)
+    sock = _listen(host, port)  # before saying "serving on": a port in use is an error, not a server
+    if not keys and not _is_loopback(host):
+        spend = "spend the model key (OPENAI_API_KEY) and " if settings.openai_api_key else ""
+        click.echo(f"warning: no API keys and --host {host}: anyone who can reach port {sock.getsockname()[1]} "
+                   f"can {spend}read the ledger's reports; set HYBRID_WEATHER_API_KEYS", err=True)  # fmt: skip
+    click.echo(f"hybrid-weather serving on http://{host}:{sock.getsockname()[1]} "
+               f"({workers} worker{'s' * (workers > 1)})", err=True)  # fmt: skip
+    # The service's own warnings (a client cut off or gone, an unexpected error) go where uvicorn's go, in
+    # every worker: the one-shot commands' silencing of the library (cli()) is not for a server.
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["loggers"]["hybrid_weather"] = {"handlers": ["default"], "level": "WARNING", "propagate": False}
+    config = uvicorn.Config("hybrid_weather.router.serve:create_app", factory=True, workers=workers,
+                            timeout_graceful_shutdown=grace, access_log=False, log_level="warning", lifespan="on",
+                            http=HeadDeadlineProtocol, log_config=log_config)  # fmt: skip
+    with contextlib.closing(sock):
+        if workers > 1:
+            Multiprocess(config, sockets=[sock]).run()
+            return
+        server = uvicorn.Server(config)
+        server.run(sockets=[sock])
+    if not server.started:  # the app could not start (uvicorn logged why)
+        raise SystemExit(1)
+
+
+def _listen(host: str, port: int) -> Any:
+    """A socket bound to HOST:PORT as uvicorn binds one (so its workers share it); ConfigurationError
+    naming --port or --host when it cannot be had."""
+    import errno
+    import socket
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except (OSError, OverflowError) as error:
+        sock.close()
+        reason = getattr(error, "strerror", None) or str(error)
+        if getattr(error, "errno", None) == errno.EADDRINUSE:
+            raise ConfigurationError(f"port {port} is in use on {host}; choose another with --port") from None
+        if getattr(error, "errno", None) == errno.EACCES:
+            raise ConfigurationError(
+                f"port {port} needs privileges here ({reason}); choose one above 1023 with --port"
+            ) from None
+        raise ConfigurationError(f"cannot listen on {host}:{port} ({reason}); check --host and --port") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 @cli.group()

@@ -16,6 +16,10 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 #: Days a PostgreSQL ledger keeps its rows unless HYBRID_WEATHER_LEDGER_KEEP_DAYS says otherwise (a SQLite
 #: ledger keeps them all): a busy service's month is ten million rows; the hourly rollup keeps the sums.
 POSTGRES_KEEP_DAYS = 90.0
+#: Seconds `serve` gives a client to send a request's head, then its body: a real client sends either in
+#: milliseconds; a slow-loris one, dribbling bytes to hold a connection open, is cut off.
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_BODY_TIMEOUT = 30.0
 
 
 def is_postgres(location: str) -> bool:
@@ -51,6 +55,11 @@ class Settings:
     api_keys: str | None = None  #: keys `serve` accepts (comma-separated), or None
     api_keys_file: str | None = None  #: a file of SHA-256 hex digests of accepted keys, one per line
     rate_limit: str | None = None  #: per-key (or per-address) rate of `serve`, e.g. 20/s; None: none
+    #: `serve` sends chat requests it does not answer (their own tools) to the model as they came: off
+    #: unless the operator says so, as each one spends the service's model key on a client's behalf.
+    pass_through: bool = False
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT  #: seconds `serve` waits for a request's head
+    body_timeout: float = DEFAULT_BODY_TIMEOUT  #: seconds `serve` waits for a request's body, after its head
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -108,6 +117,9 @@ class Settings:
             api_keys=env.get("HYBRID_WEATHER_API_KEYS") or None,
             api_keys_file=env.get("HYBRID_WEATHER_API_KEYS_FILE") or None,
             rate_limit=env.get("HYBRID_WEATHER_RATE_LIMIT") or None,
+            pass_through=_switch(env, "HYBRID_WEATHER_PASS_THROUGH"),
+            header_timeout=_seconds(env, "HYBRID_WEATHER_HEADER_TIMEOUT", DEFAULT_HEADER_TIMEOUT),
+            body_timeout=_seconds(env, "HYBRID_WEATHER_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT),
         )
 
     def ledger_location(self) -> str | None:
@@ -150,6 +162,30 @@ class Settings:
 def check_provider(name: str, where: str = "--provider") -> None:
     if name not in PROVIDERS:
         raise ConfigurationError(f"unknown weather provider {name!r} in {where}; choose one of: {', '.join(PROVIDERS)}")
+
+
+def _switch(env: Mapping[str, str], name: str) -> bool:
+    """The on/off variable NAME: 1, true, on or yes; 0, false, off, no or unset."""
+    value = (env.get(name) or "").strip().lower()
+    if value in ("", "0", "false", "off", "no"):
+        return False
+    if value in ("1", "true", "on", "yes"):
+        return True
+    raise ConfigurationError(f"{name}={value!r}: use 1 (on) or 0 (off)")
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """The number of seconds in variable NAME (above 0, at most a day), or DEFAULT when unset."""
+    text = (env.get(name) or "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 86_400:
+        raise ConfigurationError(f"{name}={text!r}: use a number of seconds above 0, e.g. {default:g}")
+    return value
 
 
 def _base_url(env: Mapping[str, str], name: str, schemes: tuple[str, ...] = ("http", "https")) -> str | None:

@@ -1,6 +1,7 @@
 """The savings dashboard in a real headless browser (Debian's chromium, driven through chromedriver by
-selenium): the page renders offline, its charts carry the numbers of /v1/savings, and a screenshot is
-kept as a test artefact (HYBRID_WEATHER_ARTIFACTS, default tests/artifacts/)."""
+selenium): the page renders offline, its charts carry the numbers of /v1/savings, a screenshot is kept
+as a test artefact (HYBRID_WEATHER_ARTIFACTS, default tests/artifacts/), and behind API keys the browser
+signs in through the login form and is refused without it."""
 
 import json
 import os
@@ -71,3 +72,34 @@ def test_the_dashboard_draws_the_savings_numbers(tmp_path, llm_server, browser):
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / "dashboard.png"
         assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+
+
+def test_behind_keys_the_browser_signs_in_and_sees_the_dashboard(tmp_path, llm_server, browser):
+    with serving(tmp_path, llm_server, HYBRID_WEATHER_API_KEYS="team-key-7,other-key") as server:
+        post(f"{server.url}/v1/ask", {"query": "上海今天天气"}, {"authorization": "Bearer team-key-7"})
+        browser.get(f"{server.url}/?days=30")
+        assert "What routing saved" not in browser.page_source and browser.find_elements("id", "requests") == []
+        assert browser.get_cookies() == []
+
+        def sign_in(key):
+            field = browser.find_element("id", "key")
+            field.clear()
+            field.send_keys(key)
+            browser.find_element("id", "sign-in").click()
+
+        sign_in("not-a-key")
+        assert "not accepted" in browser.find_element("id", "problem").text
+        assert browser.find_elements("id", "requests") == [] and browser.get_cookies() == []
+        sign_in("team-key-7")
+        assert browser.find_element("id", "requests").text == "1"  # the dashboard, with the ledger's numbers
+        (cookie,) = browser.get_cookies()
+        assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
+        assert "team-key-7" not in cookie["value"]
+        # Scripts on the page cannot read it, and the report links work on it.
+        assert browser.execute_script("return document.cookie") == ""
+        browser.get(f"{server.url}/v1/savings?days=30")
+        assert json.loads(browser.find_element("tag name", "body").text)["requests"] == 1
+        # Without it, refused again.
+        browser.delete_all_cookies()
+        browser.get(f"{server.url}/")
+        assert browser.find_elements("id", "requests") == [] and browser.find_elements("id", "key")

@@ -106,7 +106,14 @@ def test_streaming_gives_chunks_then_done(service):
     assert chunks[-1]["usage"]["total_tokens"] == 0
 
 
-def test_requests_with_their_own_tools_go_upstream_untouched_and_the_key_never_comes_back(service, llm_server):
+def test_requests_with_their_own_tools_go_upstream_untouched_and_the_key_never_comes_back(tmp_path, llm_server):
+    client, router = client_for(tmp_path, llm_server, pass_through=True)
+    with client:
+        _pass_through_untouched(client, llm_server)
+    router.close()
+
+
+def _pass_through_untouched(service, llm_server):
     llm_server.then({"echo_headers": True, "status": 400})  # an endpoint that quotes our headers back
     body = {
         "model": "gpt-4o-mini",
@@ -279,7 +286,12 @@ def test_serve_runs_its_server_with_the_garbage_collector_on(monkeypatch, tmp_pa
     from hybrid_weather.router.cli import cli
 
     collecting: list[bool] = []
-    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: collecting.append(gc.isenabled()))
+
+    def run(server, sockets=None):
+        collecting.append(gc.isenabled())
+        server.started = True
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
     was_enabled = gc.isenabled()
     gc.disable()

@@ -1,10 +1,11 @@
 """The real service: `hybrid-weather serve` in its own process (uvicorn, worker processes), driven over
 HTTP by the real openai SDK and by plain clients: rule answers without a model call, open questions
-through the fake upstream, typed SDK errors, SIGTERM under load without a lost ledger row, and metrics
-summed over two workers."""
+through the fake upstream, typed SDK errors, SIGTERM under load without a lost ledger row, metrics with
+one worker and summed over two, a port in use, and clients that are slow or hang up, over real sockets."""
 
 import json
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -102,8 +103,9 @@ def test_sigterm_under_load_loses_no_ledger_row(tmp_path, llm_server):
     assert not list(tmp_path.glob("*.spool.jsonl"))
 
 
-def test_metrics_are_summed_over_the_workers(tmp_path, llm_server):
-    with serving(tmp_path, llm_server, workers=2) as server:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_metrics_are_summed_over_the_workers(tmp_path, llm_server, workers):
+    with serving(tmp_path, llm_server, workers=workers) as server:
         for i in range(40):
             assert post(f"{server.url}/v1/ask", {"query": ["上海今天天气", "北京明天天气"][i % 2]})[0] == 200
         pids = set()
@@ -158,3 +160,88 @@ def test_follow_ups_work_whichever_worker_answers(tmp_path, llm_server):
             for place in ["北京", "上海", "成都", "深圳"] * 3
         ]
     assert all(r["route"] == "rule" and r["decision"]["dates"] == first["decision"]["dates"] for r in replies), replies
+
+
+def test_a_port_in_use_is_one_line_and_exit_2_before_any_serving_line():
+    from conftest import subprocess_env
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-m", "hybrid_weather.router", "serve", "--port", str(port)]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=30,
+                                env=subprocess_env(HYBRID_WEATHER_PROVIDER="demo"))  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(port) in lines[0] and "--port" in lines[0], result.stderr
+    assert "serving on" not in result.stderr and result.stdout == ""
+
+
+#: Seconds the slow-client tests give a request's head and body (the defaults are 10 and 30).
+SLOW = "1"
+
+
+def _connect(server):
+    host, port = server.url.rsplit("/", 1)[1].split(":")
+    return socket.create_connection((host, int(port)), timeout=10)
+
+
+def _closed_within(sock, seconds, dribble=b""):
+    """Seconds until the server closed SOCK (what it sent meanwhile), sending DRIBBLE a byte at a time
+    every 0.1 s until then; AssertionError past SECONDS."""
+    started, received = time.monotonic(), b""
+    sock.settimeout(0.1)
+    for i in range(int(seconds * 10)):
+        if i < len(dribble):
+            try:
+                sock.sendall(dribble[i : i + 1])
+            except OSError:  # the server closed it while we wrote
+                return time.monotonic() - started, received
+        try:
+            piece = sock.recv(4096)
+        except TimeoutError:
+            continue
+        except OSError:
+            return time.monotonic() - started, received
+        if not piece:
+            return time.monotonic() - started, received
+        received += piece
+    raise AssertionError(f"the connection was still open after {seconds} s; it sent {received!r}")
+
+
+def test_slow_clients_are_cut_off_and_a_hang_up_is_one_line(tmp_path, llm_server):
+    slow = {"HYBRID_WEATHER_HEADER_TIMEOUT": SLOW, "HYBRID_WEATHER_BODY_TIMEOUT": SLOW}
+    with serving(tmp_path, llm_server, **slow) as server:
+        # Slow loris: a request head dribbled a byte every 0.1 s, long past the header timeout.
+        with _connect(server) as sock:
+            head = b"POST /v1/ask HTTP/1.1\r\nhost: x\r\n" + b"x-slow: " + b"a" * 200
+            took, sent = _closed_within(sock, 6, dribble=head)
+        assert 0.9 < took < 3 and (sent == b"" or sent.startswith(b"HTTP/1.1 408")), (took, sent)
+        # A connection that never says anything.
+        with _connect(server) as sock:
+            took, sent = _closed_within(sock, 6)
+        assert 0.9 < took < 3, took
+        # A body that never comes whole: 408, and the connection closed.
+        with _connect(server) as sock:
+            sock.sendall(b"POST /v1/ask HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                         b"content-length: 100\r\n\r\n" + b'{"query": "')  # fmt: skip
+            took, sent = _closed_within(sock, 6)
+        assert 0.9 < took < 3 and sent.startswith(b"HTTP/1.1 408"), (took, sent)
+        assert b'"code":"body_timeout"' in sent
+        # Clients that are not slow are not hurt: a kept-alive connection asks twice.
+        with _connect(server) as sock:
+            for _ in range(2):
+                body = json.dumps({"query": "上海今天天气"}).encode()
+                sock.sendall(b"POST /v1/ask HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+                sock.settimeout(10)
+                assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        # A client that hangs up halfway through its body.
+        with _connect(server) as sock:
+            sock.sendall(b"POST /v1/ask HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n" + b'{"query"')
+            time.sleep(0.2)
+        time.sleep(0.5)
+        assert post(f"{server.url}/v1/ask", {"query": "北京明天天气"})[0] == 200  # the server is fine
+    log = server.process.stderr.read()
+    assert "Traceback" not in log and "Exception in ASGI application" not in log, log
+    assert len([line for line in log.splitlines() if "went away" in line]) == 1, log

@@ -9,6 +9,7 @@ from .entry import Entry, LedgerEntry
 
 if TYPE_CHECKING:
     from hybrid_weather.agent.llm import AgentResult
+    from hybrid_weather.agent.llm.models import Usage
 
     from ..answer import Answer
     from ..understand import Decision
@@ -88,6 +89,35 @@ class Recorder:
                 # The LLM's attempts before it gave up (3 for a server that failed three times).
                 llm_attempts=getattr(error, "attempts", None) or None,
                 unknown_words=decision.unknown_words,
+            )
+        )
+
+    def passed_through(
+        self,
+        query: str,
+        reason: str,
+        *,
+        arrived: float,
+        latency_ms: float,
+        model: str | None,
+        usage: Usage | None,
+        cost_usd: float | None,
+        outcome: str,
+    ) -> None:
+        """A chat request `serve` sent to the model as it came (it carried its own tools): an llm row, which
+        an all-LLM design pays alike (it saved nothing), with the endpoint's tokens and their cost (None:
+        not known, e.g. a streamed answer)."""
+        self.ledger.record(
+            LedgerEntry(
+                started_at=arrived,
+                route="llm",
+                query=query,
+                reason=reason,
+                model=model,
+                usage=usage,
+                cost_usd=cost_usd,
+                latency_ms=latency_ms,
+                outcome=outcome,
             )
         )
 

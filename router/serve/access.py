@@ -1,7 +1,11 @@
-"""Who may call the service and how often: API keys (Authorization: Bearer) and per-key token buckets.
+"""Who may call the service and how often: API keys (Authorization: Bearer), the dashboard's cookie, and
+per-key token buckets.
 
 Keys are compared by their SHA-256, so a file of hashed keys works as well as plain ones and no key is
-kept in the clear longer than reading the setting. Buckets live in Redis when the fleet shares one
+kept in the clear longer than reading the setting. A browser cannot send a Bearer header, so a key given
+to the login form becomes a cookie that holds an expiry signed with the key's SHA-256 (never the key): any
+worker of any host with the same keys can check it, and dropping the key from the setting ends it.
+Buckets live in Redis when the fleet shares one
 (HYBRID_WEATHER_CACHE_URL: a limit holds across workers and hosts), in the process otherwise; a Redis
 that is down falls back to the process's own buckets.
 """
@@ -25,6 +29,10 @@ if TYPE_CHECKING:
 
 #: Buckets the process keeps at the most (one per key or client address); the least recently used go.
 MAX_BUCKETS = 10_000
+#: The dashboard's cookie, and how long one lasts (a working day: a lost laptop's cookie does not last).
+COOKIE = "hybrid_weather_dashboard"
+COOKIE_MAX_AGE_S = 12 * 3600
+_COOKIE_PURPOSE = b"hybrid-weather dashboard until "
 
 
 def hashed(key: str) -> str:
@@ -85,14 +93,23 @@ class Access:
         self._buckets: dict[str, tuple[float, float]] = {}  # caller → (tokens, when), oldest first
         self._lock = threading.Lock()
 
-    def check(self, authorization: str | None, client: str) -> str:
+    def identify(self, authorization: str | None, cookie: str | None = None) -> str | None:
+        """The SHA-256 of the key AUTHORIZATION (a Bearer header) or COOKIE (the dashboard's) carries, when
+        it is an accepted one; else None (and always None when keys are off)."""
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            digest = hashed(token.strip())
+            if any(hmac.compare_digest(digest, key) for key in self.keys):
+                return digest
+        return self._cookie_key(cookie) if cookie else None
+
+    def check(self, authorization: str | None, client: str, cookie: str | None = None) -> str:
         """The caller's identity for limits and logs: its key's hash prefix, or its address when keys are
         off. Raises ApiError 401 for a missing or unknown key, 429 past the rate."""
         caller = f"addr:{client}"
         if self.keys:
-            scheme, _, token = (authorization or "").partition(" ")
-            digest = hashed(token.strip()) if scheme.lower() == "bearer" and token.strip() else ""
-            if not digest or not any(hmac.compare_digest(digest, key) for key in self.keys):
+            digest = self.identify(authorization, cookie)
+            if digest is None:
                 raise ApiError(401, "authentication_error", "a valid API key is required: send "
                                "'Authorization: Bearer KEY' (keys come from HYBRID_WEATHER_API_KEYS)",
                                "invalid_api_key", {"www-authenticate": "Bearer"})  # fmt: skip
@@ -104,6 +121,28 @@ class Access:
                                f"retry in {wait:.1f} s", "rate_limit_exceeded",
                                {"retry-after": str(max(1, round(wait + 0.499)))})  # fmt: skip
         return caller
+
+    def cookie_for(self, key: str, now: float | None = None) -> str | None:
+        """The dashboard cookie's value for KEY, good for COOKIE_MAX_AGE_S; None when KEY is not accepted."""
+        digest = hashed(key.strip())
+        if not key.strip() or not any(hmac.compare_digest(digest, known) for known in self.keys):
+            return None
+        until = int(now if now is not None else time.time()) + COOKIE_MAX_AGE_S
+        return f"{until}.{_signature(digest, until)}"
+
+    def _cookie_key(self, cookie: str) -> str | None:
+        """The accepted key whose signature COOKIE carries, if it has not expired."""
+        until_text, _, signature = cookie.partition(".")
+        if not until_text.isdigit() or len(until_text) > 12:
+            return None
+        until = int(until_text)
+        if not time.time() < until <= time.time() + COOKIE_MAX_AGE_S:
+            return None
+        found = None
+        for key in self.keys:  # every key, so the time taken does not say which one matched
+            if hmac.compare_digest(signature, _signature(key, until)):
+                found = key
+        return found
 
     def _spend(self, caller: str, rate: Rate) -> float:
         if self._shared is not None and not self._shared.down:
@@ -122,3 +161,8 @@ class Access:
             if len(self._buckets) > MAX_BUCKETS:
                 del self._buckets[next(iter(self._buckets))]
             return wait
+
+
+def _signature(digest: str, until: int) -> str:
+    """The cookie's signature of UNTIL, keyed by the key's SHA-256 hex DIGEST."""
+    return hmac.new(bytes.fromhex(digest), _COOKIE_PURPOSE + str(until).encode(), hashlib.sha256).hexdigest()

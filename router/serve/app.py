@@ -2,14 +2,15 @@
 
     POST /v1/ask                 the `--json` object           POST /v1/route     the Decision
     POST /v1/chat/completions    OpenAI-compatible              GET  /v1/savings   GET /v1/misses
-    GET  /healthz  /readyz  /metrics  /openapi.json  /  (the savings dashboard)
+    GET  /healthz  /readyz  /metrics  /openapi.json  /  (the savings dashboard)   POST /login
 
-Every error is an OpenAI-style JSON body with the right status; nothing the service raises reaches the
-client as a stack trace.
+Every route needs a key when keys are set but those guard.OPEN_PATHS names. Every error is an OpenAI-style
+JSON body with the right status; nothing the service raises reaches the client as a stack trace.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import functools
@@ -18,24 +19,28 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from hybrid_weather.agent.errors import HybridWeatherError, LedgerUnavailable, WeatherUnavailable
 from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range, today_in_china
 
+from .._lazy import built
 from ..facade import HybridRouter
 from ..session import Session
 from ..settings import Settings
 from . import chat
-from .access import Access, Rate, load_keys
+from .access import COOKIE, COOKIE_MAX_AGE_S, Access, Rate, load_keys
 from .encoding import JSONResponse, loads
-from .errors import ApiError, from_library, invalid
+from .errors import ApiError, from_library, hide_addresses, invalid
+from .guard import HEADER_TIMEOUT_STATE, BodyDeadline, Guard
 from .metrics import Metrics
 from .openapi import OPENAPI
 from .sessions import SessionStore
@@ -44,6 +49,8 @@ logger = logging.getLogger("hybrid_weather")
 
 #: Bytes a request body may hold; past this the answer is 413.
 MAX_BODY_BYTES = 64 * 1024
+#: Bytes of the login form's body (one key) at the most.
+MAX_LOGIN_BYTES = 4 * 1024
 #: Characters a question may hold (the router reads the first 200 of them).
 MAX_QUERY_CHARS = 2_000
 #: Ledger rows a worker holds in memory at the most. An asyncio worker that waits for room in the queue
@@ -76,10 +83,18 @@ class Service:
                              Rate.parse(self.settings.rate_limit), shared)  # fmt: skip
         self.sessions = SessionStore(self.router.parts.settings.home_dir() / "serve-sessions.db")
         self._upstream: Any = None  # httpx.AsyncClient for pass-through requests, made on first use
+        # The upstreams' host names, kept out of what clients read (errors.hide_addresses).
+        self.hidden_hosts = tuple(
+            host for url in (self.settings.openai_base_url, self.settings.open_meteo_url, self.settings.amap_url,
+                             self.settings.cache_url, self.settings.ledger)
+            if url and "://" in url and (host := urlsplit(url).hostname)
+        )  # fmt: skip
 
     @contextlib.asynccontextmanager
-    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        yield
+    async def lifespan(self, app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        # The server's connections read their header timeout here (connection.py): the app's settings,
+        # whichever process or test built it.
+        yield {HEADER_TIMEOUT_STATE: self.settings.header_timeout}
         # Shutdown (SIGTERM, SIGINT): uvicorn has stopped accepting and finished the requests in flight;
         # the router flushes its ledger, so no row is lost.
         if self._upstream is not None:
@@ -113,7 +128,12 @@ class Service:
         body = await self._json(request)
         messages = chat.check_messages(body)
         if chat.wants_upstream(body, messages):
-            return await self._pass_through(body)
+            if not self.settings.pass_through:
+                raise ApiError(403, "invalid_request_error", "this request would go to the model as it came (it "
+                               "carries its own tools, or its last message is not the user's), and pass-through "
+                               "is off: the operator turns it on with HYBRID_WEATHER_PASS_THROUGH=1",
+                               "pass_through_off")  # fmt: skip
+            return await self._pass_through(body, messages)
         today = _today(body)
         question = chat.text_of(messages[-1].get("content"))
         if len(question) > MAX_QUERY_CHARS:
@@ -148,11 +168,12 @@ class Service:
     async def readyz(self, request: Request) -> Response:
         checks = await run_in_threadpool(self._readiness)
         ready = all(check["ok"] for check in checks.values())
+        if request.state.caller is None:  # anyone may ask: ok or not, never where the database lives
+            checks = {name: {"ok": check["ok"]} for name, check in checks.items()}
         return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
                             status_code=200 if ready else 503)  # fmt: skip
 
     async def metrics_text(self, request: Request) -> Response:
-        self._check(request)
         return Response(self.metrics.render(), media_type=self.metrics.content_type)
 
     async def openapi(self, request: Request) -> Response:
@@ -162,36 +183,54 @@ class Service:
         from ..ledger import misses_report, savings_report
         from .dashboard import render
 
-        self._check(request)
         days = _days(request)
         savings, misses = await run_in_threadpool(
             self._report, lambda db: (savings_report(db, days), misses_report(db, days))
         )
         return HTMLResponse(render(savings, misses))
 
+    async def login(self, request: Request) -> Response:
+        """The dashboard's login form posts a key here: an accepted one becomes the cookie (access.py) and
+        the browser goes to the dashboard; another gets the form again."""
+        from .dashboard import login_page
+
+        root = request.scope.get("root_path", "")
+        if not self.access.keys:
+            return RedirectResponse(f"{root}/", status_code=303)
+        raw = await self._body(request, MAX_LOGIN_BYTES)
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
+            raise invalid("send the login form: application/x-www-form-urlencoded with a 'key' field", "invalid_form")
+        key = (parse_qs(raw.decode("utf-8", "replace")).get("key") or [""])[0]
+        token = self.access.cookie_for(key)
+        if token is None:
+            return HTMLResponse(login_page("That key is not accepted.", root), status_code=401,
+                                headers={"cache-control": "no-store"})  # fmt: skip
+        response = RedirectResponse(f"{root}/", status_code=303)
+        response.set_cookie(COOKIE, token, max_age=COOKIE_MAX_AGE_S, path=f"{root}/", httponly=True,
+                            samesite="strict", secure=request.url.scheme == "https")  # fmt: skip
+        return response
+
     # -- the parts ---------------------------------------------------------------------------------------
 
-    def _check(self, request: Request) -> str:
-        return self.access.check(request.headers.get("authorization"), request.client.host if request.client else "-")
+    async def _body(self, request: Request, limit: int) -> bytes:
+        """The request's body; 413 past LIMIT bytes."""
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise ApiError(413, "invalid_request_error", f"the body is over {limit} bytes", "body_too_large")
+        if declared and declared.isdigit():
+            return await request.body()  # its length is known and within the cap
+        raw = bytearray()  # chunked: counted as it comes
+        async for piece in request.stream():
+            raw += piece
+            if len(raw) > limit:
+                raise ApiError(413, "invalid_request_error", f"the body is over {limit} bytes", "body_too_large")
+        return bytes(raw)
 
     async def _json(self, request: Request) -> dict[str, Any]:
-        """The request's JSON object, after its key and rate are checked; 413 past MAX_BODY_BYTES."""
-        self._check(request)
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            raise ApiError(413, "invalid_request_error", f"the body is over {MAX_BODY_BYTES} bytes", "body_too_large")
-        raw: bytes | bytearray
-        if declared and declared.isdigit():
-            raw = await request.body()  # its length is known and within the cap
-        else:  # chunked: counted as it comes
-            raw = bytearray()
-            async for piece in request.stream():
-                raw += piece
-                if len(raw) > MAX_BODY_BYTES:
-                    raise ApiError(413, "invalid_request_error", f"the body is over {MAX_BODY_BYTES} bytes",
-                                   "body_too_large")  # fmt: skip
+        """The request's JSON object; 413 past MAX_BODY_BYTES."""
+        raw = await self._body(request, MAX_BODY_BYTES)
         try:
-            body = loads(bytes(raw))
+            body = loads(raw)
         except ValueError:
             raise invalid("the body is not JSON", "invalid_json", status=400) from None
         if not isinstance(body, dict):
@@ -218,7 +257,7 @@ class Service:
             self.metrics.failed(endpoint, "-", type(error).__name__, time.perf_counter() - started)
             if isinstance(error, WeatherUnavailable):
                 self.metrics.upstream.labels(self.settings.provider, "error").inc()
-            raise from_library(error) from None
+            raise from_library(error, self.hidden_hosts) from None
         self.metrics.answered(endpoint, answer, self._saved(answer))
         return answer
 
@@ -243,7 +282,8 @@ class Service:
         try:
             db = ledger.connect()
         except LedgerUnavailable as error:
-            raise ApiError(503, "service_unavailable", str(error), "ledger_unavailable") from None
+            raise ApiError(503, "service_unavailable", hide_addresses(str(error), self.hidden_hosts),
+                           "ledger_unavailable") from None  # fmt: skip
         try:
             return read(db)
         finally:
@@ -275,16 +315,53 @@ class Service:
             checks["cache"] = {"ok": not shared.down, "down": shared.down}
         return checks
 
-    async def _pass_through(self, body: dict[str, Any]) -> Response:
+    async def _pass_through(self, body: dict[str, Any], messages: list[dict[str, Any]]) -> Response:
         """A request the router does not answer, sent to the configured OpenAI-compatible endpoint as it
-        came (with the service's key), its answer returned as it came — scrubbed of that key."""
+        came (with the service's key), its answer returned as it came — scrubbed of that key — and its
+        ledger row written: an llm row, its tokens and cost as the endpoint reported them."""
         from .upstream import forward
 
         if self._upstream is None:
             import httpx2 as httpx
 
             self._upstream = httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0), follow_redirects=False)
-        return await forward(self._upstream, self.settings, body, self.metrics)
+        arrived, started = time.time(), time.perf_counter()
+        outcome, usage, model = "ok", None, body.get("model") if isinstance(body.get("model"), str) else None
+        try:
+            response, reply = await forward(self._upstream, self.settings, body, self.metrics)
+        except ApiError as error:
+            outcome = error.code or "failed"
+            raise
+        except BaseException as error:  # the client went away (CancelledError) or worse: nothing came back
+            outcome = "Cancelled" if isinstance(error, asyncio.CancelledError) else type(error).__name__
+            raise
+        else:
+            if response.status_code >= 400:
+                outcome = f"http_{response.status_code}"
+            elif reply is not None:
+                usage, model = (
+                    chat.usage_of(reply),
+                    reply.get("model") if isinstance(reply.get("model"), str) else model,
+                )
+            return response
+        finally:
+            row = functools.partial(
+                self._record_pass_through, chat.last_user_text(messages)[:MAX_QUERY_CHARS],
+                chat.pass_through_reason(body), arrived=arrived, latency_ms=(time.perf_counter() - started) * 1000,
+                model=model, usage=usage, outcome=outcome,
+            )  # fmt: skip
+            if built(self.router.parts, "recorder") is not None:
+                row()  # queues the row: no I/O
+            else:  # the first row opens the ledger (a file, a database connection): not on the event loop
+                await run_in_threadpool(row)
+
+    def _record_pass_through(self, query: str, reason: str, *, model: str | None, usage: Any, outcome: str,
+                             **timing: float) -> None:  # fmt: skip
+        recorder = self.router.parts.recorder
+        if recorder is not None:
+            cost = self.router.parts.models.cost(model, usage) if usage is not None and model else None
+            recorder.passed_through(query, reason, model=model, usage=usage, outcome=outcome,
+                                    cost_usd=cost if outcome == "ok" else 0.0, **timing)  # fmt: skip
 
 
 def _query(body: dict[str, Any]) -> str:
@@ -327,6 +404,12 @@ async def _http_error(request: Request, error: Exception) -> Response:
     return ApiError(error.status_code, "invalid_request_error", str(error.detail), kind).response()
 
 
+async def _client_gone(request: Request, error: Exception) -> Response:
+    # The client hung up before its request was read: one line, no traceback; nobody reads the answer.
+    logger.warning("client went away before its request was read: %s %s", request.method, request.url.path)
+    return Response(status_code=499)
+
+
 async def _unexpected(request: Request, error: Exception) -> Response:
     logger.exception("unexpected error answering %s %s", request.method, request.url.path)
     return ApiError(500, "server_error", "the service failed unexpectedly; the log says where", "internal").response()
@@ -347,11 +430,23 @@ def create_app(router: HybridRouter | None = None, *, settings: Settings | None 
         Route("/metrics", service.metrics_text, methods=["GET"]),
         Route("/openapi.json", service.openapi, methods=["GET"]),
         Route("/", service.dashboard, methods=["GET"]),
+        Route("/login", service.login, methods=["POST"]),
     ]
+    from .dashboard import login_page
+
     app = Starlette(
         routes=routes,
+        middleware=[
+            Middleware(BodyDeadline, seconds=service.settings.body_timeout),
+            Middleware(Guard, access=service.access, login_page=login_page),
+        ],
         lifespan=service.lifespan,
-        exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _unexpected},
+        exception_handlers={
+            ApiError: _api_error,
+            HTTPException: _http_error,
+            ClientDisconnect: _client_gone,
+            Exception: _unexpected,
+        },
     )
     app.state.service = service
     return app

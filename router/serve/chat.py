@@ -16,6 +16,8 @@ from .encoding import dumps
 from .errors import invalid
 
 if TYPE_CHECKING:
+    from hybrid_weather.agent.llm.models import Usage
+
     from ..answer import Answer
     from ..facade import HybridRouter
     from ..session import Session
@@ -54,6 +56,41 @@ def wants_upstream(body: dict[str, Any], messages: list[dict[str, Any]]) -> bool
     """A request the router does not answer itself: it carries its own tools (or functions), or its last
     message is not the user's (a tool result, an assistant prefix)."""
     return bool(body.get("tools") or body.get("functions")) or messages[-1].get("role") != "user"
+
+
+def pass_through_reason(body: dict[str, Any]) -> str:
+    """The ledger's reason for a request sent to the model as it came."""
+    if body.get("tools") or body.get("functions"):
+        return "pass-through: the request's own tools"
+    return "pass-through: the last message is not the user's"
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str:
+    """The text of the last user message (the question the ledger keeps), or ""."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            return text_of(content) if isinstance(content, list) else ""
+    return ""
+
+
+def usage_of(reply: dict[str, Any]) -> Usage | None:
+    """The tokens an OpenAI-style chat.completion REPLY reports, or None when it reports none usable."""
+    from hybrid_weather.agent.llm.models import Usage
+
+    usage = reply.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("prompt_tokens_details")
+    counts = [usage.get("prompt_tokens"), details.get("cached_tokens", 0) if isinstance(details, dict) else 0,
+              usage.get("completion_tokens")]  # fmt: skip
+    tokens = [n for n in counts if type(n) is int and 0 <= n < 10**9]
+    if len(tokens) != 3:  # a count missing, not a whole number, or beyond any real call: unknown, not $0
+        return None
+    prompt, cached, completion = tokens
+    return Usage(prompt, min(cached, prompt), completion)
 
 
 def session_from(router: HybridRouter, messages: list[dict[str, Any]], today: dt.date) -> Session | None:

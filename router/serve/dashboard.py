@@ -131,3 +131,26 @@ padding: 4px; text-align: left; vertical-align: top; }}
 <p><small>Baseline: {escape(savings["baseline_method"])}. Data: <a href="v1/savings?days={savings["days"]}">
 /v1/savings</a>, <a href="v1/misses?days={savings["days"]}">/v1/misses</a>.</small></p>
 </body></html>"""
+
+
+def login_page(problem: str = "", root: str = "") -> str:
+    """The form a browser gets in place of the dashboard when it holds no key's cookie: the key goes to
+    POST /login (under ROOT, the app's mount path), which sets the cookie and sends the browser to /."""
+    note = f'<p id="problem" role="alert">{escape(problem)}</p>' if problem else ""
+    return f"""<!doctype html>
+<html lang="zh-CN"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>hybrid-weather · sign in</title>
+<style>
+body {{ font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 420px; padding: 12px; color: #212529; }}
+input {{ font: inherit; width: 100%; box-sizing: border-box; padding: 6px; margin: 6px 0; }}
+#problem {{ color: #c92a2a; }}
+</style></head><body>
+<h1>hybrid-weather · savings</h1>
+<p>This service needs an API key (one of HYBRID_WEATHER_API_KEYS).</p>{note}
+<form method="post" action="{escape(root)}/login">
+<label for="key">API key</label>
+<input id="key" name="key" type="password" autocomplete="current-password" required autofocus>
+<input id="sign-in" type="submit" value="Sign in">
+</form>
+</body></html>"""

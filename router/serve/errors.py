@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 from hybrid_weather.agent.errors import (
     BudgetExhausted,
     ConfigurationError,
@@ -33,10 +36,28 @@ def invalid(message: str, code: str = "invalid_request", status: int = 422) -> A
     return ApiError(status, "invalid_request_error", message, code)
 
 
-def from_library(error: HybridWeatherError) -> ApiError:
+#: What names a place on the network in a message: a URL, or an IP address (with its port).
+_ADDRESS = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>()]+|\[?\b(?:\d{1,3}\.){3}\d{1,3}\b\]?(?::\d+)?|\[[0-9a-f:]+\](?::\d+)?",
+                      re.IGNORECASE)  # fmt: skip
+#: What a client reads in place of an address.
+HIDDEN = "[the configured address]"
+
+
+def hide_addresses(message: str, hosts: Iterable[str] = ()) -> str:
+    """MESSAGE without the operator's upstream addresses: URLs, IP addresses and the host names HOSTS (the
+    configured endpoints'). The library's messages name them so an operator can fix a setting; a client
+    of the service is not told where its model, weather or database live."""
+    message = _ADDRESS.sub(HIDDEN, message)
+    for host in hosts:
+        if host:
+            message = re.sub(rf"(?<![\w.-]){re.escape(host)}(?::\d+)?(?![\w-])", HIDDEN, message, flags=re.IGNORECASE)
+    return message
+
+
+def from_library(error: HybridWeatherError, hosts: Iterable[str] = ()) -> ApiError:
     """The library's typed errors as HTTP: what failed upstream is the service's 503 (or 504 for time),
-    with retry-after where the library knows when to retry."""
-    message = str(error)
+    with retry-after where the library knows when to retry; no upstream address (HOSTS) in the message."""
+    message = hide_addresses(str(error), hosts)
     if isinstance(error, BudgetExhausted):
         headers = {"retry-after": str(max(1, round(error.retry_after_s)))}
         return ApiError(503, "upstream_budget_exhausted", message, "upstream_budget_exhausted", headers)

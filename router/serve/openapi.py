@@ -6,7 +6,9 @@ from typing import Any
 
 _ERROR_CODES = {
     "400": "The body is not JSON",
-    "401": "A valid API key is required (Authorization: Bearer KEY)",
+    "401": "A valid API key is required (Authorization: Bearer KEY; for a GET, the dashboard's login cookie too)",
+    "403": "The request would go to the model as it came, and pass-through is off (HYBRID_WEATHER_PASS_THROUGH)",
+    "408": "The body did not arrive within the body timeout (HYBRID_WEATHER_BODY_TIMEOUT); the connection is closed",
     "413": "The body is larger than 64 KiB",
     "422": "The request is JSON but not what this endpoint takes",
     "429": "Rate limit reached; retry-after says when to try again",
@@ -159,8 +161,17 @@ OPENAPI: dict[str, Any] = {
     },
     "components": {
         "schemas": SCHEMAS,
-        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        "securitySchemes": {
+            "bearer": {"type": "http", "scheme": "bearer"},
+            "dashboard": {
+                "type": "apiKey",
+                "in": "cookie",
+                "name": "hybrid_weather_dashboard",
+                "description": "Set by POST /login; opens GET requests only",
+            },
+        },
     },
+    # Keys are optional (HYBRID_WEATHER_API_KEYS): when set, every path but /healthz, /readyz and /login needs one.
     "security": [{}, {"bearer": []}],
     "paths": {
         "/v1/ask": {
@@ -169,7 +180,7 @@ OPENAPI: dict[str, Any] = {
                 "requestBody": _body("AskRequest"),
                 "responses": {
                     "200": _json("Answer", "The answer"),
-                    **_errors("400", *_LIMITED, "413", "422", "503", "504"),
+                    **_errors("400", *_LIMITED, "408", "413", "422", "503", "504"),
                 },
             }
         },
@@ -177,7 +188,10 @@ OPENAPI: dict[str, Any] = {
             "post": {
                 "summary": "Decide what to do with a question (no I/O)",
                 "requestBody": _body("RouteRequest"),
-                "responses": {"200": _json("Decision", "The decision"), **_errors("400", *_LIMITED, "413", "422")},
+                "responses": {
+                    "200": _json("Decision", "The decision"),
+                    **_errors("400", *_LIMITED, "408", "413", "422"),
+                },
             }
         },
         "/v1/chat/completions": {
@@ -198,7 +212,7 @@ OPENAPI: dict[str, Any] = {
                             },
                         },
                     },
-                    **_errors("400", *_LIMITED, "413", "422", "503", "504"),
+                    **_errors("400", *_LIMITED, "403", "408", "413", "422", "503", "504"),
                 },
             }
         },
@@ -219,19 +233,21 @@ OPENAPI: dict[str, Any] = {
         "/openapi.json": {
             "get": {
                 "summary": "This description",
-                "security": [],
+                "security": [{}, {"bearer": []}, {"dashboard": []}],
                 "responses": {
                     "200": {
                         "description": "OpenAPI 3.1",
                         "content": {"application/json": {"schema": {"type": "object"}}},
-                    }
+                    },
+                    **_errors(*_LIMITED),
                 },
             }
         },
         "/healthz": {"get": {"summary": "Alive", "security": [], "responses": {"200": _json("Health", "Alive")}}},
         "/readyz": {
             "get": {
-                "summary": "Ready: the ledger writable, the provider's circuit closed, the cache reachable",
+                "summary": "Ready: the ledger writable, the provider's circuit closed, the cache reachable; "
+                "each check's details (the ledger's location, its problem) only to a caller with a valid key",
                 "security": [],
                 "responses": {"200": _json("Health", "Ready"), "503": _json("Health", "Not ready")},
             }
@@ -252,9 +268,39 @@ OPENAPI: dict[str, Any] = {
             "get": {
                 "summary": "The savings dashboard",
                 "parameters": _DAYS,
+                "security": [{}, {"bearer": []}, {"dashboard": []}],
                 "responses": {
                     "200": {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}},
                     **_errors(*_LIMITED, "422", "503"),
+                    "401": {
+                        "description": _ERROR_CODES["401"] + "; a browser (Accept: text/html) gets the login form",
+                        "content": {
+                            "application/json": {"schema": _ref("Error")},
+                            "text/html": {"schema": {"type": "string"}},
+                        },
+                    },
+                },
+            }
+        },
+        "/login": {
+            "post": {
+                "summary": "The dashboard's login form: a valid key becomes an HttpOnly, SameSite=Strict cookie",
+                "security": [],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/x-www-form-urlencoded": {
+                            "schema": {"type": "object", "required": ["key"], "properties": {"key": {"type": "string"}}}
+                        }
+                    },
+                },
+                "responses": {
+                    "303": {"description": "Signed in (or keys are off): the cookie is set; go to /"},
+                    "401": {
+                        "description": "That key is not accepted: the form again",
+                        "content": {"text/html": {"schema": {"type": "string"}}},
+                    },
+                    **_errors("408", "413", "422"),
                 },
             }
         },

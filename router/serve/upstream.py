@@ -4,6 +4,7 @@ service's own API key, should the endpoint echo it, is scrubbed from every byte.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,11 @@ class _Scrubber:
         return held.replace(self.key, _REDACTED)
 
 
-async def forward(client: httpx.AsyncClient, settings: Settings, body: dict[str, Any], metrics: Metrics) -> Response:
+async def forward(
+    client: httpx.AsyncClient, settings: Settings, body: dict[str, Any], metrics: Metrics
+) -> tuple[Response, dict[str, Any] | None]:
+    """The endpoint's answer to BODY, and the JSON object it was when it was one (not a stream): the
+    ledger's tokens and model come from there."""
     key = settings.openai_api_key
     if not key:
         raise ApiError(503, "service_unavailable", "this request goes to the model as it came (its own tools, or a "
@@ -76,7 +81,8 @@ async def forward(client: httpx.AsyncClient, settings: Settings, body: dict[str,
             finally:
                 await upstream.aclose()
 
-        return StreamingResponse(relay(), status_code=upstream.status_code, media_type=media_type, headers=headers)
+        return StreamingResponse(relay(), status_code=upstream.status_code, media_type=media_type,
+                                 headers=headers), None  # fmt: skip
     content = bytearray()
     try:
         async for piece in upstream.aiter_bytes():
@@ -87,5 +93,9 @@ async def forward(client: httpx.AsyncClient, settings: Settings, body: dict[str,
         raise ApiError(503, "service_unavailable", "the model's answer was cut short", "llm_unavailable") from None
     finally:
         await upstream.aclose()
+    try:
+        reply = json.loads(content)
+    except (ValueError, RecursionError):
+        reply = None
     return Response(scrubber.feed(bytes(content)) + scrubber.end(), status_code=upstream.status_code,
-                    media_type=media_type, headers=headers)  # fmt: skip
+                    media_type=media_type, headers=headers), reply if isinstance(reply, dict) else None  # fmt: skip
