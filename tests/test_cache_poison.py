@@ -166,9 +166,9 @@ def make_router(store, weather_url: str) -> HybridRouter:
     return HybridRouter(ledger="off", cache_ttl=600, http_options=FAST_HTTP, **store.settings(weather_url))
 
 
-def the_entry(store, text: str) -> tuple[str, str]:
-    """The one stored forecast whose key names TEXT (a place's name)."""
-    found = [(name, body) for name, body in store.entries().items() if text in name and '"forecast"' in name]
+def the_entry(store, text: str, kind: str = "forecast") -> tuple[str, str]:
+    """The one stored copy of KIND whose key names TEXT (a place's name)."""
+    found = [(name, body) for name, body in store.entries().items() if text in name and f'["{kind}"' in name]
     assert len(found) == 1, list(store.entries())
     return found[0]
 
@@ -270,6 +270,41 @@ def test_serve_counts_dropped_copies_in_its_metrics(weather_server, redis_prefix
     assert answer.status_code == 200 and "1e+308" not in answer.text
     assert 'hybrid_weather_cache_dropped_total{cache="redis"} 1.0' in metrics
     store.close()
+
+
+def _every_number(value, new):
+    """VALUE with every measured number (not the place's coordinates, not the fetch time) set to NEW."""
+    if isinstance(value, dict):
+        return {k: v if k in ("place", "fetched_at") else _every_number(v, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_every_number(v, new) for v in value]
+    return new if type(value) in (int, float) else value
+
+
+#: A question for each other kind of fetch.
+KINDS = {"air": "上海今天空气质量", "hourly": "上海今晚会下雨吗", "sun": "上海明天紫外线强吗"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("new", [1e308, float("nan"), "12"], ids=["1e308", "NaN", "a string"])
+def test_every_kind_of_copy_is_checked(store, weather_server, kind, new):
+    question = KINDS[kind]
+    with make_router(store, weather_server.url) as first:
+        expected = first.ask(question, today=TODAY, emoji=False).text
+    name, body = the_entry(store, "上海", kind)
+    value = stored_value(body)
+    value["fetched_at"] = time.time() - 1
+    store.plant(name, with_value(body, _every_number(value, new)))
+    requests = sum(weather_server.requests.values())
+    with make_router(store, weather_server.url) as second:
+        answer = second.ask(question, today=TODAY, emoji=False)
+        dropped = dict(second.weather.dropped_copies)
+    assert answer.text == expected and not answer.cache_hit
+    assert dropped == {store.name: 1} and sum(weather_server.requests.values()) == requests + 1
+    assert stored_value(store.entries()[name]) == {
+        **stored_value(body),
+        "fetched_at": pytest.approx(time.time(), abs=5),
+    }
 
 
 # -- item 9: where the data came from is part of every key ---------------------------------------------
