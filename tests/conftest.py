@@ -77,6 +77,32 @@ def service_missing(reason: str) -> None:
     pytest.skip(reason)
 
 
+#: The Redis the tests use (database 15: apart from anything a developer keeps in 0).
+REDIS_URL = os.environ.get("HYBRID_WEATHER_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+@pytest.fixture
+def redis_prefix():
+    """A key prefix of this test's own on the test Redis, deleted afterwards; skips (or, under
+    HYBRID_WEATHER_REQUIRE_SERVICES=1, fails) when no Redis answers."""
+    import uuid
+
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1)
+    try:
+        client.ping()
+    except redis.RedisError as error:
+        service_missing(
+            f"no Redis at {REDIS_URL} ({error}); start one (redis-server) or set HYBRID_WEATHER_TEST_REDIS_URL"
+        )
+    prefix = f"hw-test-{uuid.uuid4().hex[:12]}:"
+    yield prefix
+    for key in client.scan_iter(match=f"{prefix}*"):
+        client.delete(key)
+    client.close()
+
+
 def subprocess_env(**values: str) -> dict[str, str]:
     """The isolated environment of this test, with VALUES set: for every process a test starts."""
     return {**os.environ, **values}

@@ -4,20 +4,16 @@ key prefix, cleaned up after. No mocks: the workers are real processes."""
 
 import json
 import logging
-import os
 import signal
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
 from hybrid_weather.router import HybridRouter, Settings
 
-from conftest import FAST_HTTP, TODAY, service_missing, subprocess_env
-
-REDIS_URL = os.environ.get("HYBRID_WEATHER_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+from conftest import FAST_HTTP, REDIS_URL, TODAY, subprocess_env
 
 _WORKER = """
 import datetime as dt, json, sys, threading
@@ -38,26 +34,6 @@ with HybridRouter(settings=settings, ledger="off", deadline=float(deadline)) as 
         worker.join()
 print(json.dumps(results), flush=True)
 """
-
-
-@pytest.fixture
-def redis_prefix():
-    """A key prefix of this test's own on the test Redis, deleted afterwards; skips (or, under
-    HYBRID_WEATHER_REQUIRE_SERVICES=1, fails) when no Redis answers."""
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1)
-    try:
-        client.ping()
-    except redis.RedisError as error:
-        service_missing(
-            f"no Redis at {REDIS_URL} ({error}); start one (redis-server) or set HYBRID_WEATHER_TEST_REDIS_URL"
-        )
-    prefix = f"hw-test-{uuid.uuid4().hex[:12]}:"
-    yield prefix
-    for key in client.scan_iter(match=f"{prefix}*"):
-        client.delete(key)
-    client.close()
 
 
 def worker(weather_url, prefix, threads=50, deadline=5.0):

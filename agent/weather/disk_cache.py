@@ -2,21 +2,21 @@
 
 The in-process cache dies with each `hybrid-weather "…"`; this one lets two questions about one city in
 a row make one upstream request, and lets the stale fallback work at a terminal too. One SQLite file,
-bounded to `max_entries` rows (the oldest fetches go first). It is only an optimisation: a file that
-cannot be opened, read or written turns it off for the process, with one warning in the log, and the
-answer comes from upstream as it would without it.
+bounded to `max_entries` rows (the oldest fetches go first), each a copy as copies.py writes it. It is
+only an optimisation: a file that cannot be opened, read or written turns it off for the process, with
+one warning in the log, and the answer comes from upstream as it would without it. A row that is not a
+sound copy is not the file's fault: get() says so (MalformedResponse) and the caller drops that row.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
 
-from .shapes import SHAPE_OF_KIND, from_jsonable, to_jsonable
+from . import copies
 
 logger = logging.getLogger("hybrid_weather")
 
@@ -26,6 +26,8 @@ DEFAULT_MAX_ENTRIES = 512  # places × kinds × past-day windows; a forecast is 
 class DiskCache:
     """Cached fetches by key, in one SQLite file. Thread-safe."""
 
+    name = "disk"  #: for messages and the count of dropped copies
+
     def __init__(self, path: Path, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         self.path = path
         self.max_entries = max_entries
@@ -34,17 +36,18 @@ class DiskCache:
         self._lock = threading.Lock()
 
     def get(self, key: tuple[Any, ...]) -> Any | None:
-        """The value last stored under KEY, whatever its age (the caller judges it), or None."""
+        """The value last stored under KEY, whatever its age (the caller judges it), or None; MalformedResponse
+        for a row that is not a copy of KEY's."""
         with self._lock:
             db = self._open()
             if db is None:
                 return None
             try:
-                row = db.execute("SELECT body FROM fetches WHERE key = ?", (_text(key),)).fetchone()
-                return from_jsonable(SHAPE_OF_KIND[key[0]], json.loads(row[0])) if row else None
-            except (sqlite3.Error, ValueError, TypeError, KeyError, AttributeError) as error:
+                row = db.execute("SELECT body FROM fetches WHERE key = ?", (copies.key_text(key),)).fetchone()
+            except sqlite3.Error as error:
                 self._give_up(error)
                 return None
+        return None if row is None else copies.decode(key, row[0], f"the {self.name} cache")
 
     def put(self, key: tuple[Any, ...], value: Any) -> None:
         with self._lock:
@@ -55,13 +58,25 @@ class DiskCache:
                 with db:
                     db.execute(
                         "INSERT OR REPLACE INTO fetches (key, fetched_at, body) VALUES (?, ?, ?)",
-                        (_text(key), value.fetched_at, json.dumps(to_jsonable(value), ensure_ascii=False)),
+                        (copies.key_text(key), value.fetched_at, copies.encode(key, value)),
                     )
                     db.execute(
                         "DELETE FROM fetches WHERE key NOT IN "
                         "(SELECT key FROM fetches ORDER BY fetched_at DESC LIMIT ?)",
                         (self.max_entries,),
                     )
+            except sqlite3.Error as error:
+                self._give_up(error)
+
+    def discard(self, key: tuple[Any, ...]) -> None:
+        """Forget KEY's row (a copy that failed its checks)."""
+        with self._lock:
+            db = self._open()
+            if db is None:
+                return
+            try:
+                with db:
+                    db.execute("DELETE FROM fetches WHERE key = ?", (copies.key_text(key),))
             except sqlite3.Error as error:
                 self._give_up(error)
 
@@ -76,6 +91,9 @@ class DiskCache:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 db = sqlite3.connect(self.path, timeout=1.0, check_same_thread=False)
+                # Bodies come back as bytes, decoded by copies.decode: a row that is not UTF-8 is that row's
+                # fault (dropped), not the file's (which would turn the cache off and keep the row).
+                db.text_factory = bytes
                 db.execute("CREATE TABLE IF NOT EXISTS fetches (key TEXT PRIMARY KEY, fetched_at REAL, body TEXT)")
                 self._db = db
             except (OSError, sqlite3.Error) as error:
@@ -88,7 +106,3 @@ class DiskCache:
         if self._db is not None:
             self._db.close()
             self._db = None
-
-
-def _text(key: tuple[Any, ...]) -> str:
-    return json.dumps(key, ensure_ascii=False)

@@ -1,18 +1,20 @@
 """Weather providers: Open-Meteo (default, no key), AMap (Chinese places, AMAP_KEY) and demo (offline).
 
-Each turns its service's documented JSON into the shared shapes in weather.py; a body that does not
-have the documented shape is a MalformedResponse, never a crash.
+Each turns its service's documented JSON into the shared shapes in shapes.py and passes the result through
+shapes.checked (the check cached copies pass too); a body that does not have the documented shape, or
+holds what no weather is, is a MalformedResponse, never a crash.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import math
 import time
 import zlib
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from hybrid_weather.rules import Place, today_in_china
 
@@ -30,6 +32,7 @@ from .shapes import (
     SunDay,
     SunForecast,
     beaufort,
+    checked,
     condition_of,
 )
 
@@ -69,6 +72,9 @@ class WeatherProvider(ABC):
     horizon: ClassVar[Horizon] = Horizon(days_ahead=15, days_back=92, air_days_ahead=6)
     #: Requests a fleet may make, as HYBRID_WEATHER_UPSTREAM_LIMIT spells it, when the user sets none.
     default_upstream_limit: ClassVar[str | None] = None
+    #: Where its data comes from (origin_of its base URLs; empty for a provider that makes its own): part of
+    #: every cache key, so a mirror's or a test server's data is never served as the public service's.
+    origin: str = ""
 
     @abstractmethod
     def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast: ...
@@ -94,6 +100,11 @@ class WeatherProvider(ABC):
         pass
 
 
+def origin_of(*urls: str) -> str:
+    """A short name for the service at URLS: a hash, so no host, port or password in a URL lands in a cache key."""
+    return hashlib.sha256(" ".join(urls).encode()).hexdigest()[:12]
+
+
 class _HTTPProvider(WeatherProvider):
     """A provider behind HTTP: owns one ResilientClient (pool, retries, breaker)."""
 
@@ -115,6 +126,7 @@ class OpenMeteoProvider(_HTTPProvider):
         self.forecast_url = f"{base or OPEN_METEO_FORECAST_URL}/v1/forecast"
         self.air_url = f"{base or OPEN_METEO_AIR_URL}/v1/air-quality"
         self.geocoding_url = f"{base or OPEN_METEO_GEOCODING_URL}/v1/search"
+        self.origin = origin_of(self.forecast_url, self.air_url)
         self.http = ResilientClient(self.label, **http)
 
     def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast:
@@ -159,7 +171,7 @@ class OpenMeteoProvider(_HTTPProvider):
                 temperature=_float(now.get("temperature_2m")),
                 humidity=_int(now.get("relative_humidity_2m")),
             )
-        return _plausible(Forecast(place, tuple(days), current, self.name, time.time()), self.label)
+        return checked(Forecast(place, tuple(days), current, self.name, time.time()), self.label, source=self.name)
 
     def hourly(self, place: Place, *, past_days: int, deadline: float) -> HourlyForecast:
         body = self.http.get_json(
@@ -182,7 +194,7 @@ class OpenMeteoProvider(_HTTPProvider):
                     humidity=_int(hourly["relative_humidity_2m"][i]),
                 )
             )
-        return _plausible(HourlyForecast(place, tuple(hours), self.name, time.time()), self.label)
+        return checked(HourlyForecast(place, tuple(hours), self.name, time.time()), self.label, source=self.name)
 
     def sun(self, place: Place, *, past_days: int, deadline: float) -> SunForecast:
         body = self.http.get_json(
@@ -200,7 +212,7 @@ class OpenMeteoProvider(_HTTPProvider):
             )
             for i, day in enumerate(daily["time"])
         )
-        return _plausible(SunForecast(place, days, self.name, time.time()), self.label)
+        return checked(SunForecast(place, days, self.name, time.time()), self.label, source=self.name)
 
     def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
         body = self.http.get_json(
@@ -239,7 +251,7 @@ class OpenMeteoProvider(_HTTPProvider):
                 _float(now.get("pm2_5")),
                 _float(now.get("pm10")),
             )
-        return _plausible(AirQuality(place, tuple(days), current, self.name, time.time()), self.label)
+        return checked(AirQuality(place, tuple(days), current, self.name, time.time()), self.label, source=self.name)
 
     def geocode(self, name: str, *, deadline: float) -> Place | None:
         body = self.http.get_json(
@@ -299,6 +311,7 @@ class AMapProvider(_HTTPProvider):
             raise ConfigurationError("the amap provider needs a key: set AMAP_KEY (or use --provider open-meteo)")
         self.key = key
         self.url = f"{(base_url or AMAP_URL).rstrip('/')}/v3/weather/weatherInfo"
+        self.origin = origin_of(self.url)
         self.http = ResilientClient(self.label, **http)
 
     def _get(self, place: Place, extensions: str, deadline: float) -> dict[str, Any]:
@@ -357,7 +370,7 @@ class AMapProvider(_HTTPProvider):
             )
         except (KeyError, IndexError, TypeError) as exc:
             raise MalformedResponse(f"AMap live weather is missing {exc}", provider=self.name) from None
-        return _plausible(Forecast(place, tuple(days), current, self.name, time.time()), self.label)
+        return checked(Forecast(place, tuple(days), current, self.name, time.time()), self.label, source=self.name)
 
 
 class DemoProvider(WeatherProvider):
@@ -381,7 +394,7 @@ class DemoProvider(WeatherProvider):
             temperature=round(((first.temp_max or 0) + (first.temp_min or 0)) / 2, 1),
             humidity=first.humidity,
         )
-        return _plausible(Forecast(place, days, current, self.name, time.time()), self.label)
+        return checked(Forecast(place, days, current, self.name, time.time()), self.label, source=self.name)
 
     def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
         today = today_in_china()
@@ -393,7 +406,9 @@ class DemoProvider(WeatherProvider):
             pm2_5 = 5.0 + seed % 90
             pm10 = pm2_5 + 5 + (seed >> 8) % 80
             days.append(DailyAir(day, round(min(300.0, 10 + pm2_5 * 1.4)), pm2_5, pm10))
-        return _plausible(AirQuality(place, tuple(days), days[past_days], self.name, time.time()), self.label)
+        return checked(
+            AirQuality(place, tuple(days), days[past_days], self.name, time.time()), self.label, source=self.name
+        )
 
     def hourly(self, place: Place, *, past_days: int, deadline: float) -> HourlyForecast:
         today = today_in_china()
@@ -416,7 +431,7 @@ class DemoProvider(WeatherProvider):
                         humidity=day.humidity,
                     )
                 )
-        return HourlyForecast(place, tuple(hours), self.name, time.time())
+        return checked(HourlyForecast(place, tuple(hours), self.name, time.time()), self.label, source=self.name)
 
     def sun(self, place: Place, *, past_days: int, deadline: float) -> SunForecast:
         today = today_in_china()
@@ -429,7 +444,7 @@ class DemoProvider(WeatherProvider):
             cloud = {0: 1.0, 1: 0.9, 2: 0.75, 3: 0.5}.get(self._day(place, day).weather_code or 0, 0.35)
             uv = round(max(0.0, 12.5 * math.sin(math.radians(max(0.0, noon_height))) ** 2.5 * cloud), 1)
             days.append(SunDay(day, sunrise, sunset, uv))
-        return _plausible(SunForecast(place, tuple(days), self.name, time.time()), self.label)
+        return checked(SunForecast(place, tuple(days), self.name, time.time()), self.label, source=self.name)
 
     @staticmethod
     def _day(place: Place, day: dt.date) -> DailyWeather:
@@ -527,35 +542,6 @@ def _datetime(text: Any, label: str) -> dt.datetime:
         return dt.datetime.fromisoformat(str(text)[:16])
     except ValueError:
         raise MalformedResponse(f"{label} sent a time that is not YYYY-MM-DDTHH:MM: {str(text)[:20]!r}") from None
-
-
-# What the atmosphere allows, with room: a value outside is an upstream fault, not a fact to print.
-_PLAUSIBLE = {
-    "temperature": (-90.0, 60.0), "percent": (0.0, 100.0), "wind": (0.0, 120.0), "precipitation": (0.0, 2000.0),
-    "aqi": (0.0, 1000.0), "particles": (0.0, 5000.0), "uv": (0.0, 25.0),
-}  # fmt: skip
-
-
-_KIND_OF = {
-    "temp_max": "temperature", "temp_min": "temperature", "temperature": "temperature",
-    "precip_probability": "percent", "humidity": "percent", "wind_speed_max": "wind", "wind_speed": "wind",
-    "precip_sum": "precipitation", "aqi": "aqi", "pm2_5": "particles", "pm10": "particles", "uv_index_max": "uv",
-}  # fmt: skip
-Checked = TypeVar("Checked", Forecast, HourlyForecast, AirQuality, SunForecast)
-
-
-def _plausible(data: Checked, label: str) -> Checked:
-    """DATA if every number in it is physically plausible; raises MalformedResponse otherwise (an AQI of
-    -1e300 is not 优, it is a broken upstream)."""
-    items: list[Any] = [*getattr(data, "days", ()), *getattr(data, "hours", ()), getattr(data, "current", None)]
-    for item in items:
-        if item is None:
-            continue
-        for name, value in zip(item._fields, item, strict=True):
-            kind = _KIND_OF.get(name)
-            if kind is not None and value is not None and not _PLAUSIBLE[kind][0] <= value <= _PLAUSIBLE[kind][1]:
-                raise MalformedResponse(f"{label} sent an implausible {name}: {value:.6g}")
-    return data
 
 
 def _within(value: Any, limit: float) -> bool:

@@ -4,13 +4,17 @@ It owns the provider (and so its HTTP client), a TTL cache keyed by place so tha
 about one place share one fetch, single-flight so that N concurrent asks for one key cause one upstream
 request, and a stale store that answers with the last good data when the provider fails. A second level
 can sit behind the in-process cache: the one-shot CLI's file (disk_cache.py) or a fleet's Redis
-(shared_cache.py), which also makes single-flight and the upstream budget fleet-wide.
+(shared_cache.py), which also makes single-flight and the upstream budget fleet-wide. What a second level
+gives back is held to the checks an upstream reply passes (shapes.checked): a copy that fails them is
+dropped and counted, and the provider is asked as on a miss.
 """
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import datetime as dt
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -20,9 +24,9 @@ import cachetools
 
 from hybrid_weather.rules import Place
 
-from ..errors import BudgetExhausted, NotCovered, UpstreamTimeout, WeatherUnavailable
+from ..errors import BudgetExhausted, MalformedResponse, NotCovered, UpstreamTimeout, WeatherUnavailable
 from .providers import WeatherProvider
-from .shapes import AirQuality, Forecast, HourlyForecast, SunForecast
+from .shapes import AirQuality, Forecast, HourlyForecast, SunForecast, checked
 
 if TYPE_CHECKING:  # the second-level caches load only when configured
     from .disk_cache import DiskCache
@@ -40,9 +44,11 @@ DEFAULT_IO_THREADS = 64
 # Past days are fetched in a few fixed windows, so 昨天 and 前天 share a fetch with 今天.
 _PAST_WINDOWS = (1, 7, 31, 92)
 
+logger = logging.getLogger("hybrid_weather")
 T = TypeVar("T", Forecast, AirQuality, HourlyForecast, SunForecast)
-#: (kind, provider, place name, latitude, longitude, past-days window)
-CacheKey = tuple[str, str, str, float, float, int]
+#: (kind, provider, the provider's origin, place name, latitude, longitude, past-days window): where the data
+#: came from is part of the key, so a test server's or a mirror's copies are never another's.
+CacheKey = tuple[str, str, str, str, float, float, int]
 #: A provider's forecast or air_quality method: (place, *, past_days, deadline) → data.
 Fetch = Callable[..., Any]
 
@@ -102,6 +108,10 @@ class WeatherService:
         self._geocoded: cachetools.LRUCache[str, Place | None] = cachetools.LRUCache(cache_size)
         self._lock = threading.Lock()
         self._io_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        #: Copies a second-level cache gave back that failed the checks, by cache ("disk", "redis").
+        self.dropped_copies: collections.Counter[str] = collections.Counter()
+        #: Called with the cache's name for each dropped copy (serve counts them in /metrics).
+        self.on_drop: Callable[[str], None] | None = None
 
     def close(self) -> None:
         if self._io_pool is not None:
@@ -168,9 +178,9 @@ class WeatherService:
         try:
             value = future.result(timeout=max(0.0, deadline - time.monotonic()))
         except concurrent.futures.TimeoutError:
-            return self._stale_or_raise(key, self._too_late())
+            return self._stale_or_raise(key, place, self._too_late())
         except WeatherUnavailable as error:
-            return self._stale_or_raise(key, error)
+            return self._stale_or_raise(key, place, error)
         return _came_through(value, started, asked)
 
     async def _aget(self, kind: str, place: Place, past_days: int, deadline: float, fetch: Fetch) -> Fetched[Any]:
@@ -189,9 +199,9 @@ class WeatherService:
             waiting = asyncio.shield(asyncio.wrap_future(future))
             value = await asyncio.wait_for(waiting, timeout=max(0.0, deadline - time.monotonic()))
         except asyncio.TimeoutError:
-            return self._stale_or_raise(key, self._too_late())
+            return self._stale_or_raise(key, place, self._too_late())
         except WeatherUnavailable as error:
-            return self._stale_or_raise(key, error)
+            return self._stale_or_raise(key, place, error)
         return _came_through(value, started, asked)
 
     def _begin(
@@ -202,7 +212,7 @@ class WeatherService:
             raise NotCovered(
                 f"{self.provider.label} keeps at most {_PAST_WINDOWS[-1]} past days", provider=self.provider.name
             )
-        key = (kind, self.provider.name, place.name, place.latitude, place.longitude, window)
+        key = (kind, self.provider.name, self.provider.origin, place.name, place.latitude, place.longitude, window)
         with self._lock:
             if self._fresh is not None:
                 for wider in _PAST_WINDOWS[_PAST_WINDOWS.index(window) :]:
@@ -240,7 +250,7 @@ class WeatherService:
         """KEY's data from a second-level cache that holds a fresh copy (the CLI's file, the fleet's Redis),
         else from the provider; with a shared cache, one worker fleet-wide fetches each key at a time."""
         if self.disk is not None:
-            value = self.disk.get(key)
+            value = self._copy(self.disk, key, place)
             if self._fresh_enough(value):
                 return value
         value = self._fetch_upstream(key, fetch, place, deadline)
@@ -254,7 +264,7 @@ class WeatherService:
             return fetch(place, past_days=key[-1], deadline=deadline)
         pause = 0.02
         while True:
-            value = shared.get(key)
+            value = self._copy(shared, key, place)
             if self._fresh_enough(value):
                 return value
             token = shared.acquire(key, hold_s=max(0.0, deadline - time.monotonic()))
@@ -288,18 +298,37 @@ class WeatherService:
         what = f"{self.provider.label} did not answer" if waited_for is None else f"{waited_for} did not end"
         return UpstreamTimeout(f"{what} within the deadline", provider=self.provider.name)
 
-    def _stale_or_raise(self, key: CacheKey, error: WeatherUnavailable) -> Fetched[Any]:
+    def _stale_or_raise(self, key: CacheKey, place: Place, error: WeatherUnavailable) -> Fetched[Any]:
         with self._lock:
             candidates = [self._stale.get((*key[:-1], w)) for w in _PAST_WINDOWS[_PAST_WINDOWS.index(key[-1]) :]]
         if self.disk is not None:  # the last good data of an earlier process
-            candidates.append(self.disk.get(key))
+            candidates.append(self._copy(self.disk, key, place))
         if self.shared is not None:  # the last good data any worker of the fleet saw
-            candidates.append(self.shared.get(key))
+            candidates.append(self._copy(self.shared, key, place))
         fresh_enough = [v for v in candidates if v is not None and time.time() - v.fetched_at <= self.max_stale_age]
         if not fresh_enough:
             raise error
         value = max(fresh_enough, key=lambda v: v.fetched_at)
         return Fetched(value, False, True, time.time() - value.fetched_at, 0.0)
+
+    def _copy(self, cache: DiskCache | SharedCache, key: CacheKey, place: Place) -> Any | None:
+        """KEY's copy in CACHE, whatever its age (the caller judges it), if it is one the provider could have
+        sent for PLACE; else None. A copy that is not — garbled, of the wrong types, implausible, about another
+        place or from another provider or server — is dropped from CACHE and counted, and the caller asks
+        upstream as on a miss; the fresh answer takes its place."""
+        try:
+            value = cache.get(key)
+            if value is None:
+                return None
+            return checked(value, f"the {cache.name} cache", place=place, source=self.provider.name)
+        except MalformedResponse as error:
+            cache.discard(key)
+            with self._lock:
+                self.dropped_copies[cache.name] += 1
+            logger.warning("dropped a cached %s of %s: %s; asking %s", key[0], place.name, error, self.provider.label)
+            if self.on_drop is not None:
+                self.on_drop(cache.name)
+            return None
 
 
 def _came_through(value: Any, started: float, asked: float) -> Fetched[Any]:

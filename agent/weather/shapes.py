@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
+import time
 import types
 import typing
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 from hybrid_weather.rules.gazetteer import Place
+
+from ..errors import MalformedResponse
 
 # WMO weather interpretation codes (Open-Meteo's weather_code) in Chinese; wording after wttr.in zh-cn.
 WMO_CODES: dict[int, tuple[str, str]] = {
@@ -265,9 +270,12 @@ SHAPE_OF_KIND: dict[str, type[Any]] = {
 
 
 def from_jsonable(cls: type[Any], data: dict[str, Any]) -> Any:
-    """The record class CLS rebuilt from what to_jsonable made of one (the disk cache's way back)."""
+    """The record class CLS rebuilt from what to_jsonable made of one (the caches' way back). Every field must
+    be there (KeyError): to_jsonable writes them all, so a missing one is a copy cut or tampered with; fields
+    this version does not know are left out (a newer worker of the fleet wrote them). What comes back is only
+    as sound as DATA was: checked() says whether it is."""
     hints = typing.get_type_hints(cls)
-    return cls(**{name: _decode(hints[name], data[name]) for name in field_names(cls) or () if name in data})
+    return cls(**{name: _decode(hints[name], data[name]) for name in field_names(cls) or ()})
 
 
 def _decode(hint: Any, value: Any) -> Any:
@@ -300,6 +308,7 @@ __all__ = [
     "SunForecast",
     "aqi_category",
     "beaufort",
+    "checked",
     "condition_of",
     "fixed",
     "from_jsonable",
@@ -312,3 +321,147 @@ def fixed(value: float, digits: int) -> str:
     """VALUE with DIGITS decimals, never "-0" or "-0.0": a temperature of -0.3 rounds to 0, not to minus nothing."""
     text = f"{value:.{digits}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+# -- what a fetch may hold: the one check of upstream replies and of cached copies alike -------------------
+
+#: What the atmosphere allows, with room: a value outside is an upstream fault or a tampered copy, not a fact.
+_PLAUSIBLE = {
+    "temperature": (-90.0, 60.0), "percent": (0.0, 100.0), "wind": (0.0, 120.0), "precipitation": (0.0, 2000.0),
+    "aqi": (0.0, 1000.0), "particles": (0.0, 5000.0), "uv": (0.0, 25.0), "code": (0.0, 99.0),
+}  # fmt: skip
+#: Which of those ranges each numeric field of the shapes is held to (every one is: see _problem).
+_KIND_OF = {
+    "temp_max": "temperature", "temp_min": "temperature", "temperature": "temperature",
+    "precip_probability": "percent", "humidity": "percent", "wind_speed_max": "wind", "wind_speed": "wind",
+    "precip_sum": "precipitation", "aqi": "aqi", "pm2_5": "particles", "pm10": "particles", "uv_index_max": "uv",
+    "weather_code": "code",
+}  # fmt: skip
+#: AMap's weather phenomena (its 天气现象表), the words its `weather`, `dayweather` and `nightweather` hold.
+AMAP_CONDITIONS = frozenset((
+    "晴", "少云", "晴间多云", "多云", "阴", "有风", "平静", "微风", "和风", "清风", "强风/劲风",
+    "疾风", "大风", "烈风", "风暴", "狂爆风", "飓风", "热带风暴", "霾", "中度霾", "重度霾",
+    "严重霾", "阵雨", "雷阵雨", "雷阵雨并伴有冰雹", "小雨", "中雨", "大雨", "暴雨", "大暴雨",
+    "特大暴雨", "强阵雨", "强雷阵雨", "极端降雨", "毛毛雨/细雨", "雨", "小雨-中雨", "中雨-大雨",
+    "大雨-暴雨", "暴雨-大暴雨", "大暴雨-特大暴雨", "雨雪天气", "雨夹雪", "阵雨夹雪", "冻雨", "雪",
+    "阵雪", "小雪", "中雪", "大雪", "暴雪", "小雪-中雪", "中雪-大雪", "大雪-暴雪", "浮尘", "扬沙",
+    "沙尘暴", "强沙尘暴", "龙卷风", "雾", "浓雾", "强浓雾", "轻雾", "大雾", "特强浓雾", "热", "冷",
+    "未知",
+))  # fmt: skip
+#: Every condition a provider writes: the WMO codes' words (condition_of) and AMap's (未知 among them).
+_CONDITIONS = frozenset(name for name, _ in WMO_CODES.values()) | AMAP_CONDITIONS
+_CLOCK = re.compile(r"\d{2}:\d{2}").fullmatch
+
+
+def _is_condition(text: str) -> bool:
+    """A condition word, or AMap's day and night words joined by 转 (多云转小雨)."""
+    parts = text.split("转")
+    return len(parts) <= 2 and all(part in _CONDITIONS for part in parts)
+
+
+#: What each text field of the shapes may say (every one is held to this: see _problem). Providers write
+#: them from codes and a few documented words, so anything else — markup, instructions to a model that will
+#: read the data, a paragraph — is not weather, whoever wrote it.
+_TEXTS: dict[str, Callable[[str], object]] = {
+    "condition": _is_condition,
+    "wind_scale": re.compile(r"[≤<]?\d{1,2}(-\d{1,2})?级").fullmatch,  # AMap's windpower + 级, or a Beaufort force
+    "wind_direction": re.compile(r"(无风向|旋转不定|[东南西北]{1,2})风").fullmatch,
+    "time": re.compile(r"(\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?)?)?").fullmatch,  # the current hour's
+    "sunrise": _CLOCK,
+    "sunset": _CLOCK,
+    "source": re.compile(r"[a-z][a-z-]{0,31}").fullmatch,
+}
+#: Seconds a fetch's time may lie ahead of this host's clock (a fleet's hosts disagree a little); a copy
+#: from further ahead would never grow stale.
+CLOCK_SKEW_S = 300.0
+Shape = TypeVar("Shape", Forecast, HourlyForecast, AirQuality, SunForecast)
+#: Each record class's fields as _problem walks them (see _layout).
+_LAYOUTS: dict[type, tuple[tuple[str, Any, bool, Any], ...]] = {}
+#: The type _layout gives the fields checked() judges against the ask (the place, the fetch time).
+_ABOUT = object()
+
+
+def checked(data: Shape, label: str, *, place: Place | None = None, source: str | None = None) -> Shape:
+    """DATA if it is what a fetch may be, else MalformedResponse naming the first fault, as LABEL sent it.
+
+    Every field has the type its shape declares (bool is no number, a float no count, a date a date); every
+    number is finite and physically plausible (an AQI of -1e300 is not 优); every text is one the providers
+    write; its time is not in the future. With PLACE and SOURCE, it must also be about that place, from that
+    provider. Providers pass their replies through here and WeatherService the copies it reads from a cache,
+    so a cache can hold nothing the upstream could not have sent."""
+    problem = _problem(data) if type(data) in _SHAPES else f"a {type(data).__name__}"
+    if problem is None:
+        if type(data.place) is not Place or (place is not None and data.place != place):
+            asked = "" if place is None else f", not {place.name}"
+            problem = f"data about another place ({str(getattr(data.place, 'name', '?'))[:20]!r}{asked})"
+        elif source is not None and data.source != source:
+            problem = f"data from another provider ({data.source!r}, not {source!r})"
+        elif type(data.fetched_at) not in (int, float) or not 0 <= data.fetched_at <= time.time() + CLOCK_SKEW_S:
+            problem = "a fetch time that is not a past moment"
+    if problem is not None:
+        raise MalformedResponse(f"{label} sent {problem}", provider=source or "")
+    return data
+
+
+def _problem(record: Any) -> str | None:
+    """What is wrong with RECORD (one of the shapes), or None. Its place and time are left to checked(), which
+    knows what was asked."""
+    for (name, hint, optional, rule), value in zip(_layout(type(record)), record, strict=True):
+        if value is None:
+            if optional:
+                continue
+            return f"no {name}"
+        if hint is float or hint is int:
+            if type(value) is not int and (hint is int or type(value) is not float):
+                return f"a {name} that is not {'a whole number' if hint is int else 'a number'}"
+            if not rule[0] <= value <= rule[1]:  # NaN fails both
+                return f"an implausible {name}: {value:.6g}"
+        elif hint is str:
+            if type(value) is not str or not rule(value):
+                return f"a {name} that is not one a provider writes"
+        elif hint is tuple:
+            if type(value) is not tuple:
+                return f"{name} that is not a list"
+            for i, element in enumerate(value):
+                problem = (
+                    _problem(element) if type(element) is rule else f"a {name} entry that is not a {rule.__name__}"
+                )
+                if problem is not None:
+                    return f"{problem} ({name}[{i}])"
+        elif hint is _ABOUT:
+            continue
+        elif type(value) is not hint:  # a date, a time, or a record inside this one (a day's air, the weather now)
+            return f"a {name} that is not a {hint.__name__}"
+        elif rule is not None:
+            problem = _problem(value)
+            if problem is not None:
+                return f"{problem} ({name})"
+    return None
+
+
+def _layout(cls: type[Any]) -> tuple[tuple[str, Any, bool, Any], ...]:
+    """(name, type, whether it may be None, its rule) of each field of the record class CLS; the rule is a
+    number's plausible range, a text's test, a tuple's item class, or for a record inside, True."""
+    layout = _LAYOUTS.get(cls)
+    if layout is None:
+        hints, fields = typing.get_type_hints(cls), []
+        for name in field_names(cls) or ():
+            hint, optional, rule = hints[name], False, None
+            if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None: the only unions here
+                hint, optional = next(a for a in typing.get_args(hint) if a is not type(None)), True
+            if hint is Place or name == "fetched_at":
+                hint = _ABOUT
+            elif typing.get_origin(hint) is tuple:
+                hint, rule = tuple, typing.get_args(hint)[0]
+            elif hint is float or hint is int:
+                rule = _PLAUSIBLE[_KIND_OF[name]]  # every number has its range: a new field must say which
+            elif hint is str:
+                rule = _TEXTS[name]  # every text has its test, likewise
+            elif field_names(hint) is not None:
+                rule = True
+            fields.append((name, hint, optional, rule))
+        layout = _LAYOUTS[cls] = tuple(fields)
+    return layout
+
+
+_SHAPES = frozenset(SHAPE_OF_KIND.values())

@@ -2,8 +2,9 @@
 
 Every worker on every host reads the same copy of each fetch, so N workers ask the provider once per
 place, and any of them can answer with the last good copy when the provider fails. What lives here:
-- each fetch as JSON under `<prefix>data:<key>`, kept for the stale window (its age is in the value,
-  so freshness is judged by the reader with the usual TTL);
+- each fetch as JSON under `<prefix>data:<key>` (a copy as copies.py writes it: it names its key),
+  kept for the stale window (its age is in the value, so freshness is judged by the reader with the
+  usual TTL); a copy that is not sound is the reader's to drop (get() raises MalformedResponse);
 - a fetch lock per key, `SET NX PX` with a random token, released only by its holder (compare-and-delete
   in one Lua script); a holder that dies frees the key when the lock expires, which is never later than
   the holder's own deadline.
@@ -13,7 +14,6 @@ Redis is a speed-up, never a dependency of an answer: any Redis error marks it d
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import threading
@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from ..errors import ConfigurationError
-from .shapes import SHAPE_OF_KIND, from_jsonable, to_jsonable
+from . import copies
 
 logger = logging.getLogger("hybrid_weather")
 
@@ -80,6 +80,8 @@ def parse_limit(text: str, setting: str = "HYBRID_WEATHER_UPSTREAM_LIMIT") -> tu
 class SharedCache:
     """Fetches shared through Redis, and the lock that makes one worker fetch each. Thread-safe."""
 
+    name = "redis"  #: for messages and the count of dropped copies
+
     def __init__(self, url: str, *, keep_s: float, prefix: str = "hybrid-weather:") -> None:
         try:
             import redis  # deferred: only a fleet that set HYBRID_WEATHER_CACHE_URL needs it
@@ -106,18 +108,17 @@ class SharedCache:
         return time.monotonic() < self._down_until
 
     def get(self, key: tuple[Any, ...]) -> Any | None:
-        """The copy stored under KEY, whatever its age (the caller judges it), or None."""
+        """The copy stored under KEY, whatever its age (the caller judges it), or None; MalformedResponse for
+        a body that is not a copy of KEY's."""
         raw = self._call(self._client.get, self._name("data", key))
-        if raw is None:
-            return None
-        try:
-            return from_jsonable(SHAPE_OF_KIND[key[0]], json.loads(raw))
-        except (ValueError, TypeError, KeyError, AttributeError):
-            return None  # a copy this version cannot read is a miss, not an error
+        return None if raw is None else copies.decode(key, raw, f"the {self.name} cache")
 
     def put(self, key: tuple[Any, ...], value: Any) -> None:
-        body = json.dumps(to_jsonable(value), ensure_ascii=False)
-        self._call(self._client.set, self._name("data", key), body, px=int(self.keep_s * 1000))
+        self._call(self._client.set, self._name("data", key), copies.encode(key, value), px=int(self.keep_s * 1000))
+
+    def discard(self, key: tuple[Any, ...]) -> None:
+        """Forget KEY's copy (one that failed its checks)."""
+        self._call(self._client.delete, self._name("data", key))
 
     def acquire(self, key: tuple[Any, ...], hold_s: float) -> str | None:
         """A token if this worker may fetch KEY now (for at most HOLD_S), None if another worker is fetching
@@ -156,7 +157,7 @@ class SharedCache:
         self._client.close()
 
     def _name(self, kind: str, key: tuple[Any, ...]) -> str:
-        return f"{self.prefix}{kind}:{json.dumps(key, ensure_ascii=False)}"
+        return f"{self.prefix}{kind}:{copies.key_text(key)}"
 
     def _call(self, command: Any, *args: Any, **kwargs: Any) -> Any:
         if self.down:

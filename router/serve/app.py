@@ -71,6 +71,7 @@ class Service:
         self.settings = settings or (router.settings if router else Settings.from_env())
         self.router: HybridRouter = router or HybridRouter(settings=self.settings, ledger_queue=LEDGER_QUEUE)
         self.metrics = Metrics()
+        self.router.weather.on_drop = self.metrics.dropped_copy
         shared = self.router.weather.shared
         self._own_shared = None
         if shared is None and self.settings.cache_url:  # rate limits are shared even where forecasts are not (demo)

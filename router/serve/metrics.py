@@ -38,6 +38,9 @@ class Metrics:
                                 "provider and whether it answered", ["provider", "result"], registry=own)  # fmt: skip
         self.cache_hits = Counter("hybrid_weather_cache_hits", "Rule answers served from the forecast cache",
                                   registry=own)  # fmt: skip
+        self.cache_dropped = Counter("hybrid_weather_cache_dropped", "Copies in a second-level forecast cache that "
+                                     "failed the checks upstream replies pass, dropped and fetched again, by cache "
+                                     "(redis, disk)", ["cache"], registry=own)  # fmt: skip
         self.tokens = Counter("hybrid_weather_llm_tokens", "LLM tokens, by kind (prompt, completion)", ["kind"],
                               registry=own)  # fmt: skip
         self.cost = Counter("hybrid_weather_llm_cost_usd", "What the LLM answers cost (USD)", registry=own)
@@ -66,6 +69,10 @@ class Metrics:
             self.cost.inc(answer.cost_usd)
         if saved_usd:
             self.saved.inc(saved_usd)
+
+    def dropped_copy(self, cache: str) -> None:
+        """WeatherService.on_drop: one copy CACHE gave back failed its checks."""
+        self.cache_dropped.labels(cache).inc()
 
     def failed(self, endpoint: str, route: str, outcome: str, seconds: float) -> None:
         self.requests.labels(endpoint, route, outcome).inc()
