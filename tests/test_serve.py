@@ -55,8 +55,10 @@ def test_ask_route_and_a_session_over_http(service):
     ).json()
     assert follow["route"] == "rule" and follow["decision"]["cities"] == ["北京市"]
     assert follow["decision"]["dates"] == body["decision"]["dates"]  # borrowed from the session
-    alone = service.post("/v1/ask", json={"query": "那北京呢？", "today": TODAY.isoformat()}).json()
-    assert alone["route"] != "rule" or alone["decision"]["dates"] != body["decision"]["dates"]
+    # Alone, 那北京呢 continues no conversation about the weather: it is no lookup, and goes to the LLM (none
+    # is configured here), never to the session's borrowed day.
+    alone = service.post("/v1/ask", json={"query": "那北京呢？", "today": TODAY.isoformat()})
+    assert alone.status_code == 503, alone.text
     decision = service.post("/v1/route", json={"query": "魔都明天会下雨吗", "today": TODAY.isoformat()}).json()
     assert decision == {"query": "魔都明天会下雨吗", "route": "rule", "cities": ["上海市"], "dates": ["2026-11-30"],
                         "aspect": "rain", "reason": decision["reason"]}  # fmt: skip
