@@ -454,3 +454,21 @@ def test_misses_groups_plain_lookups_by_the_words_the_router_did_not_know(weathe
     assert report["words"][0]["examples"] == ["北京明天遛狗天气"]
     text = CliRunner().invoke(cli, ["misses"], env=env, catch_exceptions=False).output
     assert "2 requests went to the LLM but were plain lookups" in text and "遛狗" in text
+
+
+def test_a_question_an_open_ended_word_sent_to_the_llm_is_no_miss(weather_server, llm_server, tmp_path):
+    # 适合 sends a question to the LLM on purpose: answered with one lookup of one place and day, it is still
+    # no plain lookup, and `misses` never proposes 适合 as a word to teach.
+    env = {
+        "HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url,
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "OPENAI_API_KEY": KEY,
+        "HYBRID_WEATHER_MODEL": "gpt-4o-mini",
+        "HYBRID_WEATHER_LEDGER": str(tmp_path / "misses.db"),
+    }
+    lookup = ("get_weather", {"place": "北京", "date": "明天"})
+    llm_server.then(tool_calls(lookup, prompt=400, completion=20), answer("适合。", prompt=500, completion=20))
+    result = CliRunner().invoke(cli, ["北京明天适合爬山吗", "--today", "2026-11-29"], env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    report = json.loads(CliRunner().invoke(cli, ["misses", "--json"], env=env, catch_exceptions=False).output)
+    assert report["plain_lookups"] == 0 and report["words"] == []

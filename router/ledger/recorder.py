@@ -57,7 +57,7 @@ class Recorder:
             answer.cache_hit, answer.stale, answer.model, None, None, None, None, None, answer.cost_usd,
             answer.latency_ms, outcome, session_id, None, decision.unknown_words, None,
         ))  # fmt: skip
-        self._record(entry if result is None else _with_llm(entry, result))
+        self._record(entry if result is None else _with_llm(entry, result, decision.open_ended))
 
     def failed(
         self,
@@ -152,17 +152,20 @@ class Recorder:
                     outcome=type(error).__name__ if error is not None else "ok",
                 ),
                 result,
+                decision.open_ended,
             )
         )
 
 
-def _with_llm(entry: LedgerEntry, result: AgentResult | None) -> LedgerEntry:
-    """ENTRY with the LLM loop's tokens, attempts, loops and tool calls, when there was a loop."""
+def _with_llm(entry: LedgerEntry, result: AgentResult | None, open_ended: bool) -> LedgerEntry:
+    """ENTRY with the LLM loop's tokens, attempts, loops and tool calls, when there was a loop. A question an
+    open-ended word sent to the LLM (适合, 规划: OPEN_ENDED) is no plain lookup, whatever tools answered it:
+    `misses` is what the rules could have answered, not what they leave to the LLM on purpose."""
     if result is None:
         return entry
     return entry._replace(
         usage=result.usage, llm_attempts=result.attempts, llm_loops=len(result.loops), tool_calls=result.tool_calls,
-        tool_failures=result.tool_failures, plain_lookup=is_plain_lookup(result),
+        tool_failures=result.tool_failures, plain_lookup=not open_ended and is_plain_lookup(result),
     )  # fmt: skip
 
 

@@ -43,6 +43,12 @@ class Decision:
     threshold: Threshold | None = None
 
     @property
+    def open_ended(self) -> bool:
+        """Whether a word asking for judgement, advice, planning or anything but a lookup sent the question to
+        the LLM (适合, 规划): the LLM was meant to answer it, so it is no miss of the rules."""
+        return self.reason.startswith(OPEN_ENDED_REASON)
+
+    @property
     def is_empty(self) -> bool:
         """Whether the question asked nothing at all ("", whitespace, only emoji)."""
         return self.reason == EMPTY_REASON
@@ -121,6 +127,8 @@ _reason, _places, _compare = _setter("reason"), _setter("places"), _setter("comp
 _clarification, _hours, _unknown_words = _setter("clarification"), _setter("hours"), _setter("unknown_words")
 _unknown_place, _threshold = _setter("unknown_place"), _setter("threshold")
 
+#: How the reason of a question an open-ended word sent to the LLM begins.
+OPEN_ENDED_REASON = "open-ended"
 #: The reason of the decision for a question with nothing in it.
 EMPTY_REASON = "clarify: empty query"
 
@@ -133,3 +141,8 @@ def clarify(reason: str, message: str, *, unknown_place: str | None = None) -> D
 def to_llm(reason: str, words: tuple[str, ...] | list[str] = ()) -> Decision:
     """The question needs the LLM; REASON says which rule sent it there, WORDS which words did."""
     return assembled("llm", [], [], None, reason, [], unknown_words=tuple(words))
+
+
+def open_ended(kind: str, why: str, words: tuple[str, ...] | list[str] = ()) -> Decision:
+    """The question asks for more than a lookup (KIND: advice, planning, …); WHY says what, WORDS which words."""
+    return to_llm(f"{OPEN_ENDED_REASON} ({kind}): {why}", words)

@@ -31,7 +31,7 @@ from hybrid_weather.rules import (
 )
 
 from .clauses import PlaceSpan, clauses, place_spans, question_starts
-from .decision import Comparison, Decision, assembled, clarify, to_llm
+from .decision import Comparison, Decision, assembled, clarify, open_ended, to_llm
 from .follow_up import borrow_context, is_follow_up
 
 #: Most places one question may name; more is asked to be split up.
@@ -177,7 +177,7 @@ class QueryParser:
             places = place_spans(clean, tokens, spans, self.reader.read(tokens))
             marker = lexicon.open_ended(_masked(_masked(clean, spans), places))
         if marker:
-            return to_llm(f"open-ended ({marker[0]}): {marker[1]}", [marker[1]]), []
+            return open_ended(marker[0], marker[1], [marker[1]]), []
         if tokens is None:
             tokens = self.reader.tokens(clean, spans)
         reading = self.reader.read(tokens)
@@ -340,12 +340,12 @@ class QueryParser:
         if context is None and (measure := next((t for t in tokens if t in lexicon.measures), None)) is not None:
             return to_llm(f"unrecognised: {measure}", [measure]), [measure]
         if choice and any(tokens[i] in lexicon.going_to for i in range(reading.places[0][0])):
-            return to_llm("open-ended (planning): which place to go to", ["还是"]), []
+            return open_ended("planning", "which place to go to", ["还是"]), []
         if any(token in lexicon.arriving and tokens[i - 1] in lexicon.arriving_modals
                for i, token in enumerate(tokens) if i > 0):  # fmt: skip
-            return to_llm("open-ended (planning): whether one gets there", ["到"]), []
+            return open_ended("planning", "whether one gets there", ["到"]), []
         if (verb := self._going_or_being_asked(reading, tokens)) is not None:
-            return to_llm("open-ended (planning): whether one goes or is there", [verb]), []
+            return open_ended("planning", "whether one goes or is there", [verb]), []
         if (purpose := next((t for t in tokens if t in lexicon.purposes), None)) is not None:
             return to_llm(f"unrecognised: {purpose}", [purpose]), [purpose]
         return None
