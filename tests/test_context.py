@@ -57,3 +57,26 @@ def test_context_that_asks_takes_back_or_chooses_goes_to_the_llm(router, message
 def test_a_question_without_its_place_among_context_without_one_is_asked_for_it(router):
     decision = router.route("你好小优，明天气温多少", today=TODAY)
     assert decision.route == "clarify" and decision.clarification is not None
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "好想看雪啊",
+        "下雪了",
+        "冬至一定冷吗",
+        "下雨天适合做什么",
+        "你能查天气吗",
+        "刮台风为什么会停课",
+        "南方冬天总是这么湿冷",
+    ],
+)
+def test_weather_in_general_is_no_lookup_and_asks_for_no_place(router, question):
+    # Nothing to look up and no place: a wish, a remark or a question about weather in general goes to the LLM;
+    # "which city?" is for a lookup that lacks its place.
+    assert router.route(question, today=TODAY).route == "llm"
+
+
+@pytest.mark.parametrize("question", ["明天冷吗", "外面冷不冷", "今天天气", "要带伞吗"])
+def test_a_lookup_without_its_place_is_asked_for_it(router, question):
+    assert router.route(question, today=TODAY).route == "clarify"

@@ -116,6 +116,9 @@ class QueryParser:
         clean = normalize(text)
         found = found_places or {}
         decision, unknown = self._parse(clean, today, context, recent_places, found)
+        if decision.reason == NO_PLACE_REASON and context is None and not self._asks_as_said(text, clean, today):
+            # 好想看雪啊, 下雪了: a wish or a remark about the weather in general, which no place would answer.
+            return to_llm("about the weather in general: nothing asked and no place")
         if decision.route == "llm" and unknown and len(clean) <= MAX_CONTEXT_CHARS:
             # Words not known may be context around the question (好的收到 明天杭州会下雨吗): read the question
             # alone. A repair of a sound below is tried only where no such reading answers.
@@ -242,8 +245,7 @@ class QueryParser:
             if not asked or not reader.names_weather(asked, today) or not self._inert(around, today):
                 continue
             asked_spans = reader.dates(asked, today)
-            asked_tokens = reader.tokens(asked, asked_spans)
-            if not any(t in reader.lexicon.asking or asked_as_a_not_a(text, t) for t in asked_tokens if t):
+            if not self._asks_as_said(text, asked, today, asked_spans, dates_ask=False):
                 continue
             filled = self._filled_from(asked, asked_spans, around, today)
             if filled is None:
@@ -252,6 +254,18 @@ class QueryParser:
             if decision.route == "rule" or decision.reason == NO_PLACE_REASON:
                 return decision.with_reason(f"{decision.reason}; asked: {filled}; context: {around}")
         return None
+
+    def _asks_as_said(
+        self, text: str, clean: str, today: dt.date, spans: list[DateSpan] | None = None, *, dates_ask: bool = True
+    ) -> bool:
+        """Whether CLEAN, said as TEXT, asks: a question word or a forecast's noun (吗, 多少, 天气预报), an
+        A-not-A in TEXT (冷不冷, which normalize folds to 冷), or, where DATES_ASK, a date."""
+        reader = self.reader
+        spans = reader.dates(clean, today) if spans is None else spans
+        if dates_ask and any(span.dates for span in spans):
+            return True
+        asking = reader.lexicon.asking
+        return any(t in asking or asked_as_a_not_a(text, t) for t in reader.tokens(clean, spans) if t)
 
     def _asks(self, tokens: Tokens, spans: list[DateSpan]) -> bool:
         """Whether a question asks for something: it names a date, or holds a question word or a forecast's
