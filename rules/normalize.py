@@ -11,6 +11,7 @@ import re
 import unicodedata
 
 from ._data import load_table
+from .privacy import EMAIL
 
 #: Longest normalised query the router reads; longer input is cut, not refused (no weather question
 #: needs more, and the cut keeps every route() call cheap, even on a 1 MB string).
@@ -169,6 +170,10 @@ def _normalize_fully(text: str) -> str:
     if clean.accented.search(text):
         text = clean.accented.sub(_fold_accent, text)
     if "@" in text:
+        # An e-mail address goes whole, before the @mention rule would leave its local part behind as a word
+        # (zhangsan@qq.com明天天气 sent "zhangsanqq.com" to the geocoder as an unknown place, and the ledger
+        # kept it among the words the router lacked).
+        text = EMAIL.sub(" ", text)
         text = clean.mention.sub(" ", text)
     if "<" in text or "&" in text:
         text = clean.html_tag.sub(" ", text)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from hybrid_weather.rules import Place, Reader, find_dates, great_circle_km, normalize
+from hybrid_weather.rules import Place, Reader, contains_personal_data, find_dates, great_circle_km, normalize
 
 from ..errors import WeatherUnavailable
 from ..weather import Fetched, WeatherService, past_days_for, to_jsonable
@@ -157,10 +157,15 @@ class ToolBox:
     def _place(self, name: str, deadline: float) -> Place:
         match = self.reader.resolve_place(name)
         if match is None:
+            word = normalize(name)
+            # Personal data where a place should be (a phone number, an e-mail address) never goes to a geocoder.
+            if not word or contains_personal_data(name):
+                raise ToolError(f"找不到地点“{name}”，请换一个写法（如城市全称）")
             try:
-                found = self.service.geocode(normalize(name), deadline) if name.strip() else None
-            except WeatherUnavailable:
-                found = None
+                found = self.service.geocode(word, deadline)
+            except WeatherUnavailable as error:
+                # Not "no such place": whether it exists is unknown until the geocoder answers.
+                raise ToolError(f"天气服务暂时不可用：{error}") from None
             if found is None:
                 raise ToolError(f"找不到地点“{name}”，请换一个写法（如城市全称）")
             return found
