@@ -17,7 +17,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hybrid_weather.agent.errors import HybridWeatherError, WeatherUnavailable
+from hybrid_weather.agent.errors import (
+    CircuitOpen,
+    HybridWeatherError,
+    UpstreamConnectError,
+    UpstreamTimeout,
+    WeatherUnavailable,
+)
 from hybrid_weather.agent.llm.models import ModelTable
 from hybrid_weather.agent.weather import WeatherService
 from hybrid_weather.rules import (
@@ -215,8 +221,12 @@ class HybridRouter:
             return decision  # a phone number in the place's position is not sent to a geocoder
         try:
             found = self.weather.geocode(word, request.deadline)
+        except (UpstreamConnectError, UpstreamTimeout, CircuitOpen):
+            # The geocoder could not be reached: whether the place exists is unknown, and saying it does not
+            # (a clarify, exit 0) would be wrong. The weather service is unavailable: exit 3, offline hint.
+            raise
         except WeatherUnavailable:
-            return decision  # the clarify stands; the forecast fetch would fail the same way
+            return decision  # it answered, but not usably: the clarify stands, as for no results
         if found is None:
             return decision
         match = PlaceMatch((found,), f"geocoding ({self.weather.provider.name})")

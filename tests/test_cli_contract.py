@@ -297,3 +297,14 @@ def test_ledger_status_counts_the_rows_and_what_waits_in_the_spool(tmp_path):
     assert report["spool"] == str(spool)
     off = console("ledger", "status", HYBRID_WEATHER_LEDGER="off")
     assert off.returncode == 2 and "HYBRID_WEATHER_LEDGER=off" in off.stderr
+
+
+def test_an_unknown_place_with_the_geocoder_offline_is_exit_3_with_the_offline_hint(weather_server):
+    offline = console("雷克雅未克明天天气", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=refused_url())
+    assert offline.returncode == 3 and offline.stdout == ""
+    assert offline.stderr.count("\n") == 1 and "offline? try --provider demo" in offline.stderr
+    as_json = console("雷克雅未克明天天气", "--json", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=refused_url())
+    assert as_json.returncode == 3 and one_json_object(as_json.stdout)["error"]["type"] == "UpstreamConnectError"
+    # The geocoder answers, with no results: the place does not exist, exit 0 and a clarify.
+    unknown = console("雷克雅未克明天天气", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    assert unknown.returncode == 0 and "没有找到“雷克雅未克”" in unknown.stdout and unknown.stderr == ""

@@ -197,6 +197,23 @@ def test_geocoding_finds_a_place_the_gazetteer_lacks(router, weather_server):
     assert weather_server.requests["/v1/search"] == 2  # "not found" is cached too
 
 
+def test_a_geocoder_that_cannot_be_reached_is_not_a_place_that_does_not_exist(weather_server):
+    # Whether 雷克雅未克 exists is unknown until the geocoder answers: a refused connection or a timeout is the
+    # weather service being unavailable (raised, exit 3 in the CLI), not "no such place" (a clarify).
+    with make_router(refused_url(), deadline=1.0) as router, pytest.raises(UpstreamConnectError):
+        ask(router, "雷克雅未克明天天气")
+    weather_server.fail("/v1/search", *["slow:3"] * 8)
+    with make_router(weather_server.url, deadline=1.0, read_timeout=0.3) as router:
+        with pytest.raises(UpstreamTimeout):
+            ask(router, "雷克雅未克明天天气")
+        with pytest.raises(UpstreamTimeout):
+            asyncio.run(router.aask("雷克雅未克明天天气", today=TODAY))
+    # A geocoder that answers with no results: the place is unknown, and the answer says so.
+    with make_router(weather_server.url) as router:
+        answer = ask(router, "雷克雅未克明天天气")
+    assert answer.route == "clarify" and "没有找到“雷克雅未克”" in answer.text
+
+
 # -- faults ------------------------------------------------------------------------------------------
 
 
