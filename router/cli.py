@@ -61,6 +61,9 @@ class _Group(DefaultGroup):  # type: ignore[misc]  # click-default-group is unty
 
     def main(self, *args: Any, standalone_mode: bool = True, **extra: Any) -> Any:
         try:
+            given = extra.get("args", args[0] if args else None)
+            for word in sys.argv[1:] if given is None else given:
+                _check_utf8(word, "an argument")
             return super().main(*args, standalone_mode=False, **extra)
         except click.exceptions.Exit as done:
             code = done.exit_code
@@ -120,7 +123,31 @@ def _stdin_question() -> str | None:
     """The question piped in on stdin, or None when stdin is a terminal or holds nothing."""
     if sys.stdin is None or sys.stdin.isatty():
         return None
-    return sys.stdin.read().strip() or None
+    return _check_utf8(_read_stdin(sys.stdin.read), "standard input").strip() or None
+
+
+def _read_stdin(read: Callable[[], str], what: str = "standard input") -> str:
+    """READ()'s text from stdin; bytes its encoding refuses are a usage error, not an internal one."""
+    try:
+        return read()
+    except UnicodeDecodeError as error:
+        bad = error.object[error.start : error.end]
+        raise click.UsageError(_NOT_UTF8.format(what=what, bytes=bad)) from None
+
+
+#: What a question that is not text gets: it is refused, never asked as what is left of it (an empty question).
+_NOT_UTF8 = "{what} is not UTF-8 text (it holds the bytes {bytes!r}); give the question in UTF-8, e.g. 上海今天天气"
+
+
+def _check_utf8(text: str, what: str) -> str:
+    """TEXT, if it is text: Python hands bytes that are not UTF-8 (in arguments, and on stdin with a C locale)
+    over as lone surrogates (PEP 383), which no question holds; they are a usage error (exit 2)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        bad = bytes(ord(char) - 0xDC00 for char in text if "\udc80" <= char <= "\udcff")  # PEP 383's escapes
+        raise click.UsageError(_NOT_UTF8.format(what=what, bytes=bad)) from None
+    return text
 
 
 @cli.command()
@@ -353,7 +380,11 @@ def chat(provider: str | None, today: dt.date | None, as_json: bool, no_emoji: b
             # Not click.prompt: it turns Ctrl-D into the same Abort as Ctrl-C, and they end differently
             # (Ctrl-D: exit 0; Ctrl-C: KeyboardInterrupt, exit 130 by the group).
             click.echo("你> ", nl=False, err=True)
-            line = sys.stdin.readline()
+            try:
+                line = _check_utf8(_read_stdin(sys.stdin.readline, "that line"), "that line")
+            except click.UsageError as error:  # one turn's typing: said, and the conversation goes on
+                click.echo(f"Error: {error.format_message()}", err=True)
+                continue
             if not line:
                 click.echo(err=True)  # the prompt's line ends before the shell's does
                 break
@@ -676,7 +707,7 @@ def route(queries: tuple[str, ...], today: dt.date | None, as_json: bool) -> Non
         hybrid-weather route --json < queries.txt
     """
     router = HybridRouter()
-    lines = queries if queries else (line.rstrip("\r\n") for line in sys.stdin)
+    lines = queries if queries else _stdin_lines()
     for query in lines:
         decision = router.route(query, today=today)
         if as_json:
@@ -685,3 +716,11 @@ def route(queries: tuple[str, ...], today: dt.date | None, as_json: bool) -> Non
             days = ",".join(d.isoformat() for d in decision.dates) or "-"
             cities = ",".join(decision.cities) or "-"
             click.echo(f"{decision.route}\t{cities}\t{days}\t{decision.aspect or '-'}\t{query}\t# {decision.reason}")
+
+
+def _stdin_lines() -> Iterator[str]:
+    """The lines of stdin without their line ends, each checked to be text (a usage error names the line)."""
+    number = 0
+    while line := _read_stdin(sys.stdin.readline):
+        number += 1
+        yield _check_utf8(line.rstrip("\r\n"), f"line {number} of standard input")

@@ -308,3 +308,53 @@ def test_an_unknown_place_with_the_geocoder_offline_is_exit_3_with_the_offline_h
     # The geocoder answers, with no results: the place does not exist, exit 0 and a clarify.
     unknown = console("雷克雅未克明天天气", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
     assert unknown.returncode == 0 and "没有找到“雷克雅未克”" in unknown.stdout and unknown.stderr == ""
+
+
+# -- bytes that are not UTF-8: a one-line usage error, never an internal error nor an empty question -----
+
+
+def console_bytes(*args, stdin=b"", **env):
+    """console() with ARGS and STDIN as bytes, as a shell passes whatever a user typed or piped."""
+    return subprocess.run([sys.executable, "-m", "hybrid_weather.router", *args], input=stdin, capture_output=True,
+                          env=subprocess_env(HYBRID_WEATHER_LEDGER="off", **env), timeout=60)  # fmt: skip
+
+
+NOT_UTF8 = [
+    b"\xff\xfe",
+    "北京".encode() + b"\xff" + "明天天气".encode(),
+    "上海".encode("gbk"),
+    b"\xc3\x28",
+    b"\xed\xa0\x80",
+]
+
+
+@pytest.mark.parametrize("bad", NOT_UTF8)
+@pytest.mark.parametrize(
+    "where",
+    ["question", "stdin", "stdin, strict", "ask stdin", "route argument", "route stdin", "option value"],
+)
+def test_bytes_that_are_not_utf8_are_a_one_line_usage_error(bad, where):
+    strict = {"PYTHONIOENCODING": "utf-8:strict"} if "strict" in where else {}
+    demo = [b"--provider", b"demo"]
+    args, stdin = {
+        "question": ([bad, *demo], b""),
+        "stdin": (demo, bad + b"\n"),
+        "stdin, strict": (demo, bad + b"\n"),
+        "ask stdin": ([b"ask", *demo], bad),
+        "route argument": ([b"route", bad], b""),
+        "route stdin": ([b"route"], "北京天气\n".encode() + bad + b"\n"),
+        "option value": ([b"--today", bad, "北京天气".encode()], b""),
+    }[where]
+    result = console_bytes(*args, stdin=stdin, **strict)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    stderr = result.stderr.decode()
+    assert stderr.count("\n") == 1 and "is not UTF-8 text" in stderr and "internal error" not in stderr, stderr
+    if where != "route stdin":
+        assert result.stdout == b""  # nothing was asked: no answer to an empty question
+
+
+def test_a_chat_line_that_is_not_utf8_is_said_and_the_conversation_goes_on():
+    result = console_bytes("chat", "--provider", "demo", "--today", "2026-11-29",
+                           stdin=b"\xff\xfe\n" + "北京明天天气\n".encode())  # fmt: skip
+    assert result.returncode == 0 and "北京明天" in result.stdout.decode()
+    assert result.stderr.decode().count("is not UTF-8 text") == 1
