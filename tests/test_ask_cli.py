@@ -52,10 +52,16 @@ def test_json_and_explain(weather_server):
     )
     payload = json.loads(result.output)
     assert payload["route"] == "rule" and payload["source"] == "open-meteo" and payload["stale"] is False
-    result = invoke(["上海今天天气", "--explain", "--no-emoji"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    result = invoke(
+        ["上海今天天气", "--explain", "--no-emoji", "--today", "2026-11-29"],
+        HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url,
+    )
     assert "reason:   rule: 1 place(s), 1 day(s), weather" in result.output
     assert "cache:    hit · provider open-meteo" in result.output  # the first ask left it in the disk cache
-    result = invoke(["上海今天天气", "--explain", "--no-cache"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    result = invoke(
+        ["上海今天天气", "--explain", "--no-cache", "--today", "2026-11-29"],
+        HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url,
+    )
     assert "cache:    miss · provider open-meteo" in result.output
 
 
@@ -95,9 +101,11 @@ def test_demo_provider_works_offline_and_says_so():
 
 
 def test_no_emoji_and_no_color(weather_server):
-    result = invoke(["上海今天天气"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    result = invoke(["上海今天天气", "--today", "2026-11-29"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
     assert "⛅" in result.output
-    result = invoke(["上海今天天气"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url, NO_COLOR="1")
+    result = invoke(
+        ["上海今天天气", "--today", "2026-11-29"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url, NO_COLOR="1"
+    )
     assert "⛅" not in result.output
 
 

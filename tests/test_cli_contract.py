@@ -250,14 +250,16 @@ def test_demo_data_is_physically_plausible():
     # The demo provider's own output passes the plausibility check Open-Meteo's does (it raises if not);
     # here, PM2.5 is part of PM10, so never more, over many places and days.
     code = """
+import datetime as dt
 import time
 from hybrid_weather.agent.weather import DemoProvider
+TODAY = dt.date(2026, 11, 29)
 from hybrid_weather.rules import Reader
 reader, demo = Reader(), DemoProvider()
 for name in ["北京", "上海", "哈尔滨", "海口", "拉萨", "乌鲁木齐", "东京", "悉尼", "开罗", "莫斯科"]:
     place = reader.resolve_place(name).candidates[0]
-    demo.forecast(place, past_days=92, deadline=time.monotonic() + 5)
-    for day in demo.air_quality(place, past_days=92, deadline=time.monotonic() + 5).days:
+    demo.forecast(place, today=TODAY, past_days=92, deadline=time.monotonic() + 5)
+    for day in demo.air_quality(place, today=TODAY, past_days=92, deadline=time.monotonic() + 5).days:
         assert day.pm2_5 <= day.pm10 and 0 <= day.aqi <= 500, (name, day)
 print("ok")
 """
@@ -358,3 +360,20 @@ def test_a_chat_line_that_is_not_utf8_is_said_and_the_conversation_goes_on():
                            stdin=b"\xff\xfe\n" + "北京明天天气\n".encode())  # fmt: skip
     assert result.returncode == 0 and "北京明天" in result.stdout.decode()
     assert result.stderr.decode().count("is not UTF-8 text") == 1
+
+
+@pytest.mark.parametrize("today", ["2026-11-29", "2019-03-10", "2031-06-01"])
+def test_the_demo_answers_on_the_day_given_with_today(today):
+    result = console("北京明天会下雨吗", "--provider", "demo", "--today", today, "--json")
+    payload = one_json_object(result.stdout)
+    assert result.returncode == 0 and payload["route"] == "rule" and "暂无" not in payload["answer"], payload
+    tomorrow = __import__("datetime").date.fromisoformat(today) + __import__("datetime").timedelta(days=1)
+    assert [day["date"] for day in payload["data"]["places"][0]["days"]] == [tomorrow.isoformat()]
+
+
+def test_open_meteo_answers_on_the_day_given_with_today(weather_server):
+    # The fake Open-Meteo's clock says 2026-11-29; the question is asked on 2026-09-15.
+    weather_server.set_day(39.9042, 116.4074, __import__("datetime").date(2026, 9, 16), weather_code=63,
+                           precipitation_probability_max=90)  # fmt: skip
+    result = console("北京明天会下雨吗", "--today", "2026-09-15", HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    assert result.returncode == 0 and "可能下雨（中雨，降水概率90%" in result.stdout, result.stdout + result.stderr

@@ -115,7 +115,7 @@ class ToolBox:
     def get_current_weather(self, place: PlaceName, context: ToolContext) -> dict[str, Any]:
         """查询一个地点此刻的实况：天气状况、气温、湿度。"""
         found = self._place(place, context.deadline)
-        fetched = self._fetched(found, lambda: self.service.forecast(found, 1, context.deadline))
+        fetched = self._fetched(found, lambda: self.service.forecast(found, 1, context.deadline, today=context.today))
         return self._with_source({"place": found.name, "current": to_jsonable(fetched.value.current)}, fetched)
 
     def distance(self, from_place: str, to_place: str, context: ToolContext) -> dict[str, Any]:
@@ -136,7 +136,7 @@ class ToolBox:
             raise ToolError(problem, place.name)
         past = past_days_for(dates, context.today)
         fetch = self.service.air_quality if air else self.service.forecast
-        fetched = self._fetched(place, lambda: fetch(place, past, context.deadline))
+        fetched = self._fetched(place, lambda: fetch(place, past, context.deadline, today=context.today))
         days = [to_jsonable(day) for day in fetched.value.days if day.date in dates]
         return self._with_source({"place": place.name, "days": days}, fetched)
 
