@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import importlib.metadata
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
@@ -79,11 +81,48 @@ class _Group(DefaultGroup):  # type: ignore[misc]  # click-default-group is unty
         sys.exit(code)
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
-        # `hybrid-weather help` is a request for help, not a question for the LLM.
+        # `hybrid-weather help` is a request for help, not a question for the LLM; `version`, for the version.
         if args and args[0] in ("help", "帮助"):
             click.echo(ctx.get_help())
             ctx.exit(0)
+        if args and args[0] == "version":
+            click.echo(f"{ctx.command_path}, version {importlib.metadata.version('hybrid-weather')}")
+            ctx.exit(0)
+        if args and args[0] not in self.commands:
+            meant = _meant_command(self, args)
+            if meant is not None:
+                raise click.UsageError(f"{args[0]!r} is not a command; did you mean '{ctx.command_path} {meant}'?", ctx)
         return super().resolve_command(ctx, args)
+
+
+def _meant_command(group: click.Group, args: list[str]) -> str | None:
+    """The command ARGS' first word is a near miss of (savigns, migrte, servee; status for `ledger status`), as
+    its path under GROUP; None when the words are a question. Only a lone word of Latin letters can be a
+    mistyped command, and only if the gazetteer does not know it as a place (beijing, shanghai, paris)."""
+    word = args[0].lower()
+    if (len(args) > 1 and not args[1].startswith("-")) or not _COMMAND_WORD.fullmatch(word):
+        return None
+    from rapidfuzz.distance import OSA  # a transposition (savigns) is one edit, as a person counts it
+
+    paths = {"help": "help", "version": "version"}
+    for name, command in group.commands.items():
+        paths.setdefault(name, name)
+        for sub in getattr(command, "commands", {}):
+            paths.setdefault(sub, f"{name} {sub}")  # `status` is `ledger status`
+    # A short word is close to too much at two edits (ask: asks, ash; chat: cat): one for up to seven letters.
+    near = [(OSA.distance(word, name), path) for name, path in paths.items()
+            if OSA.distance(word, name) <= (1 if len(name) <= 7 else 2)]  # fmt: skip
+    if not near:
+        return None
+    from hybrid_weather.rules import Reader
+
+    if Reader().resolve_place(word) is not None:
+        return None
+    return min(near)[1]
+
+
+#: A word that could be a command's name: Latin letters and hyphens, as every command is named.
+_COMMAND_WORD = re.compile(r"[a-z][a-z\-]{1,30}")
 
 
 @click.group(

@@ -377,3 +377,42 @@ def test_open_meteo_answers_on_the_day_given_with_today(weather_server):
                            precipitation_probability_max=90)  # fmt: skip
     result = console("北京明天会下雨吗", "--today", "2026-09-15", HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
     assert result.returncode == 0 and "可能下雨（中雨，降水概率90%" in result.stdout, result.stdout + result.stderr
+
+
+# -- a mistyped command is not a paid question --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, meant",
+    [(["savigns"], "savings"), (["Savings"], None), (["migrte"], "ledger migrate"), (["servee"], "serve"),
+     (["status"], "ledger status"), (["status", "--json"], "ledger status"), (["savigns", "--days", "7"], "savings"),
+     (["misess"], "misses"), (["simulat"], "simulate"), (["rout"], "route"), (["chta"], "chat"), (["ledgr"], "ledger"),
+     (["asks"], "ask"), (["hlep"], "help"), (["verison"], "version")],
+)  # fmt: skip
+def test_a_near_miss_of_a_command_says_which_one_and_asks_nothing(args, meant, tmp_path):
+    ledger = tmp_path / "l.db"
+    result = console(*args, "--provider", "demo", HYBRID_WEATHER_LEDGER=str(ledger)) if len(args) == 1 else console(
+        *args, HYBRID_WEATHER_LEDGER=str(ledger))  # fmt: skip
+    meant = meant or args[0].lower()
+    assert result.returncode == 2 and result.stdout == "", (result.stdout, result.stderr)
+    assert result.stderr.count("\n") == 1 and f"did you mean 'python -m hybrid_weather.router {meant}'" in (
+        result.stderr.replace("hybrid-weather", "python -m hybrid_weather.router"))  # fmt: skip
+    assert not ledger.exists()  # nothing was asked, so nothing was recorded
+
+
+@pytest.mark.parametrize(
+    "word", ["北京", "beijing", "shanghai", "Shanghai", "paris", "seoul", "tokyo", "rome", "xian", "sanya", "chengdu",
+             "上海今天天气", "weather"],
+)  # fmt: skip
+def test_a_one_word_question_is_still_a_question(word):
+    result = console(word, "--provider", "demo", *TODAY, "--json")
+    assert result.returncode == 0 and "did you mean" not in result.stderr, result.stderr
+    assert one_json_object(result.stdout)["query"] == word
+
+
+def test_version_prints_the_packages_version():
+    from importlib.metadata import version
+
+    result = console("version")
+    assert result.returncode == 0 and result.stdout.strip().endswith(f"version {version('hybrid-weather')}")
+    assert console("--version").stdout.split()[-1] == result.stdout.split()[-1]
