@@ -16,6 +16,10 @@ from .privacy import EMAIL
 #: Longest normalised query the router reads; longer input is cut, not refused (no weather question
 #: needs more, and the cut keeps every route() call cheap, even on a 1 MB string).
 MAX_QUERY_CHARS = 200
+#: Longest question asked at all, as given: a longer one is refused by ask() and aask() (InvalidQuestion:
+#: exit 2 in the CLI, HTTP 422 from `serve`), before any LLM sees it; whatever reaches the ledger or a
+#: report by another way is cut to it. route() still never refuses: it reads MAX_QUERY_CHARS of any text.
+MAX_QUESTION_CHARS = 2_000
 # Raw text is cut before any other work; generous enough that debris removal cannot eat the question.
 _MAX_RAW_CHARS = MAX_QUERY_CHARS * 8
 
