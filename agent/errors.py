@@ -2,6 +2,7 @@
 
     HybridWeatherError
     ├── ConfigurationError          a setting is missing or wrong (exit 2)
+    ├── InvalidQuestion             a question that cannot be asked as given: too long (exit 2)
     ├── WeatherUnavailable          the weather service could not answer (exit 3)
     │   ├── UpstreamTimeout         no answer within the timeout or the deadline
     │   ├── UpstreamConnectError    connection refused or failed
@@ -29,6 +30,12 @@ class HybridWeatherError(Exception):
 
 class ConfigurationError(HybridWeatherError):
     """A setting is missing or has a value hybrid-weather cannot use."""
+
+    exit_code = 2
+
+
+class InvalidQuestion(HybridWeatherError):
+    """The question cannot be asked as given (longer than rules.MAX_QUESTION_CHARS); nothing was asked."""
 
     exit_code = 2
 

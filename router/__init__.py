@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from hybrid_weather.agent.errors import (
         ConfigurationError,
         HybridWeatherError,
+        InvalidQuestion,
         LLMUnavailable,
         WeatherUnavailable,
     )
@@ -34,7 +35,7 @@ _WHERE = {
     "Settings": ".settings",
     "Decision": ".understand",
     **dict.fromkeys(
-        ("ConfigurationError", "HybridWeatherError", "LLMUnavailable", "WeatherUnavailable"),
+        ("ConfigurationError", "HybridWeatherError", "InvalidQuestion", "LLMUnavailable", "WeatherUnavailable"),
         "hybrid_weather.agent.errors",
     ),
     # tool is the whole registry and weighs nothing: the LLM loop and openai stay unloaded until a call
@@ -54,6 +55,7 @@ __all__ = [
     "Decision",
     "HybridRouter",
     "HybridWeatherError",
+    "InvalidQuestion",
     "LLMUnavailable",
     "Session",
     "Settings",

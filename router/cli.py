@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import importlib.metadata
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
@@ -61,6 +63,9 @@ class _Group(DefaultGroup):  # type: ignore[misc]  # click-default-group is unty
 
     def main(self, *args: Any, standalone_mode: bool = True, **extra: Any) -> Any:
         try:
+            given = extra.get("args", args[0] if args else None)
+            for word in sys.argv[1:] if given is None else given:
+                _check_utf8(word, "an argument")
             return super().main(*args, standalone_mode=False, **extra)
         except click.exceptions.Exit as done:
             code = done.exit_code
@@ -76,11 +81,48 @@ class _Group(DefaultGroup):  # type: ignore[misc]  # click-default-group is unty
         sys.exit(code)
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
-        # `hybrid-weather help` is a request for help, not a question for the LLM.
+        # `hybrid-weather help` is a request for help, not a question for the LLM; `version`, for the version.
         if args and args[0] in ("help", "帮助"):
             click.echo(ctx.get_help())
             ctx.exit(0)
+        if args and args[0] == "version":
+            click.echo(f"{ctx.command_path}, version {importlib.metadata.version('hybrid-weather')}")
+            ctx.exit(0)
+        if args and args[0] not in self.commands:
+            meant = _meant_command(self, args)
+            if meant is not None:
+                raise click.UsageError(f"{args[0]!r} is not a command; did you mean '{ctx.command_path} {meant}'?", ctx)
         return super().resolve_command(ctx, args)
+
+
+def _meant_command(group: click.Group, args: list[str]) -> str | None:
+    """The command ARGS' first word is a near miss of (savigns, migrte, servee; status for `ledger status`), as
+    its path under GROUP; None when the words are a question. Only a lone word of Latin letters can be a
+    mistyped command, and only if the gazetteer does not know it as a place (beijing, shanghai, paris)."""
+    word = args[0].lower()
+    if (len(args) > 1 and not args[1].startswith("-")) or not _COMMAND_WORD.fullmatch(word):
+        return None
+    from rapidfuzz.distance import OSA  # a transposition (savigns) is one edit, as a person counts it
+
+    paths = {"help": "help", "version": "version"}
+    for name, command in group.commands.items():
+        paths.setdefault(name, name)
+        for sub in getattr(command, "commands", {}):
+            paths.setdefault(sub, f"{name} {sub}")  # `status` is `ledger status`
+    # A short word is close to too much at two edits (ask: asks, ash; chat: cat): one for up to seven letters.
+    near = [(OSA.distance(word, name), path) for name, path in paths.items()
+            if OSA.distance(word, name) <= (1 if len(name) <= 7 else 2)]  # fmt: skip
+    if not near:
+        return None
+    from hybrid_weather.rules import Reader
+
+    if Reader().resolve_place(word) is not None:
+        return None
+    return min(near)[1]
+
+
+#: A word that could be a command's name: Latin letters and hyphens, as every command is named.
+_COMMAND_WORD = re.compile(r"[a-z][a-z\-]{1,30}")
 
 
 @click.group(
@@ -120,7 +162,31 @@ def _stdin_question() -> str | None:
     """The question piped in on stdin, or None when stdin is a terminal or holds nothing."""
     if sys.stdin is None or sys.stdin.isatty():
         return None
-    return sys.stdin.read().strip() or None
+    return _check_utf8(_read_stdin(sys.stdin.read), "standard input").strip() or None
+
+
+def _read_stdin(read: Callable[[], str], what: str = "standard input") -> str:
+    """READ()'s text from stdin; bytes its encoding refuses are a usage error, not an internal one."""
+    try:
+        return read()
+    except UnicodeDecodeError as error:
+        bad = error.object[error.start : error.end]
+        raise click.UsageError(_NOT_UTF8.format(what=what, bytes=bad)) from None
+
+
+#: What a question that is not text gets: it is refused, never asked as what is left of it (an empty question).
+_NOT_UTF8 = "{what} is not UTF-8 text (it holds the bytes {bytes!r}); give the question in UTF-8, e.g. 上海今天天气"
+
+
+def _check_utf8(text: str, what: str) -> str:
+    """TEXT, if it is text: Python hands bytes that are not UTF-8 (in arguments, and on stdin with a C locale)
+    over as lone surrogates (PEP 383), which no question holds; they are a usage error (exit 2)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        bad = bytes(ord(char) - 0xDC00 for char in text if "\udc80" <= char <= "\udcff")  # PEP 383's escapes
+        raise click.UsageError(_NOT_UTF8.format(what=what, bytes=bad)) from None
+    return text
 
 
 @cli.command()
@@ -353,7 +419,11 @@ def chat(provider: str | None, today: dt.date | None, as_json: bool, no_emoji: b
             # Not click.prompt: it turns Ctrl-D into the same Abort as Ctrl-C, and they end differently
             # (Ctrl-D: exit 0; Ctrl-C: KeyboardInterrupt, exit 130 by the group).
             click.echo("你> ", nl=False, err=True)
-            line = sys.stdin.readline()
+            try:
+                line = _check_utf8(_read_stdin(sys.stdin.readline, "that line"), "that line")
+            except click.UsageError as error:  # one turn's typing: said, and the conversation goes on
+                click.echo(f"Error: {error.format_message()}", err=True)
+                continue
             if not line:
                 click.echo(err=True)  # the prompt's line ends before the shell's does
                 break
@@ -738,7 +808,7 @@ def route(queries: tuple[str, ...], today: dt.date | None, as_json: bool) -> Non
         hybrid-weather route --json < queries.txt
     """
     router = HybridRouter()
-    lines = queries if queries else (line.rstrip("\r\n") for line in sys.stdin)
+    lines = queries if queries else _stdin_lines()
     for query in lines:
         decision = router.route(query, today=today)
         if as_json:
@@ -747,3 +817,11 @@ def route(queries: tuple[str, ...], today: dt.date | None, as_json: bool) -> Non
             days = ",".join(d.isoformat() for d in decision.dates) or "-"
             cities = ",".join(decision.cities) or "-"
             click.echo(f"{decision.route}\t{cities}\t{days}\t{decision.aspect or '-'}\t{query}\t# {decision.reason}")
+
+
+def _stdin_lines() -> Iterator[str]:
+    """The lines of stdin without their line ends, each checked to be text (a usage error names the line)."""
+    number = 0
+    while line := _read_stdin(sys.stdin.readline):
+        number += 1
+        yield _check_utf8(line.rstrip("\r\n"), f"line {number} of standard input")

@@ -17,10 +17,18 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hybrid_weather.agent.errors import HybridWeatherError, WeatherUnavailable
+from hybrid_weather.agent.errors import (
+    CircuitOpen,
+    HybridWeatherError,
+    InvalidQuestion,
+    UpstreamConnectError,
+    UpstreamTimeout,
+    WeatherUnavailable,
+)
 from hybrid_weather.agent.llm.models import ModelTable
 from hybrid_weather.agent.weather import WeatherService
 from hybrid_weather.rules import (
+    MAX_QUESTION_CHARS,
     WEATHER_ADVICE,
     PlaceMatch,
     contains_personal_data,
@@ -134,7 +142,8 @@ class HybridRouter:
     def ask(
         self, text: str, *, today: dt.date | None = None, session: Session | None = None, emoji: bool = True
     ) -> Answer:
-        """Answer TEXT. Raises WeatherUnavailable (no data, not even stale) or LLMUnavailable."""
+        """Answer TEXT. Raises WeatherUnavailable (no data, not even stale), LLMUnavailable, or InvalidQuestion
+        (TEXT longer than rules.MAX_QUESTION_CHARS: nothing asked, nothing recorded)."""
         request = self._begin(text, today, session)
         with self._recorded(request):
             request.decision = self._locate(request)
@@ -204,6 +213,12 @@ class HybridRouter:
         # The deadline counts from the call, routing included: a first ask that loads the gazetteer still
         # ends when the caller was promised, not that long after it.
         arrived, started, deadline = time.time(), time.perf_counter(), time.monotonic() + self.deadline
+        if isinstance(text, str) and len(text) > MAX_QUESTION_CHARS:
+            # Refused as `serve` refuses it (422), before routing, the LLM or the ledger see any of it.
+            raise InvalidQuestion(
+                f"the question is {len(text):,} characters long; ask it in at most {MAX_QUESTION_CHARS:,} "
+                "(a weather question needs a few dozen)"
+            )
         today = today or today_in_china()
         decision = self._route(text, today, session)
         return _Request(text, today, session, decision, arrived, started, deadline)
@@ -215,8 +230,12 @@ class HybridRouter:
             return decision  # a phone number in the place's position is not sent to a geocoder
         try:
             found = self.weather.geocode(word, request.deadline)
+        except (UpstreamConnectError, UpstreamTimeout, CircuitOpen):
+            # The geocoder could not be reached: whether the place exists is unknown, and saying it does not
+            # (a clarify, exit 0) would be wrong. The weather service is unavailable: exit 3, offline hint.
+            raise
         except WeatherUnavailable:
-            return decision  # the clarify stands; the forecast fetch would fail the same way
+            return decision  # it answered, but not usably: the clarify stands, as for no results
         if found is None:
             return decision
         match = PlaceMatch((found,), f"geocoding ({self.weather.provider.name})")

@@ -18,7 +18,7 @@ from .dates import DateSpan, find_dates, parse_number
 from .gazetteer import Gazetteer, Place, PlaceLevel, PlaceMatch
 from .geo import great_circle_km
 from .lexicon import ASPECTS, WEATHER_ADVICE, Aspect, Lexicon, ThresholdSide
-from .normalize import MAX_QUERY_CHARS, asked_as_a_not_a, has_a_minus_sign, normalize
+from .normalize import MAX_QUERY_CHARS, MAX_QUESTION_CHARS, asked_as_a_not_a, has_a_minus_sign, normalize
 from .privacy import contains_personal_data, mask_personal_data
 from .reader import Reader, Reading, Threshold, Tokens
 
@@ -29,6 +29,7 @@ __all__ = [
     "FIRST_DAY",
     "LAST_DAY",
     "MAX_QUERY_CHARS",
+    "MAX_QUESTION_CHARS",
     "WEATHER_ADVICE",
     "WEEKDAY_CHARS",
     "Aspect",

@@ -11,10 +11,15 @@ import re
 import unicodedata
 
 from ._data import load_table
+from .privacy import EMAIL
 
 #: Longest normalised query the router reads; longer input is cut, not refused (no weather question
 #: needs more, and the cut keeps every route() call cheap, even on a 1 MB string).
 MAX_QUERY_CHARS = 200
+#: Longest question asked at all, as given: a longer one is refused by ask() and aask() (InvalidQuestion:
+#: exit 2 in the CLI, HTTP 422 from `serve`), before any LLM sees it; whatever reaches the ledger or a
+#: report by another way is cut to it. route() still never refuses: it reads MAX_QUERY_CHARS of any text.
+MAX_QUESTION_CHARS = 2_000
 # Raw text is cut before any other work; generous enough that debris removal cannot eat the question.
 _MAX_RAW_CHARS = MAX_QUERY_CHARS * 8
 
@@ -169,6 +174,10 @@ def _normalize_fully(text: str) -> str:
     if clean.accented.search(text):
         text = clean.accented.sub(_fold_accent, text)
     if "@" in text:
+        # An e-mail address goes whole, before the @mention rule would leave its local part behind as a word
+        # (zhangsan@qq.com明天天气 sent "zhangsanqq.com" to the geocoder as an unknown place, and the ledger
+        # kept it among the words the router lacked).
+        text = EMAIL.sub(" ", text)
         text = clean.mention.sub(" ", text)
     if "<" in text or "&" in text:
         text = clean.html_tag.sub(" ", text)

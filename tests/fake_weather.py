@@ -101,12 +101,31 @@ class FakeWeather:
 
     # -- response bodies, as documented ------------------------------------------------------------
 
+    def dates(self, q: dict[str, str], *, ahead_default: int, ahead_max: int) -> list[dt.date] | dict:
+        """The days a request asks for: start_date to end_date, else past_days and forecast_days around the
+        server's today; an error body for days the server does not keep (92 back, AHEAD_MAX - 1 ahead)."""
+        first, last = self.today - dt.timedelta(days=92), self.today + dt.timedelta(days=ahead_max - 1)
+        if "start_date" in q or "end_date" in q:
+            try:
+                start, end = dt.date.fromisoformat(q["start_date"]), dt.date.fromisoformat(q["end_date"])
+            except (KeyError, ValueError):
+                return {"error": True, "reason": "Parameter 'start_date' and 'end_date' must be set together"}
+            if not first <= start <= end <= last:
+                return {
+                    "error": True,
+                    "reason": f"Parameter 'start_date' is out of allowed range from {first} to {last}",
+                }
+            return [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
+        past, ahead = int(q.get("past_days", 0)), int(q.get("forecast_days", ahead_default))
+        if not 0 <= ahead <= ahead_max or not 0 <= past <= 92:
+            return {"error": True, "reason": "Parameter forecast_days or past_days out of range"}
+        return [self.today + dt.timedelta(days=i) for i in range(-past, ahead)]
+
     def forecast(self, q: dict[str, str]) -> dict:
         lat, lon = float(q["latitude"]), float(q["longitude"])
-        past, ahead = int(q.get("past_days", 0)), int(q.get("forecast_days", 7))
-        if not 0 <= ahead <= 16 or not 0 <= past <= 92:
-            return {"error": True, "reason": "Parameter forecast_days or past_days out of range"}
-        dates = [self.today + dt.timedelta(days=i) for i in range(-past, ahead)]
+        dates = self.dates(q, ahead_default=7, ahead_max=16)
+        if isinstance(dates, dict):
+            return dates
         body: dict = {
             "latitude": lat,
             "longitude": lon,
@@ -145,13 +164,11 @@ class FakeWeather:
 
     def air_quality(self, q: dict[str, str]) -> dict:
         lat, lon = float(q["latitude"]), float(q["longitude"])
-        past, ahead = int(q.get("past_days", 0)), int(q.get("forecast_days", 5))
+        dates = self.dates(q, ahead_default=5, ahead_max=7)
+        if isinstance(dates, dict):
+            return dates
         names = q["hourly"].split(",")
-        hours = [
-            dt.datetime.combine(self.today + dt.timedelta(days=i), dt.time(h))
-            for i in range(-past, ahead)
-            for h in range(0, 24, 3)
-        ]
+        hours = [dt.datetime.combine(day, dt.time(h)) for day in dates for h in range(0, 24, 3)]
         hourly: dict[str, list] = {"time": [h.isoformat(timespec="minutes") for h in hours]}
         for name in names:
             hourly[name] = [self.air.get((_key(lat, lon), h.date().isoformat()), DEFAULT_AIR).get(name) for h in hours]

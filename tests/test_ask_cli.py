@@ -52,10 +52,16 @@ def test_json_and_explain(weather_server):
     )
     payload = json.loads(result.output)
     assert payload["route"] == "rule" and payload["source"] == "open-meteo" and payload["stale"] is False
-    result = invoke(["上海今天天气", "--explain", "--no-emoji"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    result = invoke(
+        ["上海今天天气", "--explain", "--no-emoji", "--today", "2026-11-29"],
+        HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url,
+    )
     assert "reason:   rule: 1 place(s), 1 day(s), weather" in result.output
     assert "cache:    hit · provider open-meteo" in result.output  # the first ask left it in the disk cache
-    result = invoke(["上海今天天气", "--explain", "--no-cache"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    result = invoke(
+        ["上海今天天气", "--explain", "--no-cache", "--today", "2026-11-29"],
+        HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url,
+    )
     assert "cache:    miss · provider open-meteo" in result.output
 
 
@@ -95,9 +101,11 @@ def test_demo_provider_works_offline_and_says_so():
 
 
 def test_no_emoji_and_no_color(weather_server):
-    result = invoke(["上海今天天气"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    result = invoke(["上海今天天气", "--today", "2026-11-29"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
     assert "⛅" in result.output
-    result = invoke(["上海今天天气"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url, NO_COLOR="1")
+    result = invoke(
+        ["上海今天天气", "--today", "2026-11-29"], HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url, NO_COLOR="1"
+    )
     assert "⛅" not in result.output
 
 
@@ -124,6 +132,7 @@ def test_public_api_is_exactly_this():
         "Decision",
         "HybridRouter",
         "HybridWeatherError",
+        "InvalidQuestion",  # a question past MAX_QUESTION_CHARS (issue 36)
         "LLMUnavailable",
         "Session",
         "Settings",
@@ -156,3 +165,77 @@ def test_every_package_has_a_public_face(package):
     assert module.__doc__ and module.__all__ == sorted(module.__all__, key=lambda n: (not n.isupper(), n))
     for name in module.__all__:
         assert hasattr(module, name), f"{package}.__all__ names {name}, which it does not define"
+
+
+# -- a question is at most MAX_QUESTION_CHARS long, on every path (serve's 422 is the same limit) ------------
+
+
+def test_a_question_past_the_limit_is_refused_before_routing_the_llm_or_the_ledger(tmp_path, llm_server):
+    import asyncio
+    import sqlite3
+
+    from hybrid_weather.router import HybridRouter, InvalidQuestion, Settings
+    from hybrid_weather.router.serve import app
+    from hybrid_weather.rules import MAX_QUESTION_CHARS
+
+    from conftest import FAST_LLM, TODAY
+
+    assert app.MAX_QUERY_CHARS == MAX_QUESTION_CHARS == 2_000  # one limit, serve's 422 included
+    ledger = tmp_path / "l.db"
+    settings = Settings(provider="demo", openai_api_key="k", openai_base_url=llm_server.base_url)
+    at_limit = "上海今天天气" + " " * (MAX_QUESTION_CHARS - 6)
+    with HybridRouter(settings=settings, ledger=str(ledger), llm_options=FAST_LLM) as router:
+        assert router.ask(at_limit, today=TODAY).route == "rule"
+        for too_long in (at_limit + " ", "北京明天适合出游吗" * 1_000):
+            with pytest.raises(InvalidQuestion, match="at most 2,000"):
+                router.ask(too_long, today=TODAY)
+            with pytest.raises(InvalidQuestion):
+                asyncio.run(router.aask(too_long, today=TODAY))
+    assert llm_server.requests == []  # the LLM never saw one
+    with sqlite3.connect(ledger) as db:
+        assert db.execute("SELECT COUNT(*) FROM requests").fetchone() == (1,)  # the one at the limit
+
+
+def test_the_cli_refuses_a_question_past_the_limit_in_one_line():
+    too_long = "上海今天天气" + "。" * 2_000
+    for how in ([too_long], []):
+        result = subprocess.run([sys.executable, "-m", "hybrid_weather.router", *how, "--provider", "demo"],
+                                input="" if how else too_long, capture_output=True, text=True,
+                                env=subprocess_env(HYBRID_WEATHER_LEDGER="off"), timeout=60)  # fmt: skip
+        assert result.returncode == 2 and result.stdout == "", result.stdout
+        assert result.stderr.count("\n") == 1 and "at most 2,000" in result.stderr
+    as_json = invoke([too_long, "--json", "--provider", "demo"], HYBRID_WEATHER_LEDGER="off")
+    payload = json.loads(as_json.output)
+    assert as_json.exit_code == 2 and payload["error"]["type"] == "InvalidQuestion"
+    chat = CliRunner().invoke(cli, ["chat", "--provider", "demo", "--today", "2026-11-29"],
+                              input=too_long + "\n上海明天天气\n", env={"HYBRID_WEATHER_LEDGER": "off"})  # fmt: skip
+    assert chat.exit_code == 0 and "at most 2,000" in chat.output and "上海明天" in chat.output
+
+
+def test_the_ledger_and_the_reports_cut_what_they_keep_and_print(tmp_path):
+    from hybrid_weather.agent.llm import Usage
+    from hybrid_weather.router.ledger import Ledger, LedgerEntry
+    from hybrid_weather.rules import MAX_QUESTION_CHARS
+
+    ledger = tmp_path / "l.db"
+    store = Ledger(ledger)
+    # Rows that came another way than ask(): a program's own entry, with a word and an address at the cut.
+    address_at_the_cut = "上" * (MAX_QUESTION_CHARS - 5) + "zhang.san@example.com" + "天" * 9_000
+    for query in (address_at_the_cut, "遛狗" * 6_000):
+        store.record(LedgerEntry(started_at=time.time(), route="llm", query=query, model="m-" + "x" * 500,
+                                 usage=Usage(100, 0, 30), cost_usd=0.001, plain_lookup=True,
+                                 unknown_words=("遛" * 5_000,)))  # fmt: skip
+    store.close()
+    import sqlite3
+
+    with sqlite3.connect(ledger) as db:
+        stored = [row[0] for row in db.execute("SELECT query FROM requests ORDER BY id")]
+    assert all(len(query) <= MAX_QUESTION_CHARS for query in stored)
+    assert "zhang" not in stored[0] and "@" not in stored[0]
+    env = {"HYBRID_WEATHER_LEDGER": str(ledger)}
+    report = json.loads(invoke(["misses", "--json"], **env).output)
+    texts = [w["word"] for w in report["words"]] + [e for w in report["words"] for e in w["examples"]]
+    assert texts and all(len(text) <= MAX_QUESTION_CHARS for text in texts)
+    for args in (["misses"], ["savings", "--by", "model"]):
+        result = invoke(args, **env)
+        assert result.exit_code == 0 and max(len(line) for line in result.output.splitlines()) <= 300, args

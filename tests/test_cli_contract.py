@@ -251,14 +251,16 @@ def test_demo_data_is_physically_plausible():
     # The demo provider's own output passes the plausibility check Open-Meteo's does (it raises if not);
     # here, PM2.5 is part of PM10, so never more, over many places and days.
     code = """
+import datetime as dt
 import time
 from hybrid_weather.agent.weather import DemoProvider
+TODAY = dt.date(2026, 11, 29)
 from hybrid_weather.rules import Reader
 reader, demo = Reader(), DemoProvider()
 for name in ["北京", "上海", "哈尔滨", "海口", "拉萨", "乌鲁木齐", "东京", "悉尼", "开罗", "莫斯科"]:
     place = reader.resolve_place(name).candidates[0]
-    demo.forecast(place, past_days=92, deadline=time.monotonic() + 5)
-    for day in demo.air_quality(place, past_days=92, deadline=time.monotonic() + 5).days:
+    demo.forecast(place, today=TODAY, past_days=92, deadline=time.monotonic() + 5)
+    for day in demo.air_quality(place, today=TODAY, past_days=92, deadline=time.monotonic() + 5).days:
         assert day.pm2_5 <= day.pm10 and 0 <= day.aqi <= 500, (name, day)
 print("ok")
 """
@@ -298,3 +300,122 @@ def test_ledger_status_counts_the_rows_and_what_waits_in_the_spool(tmp_path):
     assert report["spool"] == str(spool)
     off = console("ledger", "status", HYBRID_WEATHER_LEDGER="off")
     assert off.returncode == 2 and "HYBRID_WEATHER_LEDGER=off" in off.stderr
+
+
+def test_an_unknown_place_with_the_geocoder_offline_is_exit_3_with_the_offline_hint(weather_server):
+    offline = console("雷克雅未克明天天气", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=refused_url())
+    assert offline.returncode == 3 and offline.stdout == ""
+    assert offline.stderr.count("\n") == 1 and "offline? try --provider demo" in offline.stderr
+    as_json = console("雷克雅未克明天天气", "--json", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=refused_url())
+    assert as_json.returncode == 3 and one_json_object(as_json.stdout)["error"]["type"] == "UpstreamConnectError"
+    # The geocoder answers, with no results: the place does not exist, exit 0 and a clarify.
+    unknown = console("雷克雅未克明天天气", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    assert unknown.returncode == 0 and "没有找到“雷克雅未克”" in unknown.stdout and unknown.stderr == ""
+
+
+# -- bytes that are not UTF-8: a one-line usage error, never an internal error nor an empty question -----
+
+
+def console_bytes(*args, stdin=b"", **env):
+    """console() with ARGS and STDIN as bytes, as a shell passes whatever a user typed or piped."""
+    return subprocess.run([sys.executable, "-m", "hybrid_weather.router", *args], input=stdin, capture_output=True,
+                          env=subprocess_env(HYBRID_WEATHER_LEDGER="off", **env), timeout=60)  # fmt: skip
+
+
+NOT_UTF8 = [
+    b"\xff\xfe",
+    "北京".encode() + b"\xff" + "明天天气".encode(),
+    "上海".encode("gbk"),
+    b"\xc3\x28",
+    b"\xed\xa0\x80",
+]
+
+
+@pytest.mark.parametrize("bad", NOT_UTF8)
+@pytest.mark.parametrize(
+    "where",
+    ["question", "stdin", "stdin, strict", "ask stdin", "route argument", "route stdin", "option value"],
+)
+def test_bytes_that_are_not_utf8_are_a_one_line_usage_error(bad, where):
+    strict = {"PYTHONIOENCODING": "utf-8:strict"} if "strict" in where else {}
+    demo = [b"--provider", b"demo"]
+    args, stdin = {
+        "question": ([bad, *demo], b""),
+        "stdin": (demo, bad + b"\n"),
+        "stdin, strict": (demo, bad + b"\n"),
+        "ask stdin": ([b"ask", *demo], bad),
+        "route argument": ([b"route", bad], b""),
+        "route stdin": ([b"route"], "北京天气\n".encode() + bad + b"\n"),
+        "option value": ([b"--today", bad, "北京天气".encode()], b""),
+    }[where]
+    result = console_bytes(*args, stdin=stdin, **strict)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    stderr = result.stderr.decode()
+    assert stderr.count("\n") == 1 and "is not UTF-8 text" in stderr and "internal error" not in stderr, stderr
+    if where != "route stdin":
+        assert result.stdout == b""  # nothing was asked: no answer to an empty question
+
+
+def test_a_chat_line_that_is_not_utf8_is_said_and_the_conversation_goes_on():
+    result = console_bytes("chat", "--provider", "demo", "--today", "2026-11-29",
+                           stdin=b"\xff\xfe\n" + "北京明天天气\n".encode())  # fmt: skip
+    assert result.returncode == 0 and "北京明天" in result.stdout.decode()
+    assert result.stderr.decode().count("is not UTF-8 text") == 1
+
+
+@pytest.mark.parametrize("today", ["2026-11-29", "2019-03-10", "2031-06-01"])
+def test_the_demo_answers_on_the_day_given_with_today(today):
+    result = console("北京明天会下雨吗", "--provider", "demo", "--today", today, "--json")
+    payload = one_json_object(result.stdout)
+    assert result.returncode == 0 and payload["route"] == "rule" and "暂无" not in payload["answer"], payload
+    tomorrow = __import__("datetime").date.fromisoformat(today) + __import__("datetime").timedelta(days=1)
+    assert [day["date"] for day in payload["data"]["places"][0]["days"]] == [tomorrow.isoformat()]
+
+
+def test_open_meteo_answers_on_the_day_given_with_today(weather_server):
+    # The fake Open-Meteo's clock says 2026-11-29; the question is asked on 2026-09-15.
+    weather_server.set_day(39.9042, 116.4074, __import__("datetime").date(2026, 9, 16), weather_code=63,
+                           precipitation_probability_max=90)  # fmt: skip
+    result = console("北京明天会下雨吗", "--today", "2026-09-15", HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    assert result.returncode == 0 and "可能下雨（中雨，降水概率90%" in result.stdout, result.stdout + result.stderr
+
+
+# -- a mistyped command is not a paid question --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, meant",
+    [(["savigns"], "savings"), (["Savings"], None), (["migrte"], "ledger migrate"), (["servee"], "serve"),
+     (["status"], "ledger status"), (["status", "--json"], "ledger status"), (["savigns", "--days", "7"], "savings"),
+     (["misess"], "misses"), (["simulat"], "simulate"), (["rout"], "route"), (["chta"], "chat"), (["ledgr"], "ledger"),
+     (["asks"], "ask"), (["hlep"], "help"), (["verison"], "version")],
+)  # fmt: skip
+def test_a_near_miss_of_a_command_says_which_one_and_asks_nothing(args, meant, tmp_path):
+    ledger = tmp_path / "l.db"
+    result = console(*args, "--provider", "demo", HYBRID_WEATHER_LEDGER=str(ledger)) if len(args) == 1 else console(
+        *args, HYBRID_WEATHER_LEDGER=str(ledger))  # fmt: skip
+    meant = meant or args[0].lower()
+    assert result.returncode == 2 and result.stdout == "", (result.stdout, result.stderr)
+    assert result.stderr.count("\n") == 1 and f"did you mean 'python -m hybrid_weather.router {meant}'" in (
+        result.stderr.replace("hybrid-weather", "python -m hybrid_weather.router"))  # fmt: skip
+    assert not ledger.exists()  # nothing was asked, so nothing was recorded
+
+
+@pytest.mark.parametrize(
+    "word", ["北京", "beijing", "shanghai", "Shanghai", "paris", "seoul", "tokyo", "rome", "xian", "sanya", "chengdu",
+             "上海今天天气", "weather"],
+)  # fmt: skip
+def test_a_one_word_question_is_still_a_question(word):
+    # Asked, not refused as a mistyped command: a place alone goes to the LLM (none configured here: exit 4,
+    # docs/reading.md), 上海今天天气 is answered by the rules.
+    result = console(word, "--provider", "demo", *TODAY, "--json")
+    assert result.returncode in (0, 4) and "did you mean" not in result.stderr, result.stderr
+    assert one_json_object(result.stdout)["query"] == word
+
+
+def test_version_prints_the_packages_version():
+    from importlib.metadata import version
+
+    result = console("version")
+    assert result.returncode == 0 and result.stdout.strip().endswith(f"version {version('hybrid-weather')}")
+    assert console("--version").stdout.split()[-1] == result.stdout.split()[-1]

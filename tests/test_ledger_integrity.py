@@ -47,15 +47,16 @@ def console(*args, **env):
 # -- rows are never lost ------------------------------------------------------------------------------
 
 
-def test_a_lone_surrogate_from_the_command_line_is_stored_safely_and_the_writer_lives_on(tmp_path):
+def test_a_lone_surrogate_is_stored_safely_and_the_writer_lives_on(tmp_path):
     path = tmp_path / "l.db"
-    # The byte \xff is not UTF-8: Python hands it over as a lone surrogate.
-    first = console("--provider", "demo", "--today", "2026-11-29", b"\xff\xe4\xb8\x8a\xe6\xb5\xb7\xe4\xbb\x8a\xe5"
-                    b"\xa4\xa9\xe5\xa4\xa9\xe6\xb0\x94", HYBRID_WEATHER_LEDGER=str(path))  # fmt: skip
-    assert first.returncode == 0, first.stderr.decode()
-    assert "上海" in first.stdout.decode()
-    second = console("--provider", "demo", "北京明天天气", HYBRID_WEATHER_LEDGER=str(path))
-    assert second.returncode == 0
+    # The byte \xff is not UTF-8: Python hands it over as a lone surrogate. The CLI refuses it (exit 2,
+    # tests/test_cli_contract.py); a program's own str may still hold one, and the ledger must take it.
+    refused = console("--provider", "demo", "--today", "2026-11-29", b"\xff\xe4\xb8\x8a\xe6\xb5\xb7\xe4\xbb\x8a\xe5"
+                      b"\xa4\xa9\xe5\xa4\xa9\xe6\xb0\x94", HYBRID_WEATHER_LEDGER=str(path))  # fmt: skip
+    assert refused.returncode == 2 and "not UTF-8" in refused.stderr.decode() and not path.exists()
+    with HybridRouter(provider="demo", ledger=str(path)) as router:
+        assert "上海" in router.ask("\udcff上海今天天气", today=TODAY).text
+        router.ask("北京明天天气", today=TODAY)
     stored = rows(path, "query, invalid")
     assert len(stored) == 2
     assert stored[0]["query"].startswith("\ufffd上海") and json.loads(stored[0]["invalid"]) == ["query:repaired"]

@@ -34,6 +34,16 @@ CASES = [
     ("发到foo.bar+x@mail.example.co.uk谢谢", "发到[email]谢谢"),
     ("foo＠example.com", "[email]"),
     ("联系a_b-c@example.org或者13812345678", "联系[email]或者[phone]"),
+    # ... whole, the part before the @ too: every character RFC 5322 allows there, plus-addressing,
+    # full-width letters, Chinese text on either side
+    ("我是o'brien@example.com，北京明天天气", "我是[email]，北京明天天气"),
+    ("user!tag@example.com上海天气", "[email]上海天气"),
+    ("a#b$c%d&e*f=g?h^i{j}k|l~m/n@example.com", "[email]"),
+    ("邮件zhang.san+weather@mail.example.cn明天会下雨吗", "邮件[email]明天会下雨吗"),
+    ("ｚｈａｎｇ＠ｑｑ．ｃｏｍ北京天气", "[email]北京天气"),
+    ("ＺＨＡＮＧ_San＠ｅｘａｍｐｌｅ．ｃｏｍ", "[email]"),
+    ("发给 Li.Wei-2026@163.com 和 wang@qq.com 谢谢", "发给 [email] 和 [email] 谢谢"),
+    ("（foo@example.com）", "（[email]）"),
     # not personal data: left exactly as written
     ("北京明天天气", "北京明天天气"),
     ("2026-12-05北京天气", "2026-12-05北京天气"),
@@ -51,6 +61,7 @@ CASES = [
     ("上海2026/12/05", "上海2026/12/05"),
     ("12/8重庆会下雨吗", "12/8重庆会下雨吗"),
     ("未来15天天气", "未来15天天气"),
+    ("ｐｍ２．５多少＠天气助手", "ｐｍ２．５多少＠天气助手"),  # full-width, an @, nothing personal: as written
 ]
 
 
@@ -63,3 +74,42 @@ def test_masking_table(text, masked):
 def test_the_table_is_large_and_has_both_kinds():
     assert len(CASES) >= 40
     assert sum(1 for t, m in CASES if t == m) >= 15 and sum(1 for t, m in CASES if t != m) >= 25
+
+
+# E-mail addresses in questions, as the router reads them: never a word, so never an unknown place sent to a
+# geocoder nor a word kept in the ledger; the stored question keeps none of the address either.
+EMAIL_QUESTIONS = [
+    "zhangsan@example.com明天天气",
+    "我的邮箱是zhang.san+weather@mail.example.cn，北京明天天气",
+    "o'brien@example.com北京天气",
+    "ｚｈａｎｇ＠ｅｘａｍｐｌｅ．ｃｏｍ北京天气",
+    "user!tag@x.io北京天气",
+    "zhangsan＠qq．com上海天气",
+    "请回复到 li.wei+tag@163.com 谢谢，广州后天会下雨吗",
+]
+
+
+@pytest.mark.parametrize("question", EMAIL_QUESTIONS)
+def test_no_part_of_an_e_mail_address_reaches_the_geocoder_or_the_ledger(question, weather_server, tmp_path):
+    import contextlib
+    import sqlite3
+
+    from hybrid_weather.router import HybridRouter, LLMUnavailable, Settings
+
+    from conftest import TODAY
+
+    ledger = tmp_path / "l.db"
+    with HybridRouter(settings=Settings(open_meteo_url=weather_server.url), ledger=str(ledger)) as router:
+        decision = router.route(question, today=TODAY)
+        with contextlib.suppress(LLMUnavailable):  # no LLM here: a failed row, kept all the same
+            router.ask(question, today=TODAY)
+    searched = [params["name"] for params in weather_server.params["/v1/search"]]
+    local_parts = ["zhang", "brien", "user", "li.wei", "tag", "example", "qq", "163"]
+    for word in [*searched, *decision.unknown_words, decision.unknown_place or ""]:
+        assert not any(part in word for part in local_parts), (question, word)
+    with sqlite3.connect(ledger) as db:
+        stored = db.execute("SELECT query, COALESCE(unknown_words, '') FROM requests").fetchall()
+    assert len(stored) == 1
+    query, words = stored[0]
+    assert "[email]" in query and "@" not in query and "＠" not in query
+    assert not any(part in query.lower() or part in words for part in local_parts), stored

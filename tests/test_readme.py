@@ -40,24 +40,37 @@ def shell_examples():
 SHELL = shell_examples()
 
 
+@pytest.fixture
+def live_weather_server():
+    """A fake Open-Meteo whose today is today in China: the README's examples ask on the day they are run,
+    and Open-Meteo is asked for the days counted from it, which a server stuck on another day does not keep."""
+    from hybrid_weather.rules import today_in_china
+
+    from fake_weather import FakeWeather
+
+    server = FakeWeather(today_in_china()).start()
+    yield server
+    server.stop()
+
+
 def test_the_readme_has_examples_to_run():
     assert len(PYTHON) >= 2 and len(SHELL) >= 10
 
 
 @pytest.mark.parametrize("code", PYTHON, ids=[f"python-{i}" for i in range(len(PYTHON))])
-def test_every_python_block_runs(code, weather_server, tmp_path):
+def test_every_python_block_runs(code, live_weather_server, tmp_path):
     script = tmp_path / "example.py"
     script.write_text(code, "utf-8")
-    env = subprocess_env(HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    env = subprocess_env(HYBRID_WEATHER_OPEN_METEO_URL=live_weather_server.url)
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
 
 
 @pytest.mark.parametrize("command,shown", SHELL, ids=[c[:40] for c, _ in SHELL])
-def test_every_shell_example_runs(command, shown, weather_server):
+def test_every_shell_example_runs(command, shown, live_weather_server):
     # The console script as `python -m`, so the test does not depend on PATH; comments are the shell's.
     runnable = re.sub(r"(^|\| )hybrid-weather", rf"\1{sys.executable} -m hybrid_weather.router", command)
-    env = subprocess_env(HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
+    env = subprocess_env(HYBRID_WEATHER_OPEN_METEO_URL=live_weather_server.url)
     result = subprocess.run(["bash", "-c", runnable], capture_output=True, text=True, env=env, timeout=60)
     needs_llm = "适合出游" in command and "route" not in command  # no OPENAI_API_KEY here: exit 4, by contract
     assert result.returncode == (4 if needs_llm else 0), (command, result.stderr)

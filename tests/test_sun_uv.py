@@ -99,13 +99,10 @@ def test_routes_around_the_sun(question, route):
     [("上海", dt.date(2026, 6, 21), "04:50", "19:01"), ("上海", dt.date(2026, 12, 21), "06:50", "16:55"),
      ("北京", dt.date(2026, 6, 21), "04:46", "19:46"), ("伦敦", dt.date(2026, 12, 21), "08:04", "15:53")],
 )  # fmt: skip
-def test_the_demo_providers_sun_follows_the_real_sky(city, day, sunrise, sunset, monkeypatch):
-    from hybrid_weather.agent.weather import providers
-
-    monkeypatch.setattr(providers, "today_in_china", lambda: day)
+def test_the_demo_providers_sun_follows_the_real_sky(city, day, sunrise, sunset):
     with HybridRouter(settings=Settings(provider="demo", ledger="off"), http_options=FAST_HTTP) as router:
         place = router.parts.parser.reader.gazetteer.lookup(city).candidates[0]
-    got = DemoProvider().sun(place, past_days=0, deadline=time.monotonic() + 5).day(day)
+    got = DemoProvider().sun(place, today=day, past_days=0, deadline=time.monotonic() + 5).day(day)
 
     def minutes(clock: str) -> int:
         return int(clock[:2]) * 60 + int(clock[3:])

@@ -273,3 +273,44 @@ def test_a_slow_tool_is_cut_at_the_deadline(weather_server, llm_server):
     assert call.name == "stuck" and call.ok is False and 1.0 <= call.duration_ms / 1000 < 3
     # The request's deadline passed with the tool: the loop stops there and says so, asking the model no more.
     assert result.llm.stopped == "deadline" and len(llm_server.requests) == 1 and "抱歉" in result.text
+
+
+# -- the built-in tools: the question's day, an unreachable geocoder, personal data -------------------------
+
+
+def _tool_results(llm_server) -> list[dict]:
+    return [json.loads(m["content"]) for m in llm_server.requests[-1]["messages"] if m["role"] == "tool"]
+
+
+def test_the_weather_tools_fetch_the_days_of_the_questions_day(weather_server, llm_server):
+    # Asked on 2026-09-15 (the fake Open-Meteo's clock says 11-29): 明天 is 09-16, fetched by date.
+    asked_on = dt.date(2026, 9, 15)
+    weather_server.set_day(39.9042, 116.4074, asked_on + dt.timedelta(days=1), weather_code=63)
+    llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}),
+                               ("get_air_quality", {"place": "北京", "date": "明天"})), answer("好。"))  # fmt: skip
+    with make_router(weather_server, llm_server, []) as router:
+        router.ask("北京明天适合遛狗吗", today=asked_on)
+    weather, air = _tool_results(llm_server)
+    assert [day["date"] for day in weather["days"]] == ["2026-09-16"] and weather["days"][0]["weather_code"] == 63
+    assert [day["date"] for day in air["days"]] == ["2026-09-16"]
+
+
+def test_a_geocoder_that_cannot_be_reached_is_not_a_place_that_does_not_exist_for_the_model(llm_server):
+    from fake_weather import refused_url
+
+    settings = Settings(open_meteo_url=refused_url(), openai_api_key=KEY, openai_base_url=llm_server.base_url,
+                        model="gpt-4o-mini")  # fmt: skip
+    llm_server.then(tool_calls(("get_weather", {"place": "雷克雅未克"})), answer("暂时查不到。"))
+    with HybridRouter(settings=settings, ledger="off", http_options=FAST_HTTP, llm_options=FAST_LLM) as router:
+        router.ask("雷克雅未克明天适合遛狗吗", today=TODAY)
+    (result,) = _tool_results(llm_server)
+    assert "天气服务暂时不可用" in result["error"] and "找不到地点" not in result["error"]
+
+
+@pytest.mark.parametrize("place", ["zhangsan@example.com", "ｚｈａｎｇ＠ｑｑ．ｃｏｍ", "13812345678"])
+def test_personal_data_named_as_a_tools_place_is_not_sent_to_the_geocoder(place, weather_server, llm_server):
+    llm_server.then(tool_calls(("get_weather", {"place": place})), answer("好。"))
+    with make_router(weather_server, llm_server, []) as router:
+        router.ask("北京明天适合遛狗吗", today=TODAY)
+    (result,) = _tool_results(llm_server)
+    assert "找不到地点" in result["error"] and weather_server.requests["/v1/search"] == 0

@@ -197,6 +197,24 @@ def test_geocoding_finds_a_place_the_gazetteer_lacks(router, weather_server):
     assert weather_server.requests["/v1/search"] == 2  # "not found" is cached too
 
 
+def test_a_geocoder_that_cannot_be_reached_is_not_a_place_that_does_not_exist(weather_server):
+    # Whether 雷克雅未克 exists is unknown until the geocoder answers: a refused connection or a timeout is the
+    # weather service being unavailable (raised, exit 3 in the CLI), not "no such place" (a clarify).
+    with make_router(refused_url(), deadline=1.0) as router, pytest.raises(UpstreamConnectError):
+        ask(router, "雷克雅未克明天天气")
+    weather_server.fail("/v1/search", *["slow:3"] * 8)
+    with make_router(weather_server.url, deadline=1.0, read_timeout=0.3) as router:
+        with pytest.raises(UpstreamTimeout):
+            ask(router, "雷克雅未克明天天气")
+        with pytest.raises(UpstreamTimeout):
+            asyncio.run(router.aask("雷克雅未克明天天气", today=TODAY))
+    # A geocoder that answers with no results: the place is unknown, and the answer says so.
+    weather_server.faults["/v1/search"].clear()
+    with make_router(weather_server.url) as router:
+        answer = ask(router, "雷克雅未克明天天气")
+    assert answer.route == "clarify" and "没有找到“雷克雅未克”" in answer.text
+
+
 # -- faults ------------------------------------------------------------------------------------------
 
 
@@ -499,10 +517,10 @@ def test_every_shape_survives_the_caches_json_round_trip(weather_server, provide
         place = router.route("上海今天天气", today=TODAY).places[0]
         deadline = time.monotonic() + 5
         fetched = {
-            "forecast": fetch.forecast(place, past_days=1, deadline=deadline),
-            "air": fetch.air_quality(place, past_days=1, deadline=deadline),
-            "hourly": fetch.hourly(place, past_days=1, deadline=deadline),
-            "sun": fetch.sun(place, past_days=1, deadline=deadline),
+            "forecast": fetch.forecast(place, today=TODAY, past_days=1, deadline=deadline),
+            "air": fetch.air_quality(place, today=TODAY, past_days=1, deadline=deadline),
+            "hourly": fetch.hourly(place, today=TODAY, past_days=1, deadline=deadline),
+            "sun": fetch.sun(place, today=TODAY, past_days=1, deadline=deadline),
         }
     assert set(fetched) == set(SHAPE_OF_KIND)
     for kind, value in fetched.items():
@@ -533,3 +551,57 @@ def test_a_yes_no_question_about_a_temperature_is_answered_yes_or_no_as_the_figu
                     assert text.endswith(ending), (query, low, high, text)
                     assert f"{fixed(low, 0)}°C~{fixed(high, 0)}°C" in text, text
         assert ask(router, "北京明天冷吗").text.endswith("°C。")  # no figure asked: the range alone
+
+
+# -- the question's day is the one day: providers, demo data and horizon count from it, not the clock ----
+
+FAR_DAYS = [dt.date(2019, 3, 10), TODAY, dt.date(2031, 6, 1)]  # past, the fake's today, future: never the clock's
+
+
+@pytest.mark.parametrize("today", FAR_DAYS)
+@pytest.mark.parametrize(
+    "aspect_question", ["北京明天会下雨吗", "北京明天空气质量", "北京明天几点日出", "北京明晚冷吗"]
+)
+def test_the_demo_answers_about_the_questions_day(today, aspect_question):
+    tomorrow = (today + dt.timedelta(days=1)).isoformat()
+    with make_router(None, provider="demo") as router:
+        answers = [router.ask(aspect_question, today=today, emoji=False),
+                   asyncio.run(router.aask(aspect_question, today=today, emoji=False))]  # fmt: skip
+    for answer in answers:
+        assert answer.route == "rule" and "暂无" not in answer.text, answer.text
+        data = answer.data["places"][0]
+        days = [day["date"] for day in data["days"] or []] + [hour["time"][:10] for hour in data["hours"] or []]
+        assert days and set(days) == {tomorrow}, days
+
+
+def test_open_meteo_is_asked_for_the_questions_days(weather_server):
+    # The fake's own today is 2026-11-29 (Open-Meteo's clock); asked on 2026-09-15, the question's 明天 is
+    # 09-16, which the upstream keeps: it is asked for by date, not counted from the upstream's today.
+    asked_on = dt.date(2026, 9, 15)
+    weather_server.set_day(*BEIJING, asked_on + dt.timedelta(days=1), weather_code=63, precipitation_probability_max=90)
+    with make_router(weather_server.url) as router:
+        answer = router.ask("北京明天会下雨吗", today=asked_on, emoji=False)
+        assert "可能下雨（中雨，降水概率90%" in answer.text, answer.text
+        (params,) = weather_server.params["/v1/forecast"]
+        assert (params["start_date"], params["end_date"]) == ("2026-09-14", "2026-09-30")
+        assert "past_days" not in params and "forecast_days" not in params
+        # 今天 on that day: the day's forecast, without the upstream's "now" (which is 11-29's).
+        today = router.ask("北京今天天气", today=asked_on, emoji=False)
+        assert "现在" not in today.text and today.data["places"][0]["days"][0]["date"] == "2026-09-15"
+        air = router.ask("北京明天空气质量", today=asked_on, emoji=False)
+        assert air.data["places"][0]["days"][0]["date"] == "2026-09-16"
+        # A day the upstream does not keep is its refusal, never another day's forecast.
+        with pytest.raises(UpstreamHTTPError, match="out of allowed range"):
+            router.ask("北京明天会下雨吗", today=dt.date(2031, 6, 1))
+        # The horizon counts from the question's day too: 16 days on from 09-15 is outside it.
+        assert router.route("北京10月2日天气", today=asked_on).route == "clarify"
+        assert router.route("北京9月30日天气", today=asked_on).route == "rule"
+
+
+def test_a_cached_forecast_is_kept_per_questions_day(weather_server):
+    with make_router(weather_server.url) as router:
+        router.ask("北京明天天气", today=TODAY)
+        router.ask("北京明天天气", today=TODAY - dt.timedelta(days=30))
+        router.ask("北京明天天气", today=TODAY)
+    starts = [params["start_date"] for params in weather_server.params["/v1/forecast"]]
+    assert starts == ["2026-11-28", "2026-10-29"]

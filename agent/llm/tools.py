@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from hybrid_weather.rules import Place, Reader, find_dates, great_circle_km, normalize
+from hybrid_weather.rules import Place, Reader, contains_personal_data, find_dates, great_circle_km, normalize
 
 from ..errors import WeatherUnavailable
 from ..weather import Fetched, WeatherService, past_days_for, to_jsonable
@@ -115,7 +115,7 @@ class ToolBox:
     def get_current_weather(self, place: PlaceName, context: ToolContext) -> dict[str, Any]:
         """查询一个地点此刻的实况：天气状况、气温、湿度。"""
         found = self._place(place, context.deadline)
-        fetched = self._fetched(found, lambda: self.service.forecast(found, 1, context.deadline))
+        fetched = self._fetched(found, lambda: self.service.forecast(found, 1, context.deadline, today=context.today))
         return self._with_source({"place": found.name, "current": to_jsonable(fetched.value.current)}, fetched)
 
     def distance(self, from_place: str, to_place: str, context: ToolContext) -> dict[str, Any]:
@@ -136,7 +136,7 @@ class ToolBox:
             raise ToolError(problem, place.name)
         past = past_days_for(dates, context.today)
         fetch = self.service.air_quality if air else self.service.forecast
-        fetched = self._fetched(place, lambda: fetch(place, past, context.deadline))
+        fetched = self._fetched(place, lambda: fetch(place, past, context.deadline, today=context.today))
         days = [to_jsonable(day) for day in fetched.value.days if day.date in dates]
         return self._with_source({"place": place.name, "days": days}, fetched)
 
@@ -157,10 +157,15 @@ class ToolBox:
     def _place(self, name: str, deadline: float) -> Place:
         match = self.reader.resolve_place(name)
         if match is None:
+            word = normalize(name)
+            # Personal data where a place should be (a phone number, an e-mail address) never goes to a geocoder.
+            if not word or contains_personal_data(name):
+                raise ToolError(f"找不到地点“{name}”，请换一个写法（如城市全称）")
             try:
-                found = self.service.geocode(normalize(name), deadline) if name.strip() else None
-            except WeatherUnavailable:
-                found = None
+                found = self.service.geocode(word, deadline)
+            except WeatherUnavailable as error:
+                # Not "no such place": whether it exists is unknown until the geocoder answers.
+                raise ToolError(f"天气服务暂时不可用：{error}") from None
             if found is None:
                 raise ToolError(f"找不到地点“{name}”，请换一个写法（如城市全称）")
             return found

@@ -161,6 +161,10 @@ class ResilientClient:
                 raise MalformedResponse(str(exc), provider=self.provider) from None
             except guard.RedirectRefused as exc:
                 raise UpstreamRejected(str(exc), provider=self.provider) from None
+            except httpx.ConnectTimeout:  # no connection was made: offline, or the host unreachable
+                error = UpstreamConnectError(
+                    f"cannot reach {self.provider} (connect timed out)", provider=self.provider
+                )
             except httpx.TimeoutException:
                 error = UpstreamTimeout(f"{self.provider} timed out", provider=self.provider)
             except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections import defaultdict
 from typing import Any, ClassVar
 
-from hybrid_weather.rules import Place, today_in_china
+from hybrid_weather.rules import Place
 
 from ..errors import ConfigurationError, MalformedResponse, NotCovered, UpstreamRejected
 from .horizon import Horizon
@@ -76,17 +76,20 @@ class WeatherProvider(ABC):
     #: every cache key, so a mirror's or a test server's data is never served as the public service's.
     origin: str = ""
 
-    @abstractmethod
-    def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast: ...
+    # TODAY, in every method: the question's day (--today, today=, else the day in China when it was asked).
+    # The days fetched are counted from it, PAST_DAYS before and the horizon after, never from the clock.
 
-    def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
+    @abstractmethod
+    def forecast(self, place: Place, *, today: dt.date, past_days: int, deadline: float) -> Forecast: ...
+
+    def air_quality(self, place: Place, *, today: dt.date, past_days: int, deadline: float) -> AirQuality:
         raise NotCovered(f"{self.label} has no air-quality data; use --provider open-meteo", provider=self.name)
 
-    def hourly(self, place: Place, *, past_days: int, deadline: float) -> HourlyForecast:
+    def hourly(self, place: Place, *, today: dt.date, past_days: int, deadline: float) -> HourlyForecast:
         """Hour-by-hour forecasts, for a part of the day (今晚); NotCovered where the provider has none."""
         raise NotCovered(f"{self.label} has no hourly forecast", provider=self.name)
 
-    def sun(self, place: Place, *, past_days: int, deadline: float) -> SunForecast:
+    def sun(self, place: Place, *, today: dt.date, past_days: int, deadline: float) -> SunForecast:
         """Sunrise, sunset and the top UV index by day; NotCovered where the provider has none."""
         raise NotCovered(
             f"{self.label} has no sunrise, sunset or UV data; use --provider open-meteo", provider=self.name
@@ -129,11 +132,11 @@ class OpenMeteoProvider(_HTTPProvider):
         self.origin = origin_of(self.forecast_url, self.air_url)
         self.http = ResilientClient(self.label, **http)
 
-    def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast:
+    def forecast(self, place: Place, *, today: dt.date, past_days: int, deadline: float) -> Forecast:
         body = self.http.get_json(
             self.forecast_url,
             {
-                **_where(place, past_days, self.horizon.days_ahead),
+                **_where(place, today, past_days, self.horizon.days_ahead),
                 "daily": ",".join(_DAILY),
                 "current": ",".join(_CURRENT),
                 "wind_speed_unit": "ms",
@@ -173,10 +176,14 @@ class OpenMeteoProvider(_HTTPProvider):
             )
         return checked(Forecast(place, tuple(days), current, self.name, time.time()), self.label, source=self.name)
 
-    def hourly(self, place: Place, *, past_days: int, deadline: float) -> HourlyForecast:
+    def hourly(self, place: Place, *, today: dt.date, past_days: int, deadline: float) -> HourlyForecast:
         body = self.http.get_json(
             self.forecast_url,
-            {**_where(place, past_days, self.horizon.days_ahead), "hourly": ",".join(_HOURLY), "wind_speed_unit": "ms"},
+            {
+                **_where(place, today, past_days, self.horizon.days_ahead),
+                "hourly": ",".join(_HOURLY),
+                "wind_speed_unit": "ms",
+            },
             deadline=deadline,
         )
         hourly = _columns(body, "hourly", _HOURLY, self.label)
@@ -196,10 +203,10 @@ class OpenMeteoProvider(_HTTPProvider):
             )
         return checked(HourlyForecast(place, tuple(hours), self.name, time.time()), self.label, source=self.name)
 
-    def sun(self, place: Place, *, past_days: int, deadline: float) -> SunForecast:
+    def sun(self, place: Place, *, today: dt.date, past_days: int, deadline: float) -> SunForecast:
         body = self.http.get_json(
             self.forecast_url,
-            {**_where(place, past_days, self.horizon.days_ahead), "daily": ",".join(_SUN)},
+            {**_where(place, today, past_days, self.horizon.days_ahead), "daily": ",".join(_SUN)},
             deadline=deadline,
         )
         daily = _columns(body, "daily", _SUN, self.label)
@@ -214,11 +221,11 @@ class OpenMeteoProvider(_HTTPProvider):
         )
         return checked(SunForecast(place, days, self.name, time.time()), self.label, source=self.name)
 
-    def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
+    def air_quality(self, place: Place, *, today: dt.date, past_days: int, deadline: float) -> AirQuality:
         body = self.http.get_json(
             self.air_url,
             {
-                **_where(place, past_days, self.horizon.air_days_ahead),
+                **_where(place, today, past_days, self.horizon.air_days_ahead),
                 "hourly": ",".join(_AIR),
                 "current": ",".join(_AIR),
             },
@@ -246,7 +253,7 @@ class OpenMeteoProvider(_HTTPProvider):
             now = body["current"]
             aqi_now = _float(now.get("us_aqi"))
             current = DailyAir(
-                _date(str(now.get("time", ""))[:10], self.label) if now.get("time") else dt.date.today(),
+                _date(str(now.get("time", ""))[:10], self.label) if now.get("time") else today,
                 None if aqi_now is None else round(aqi_now),
                 _float(now.get("pm2_5")),
                 _float(now.get("pm10")),
@@ -337,7 +344,8 @@ class AMapProvider(_HTTPProvider):
             raise UpstreamRejected(message, provider=self.name)
         return body
 
-    def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast:
+    def forecast(self, place: Place, *, today: dt.date, past_days: int, deadline: float) -> Forecast:
+        # AMap takes no dates: its casts start at its own today; a question's day it lacks says 暂无预报数据.
         body = self._get(place, "all", deadline)
         try:
             casts = body["forecasts"][0]["casts"]
@@ -380,8 +388,7 @@ class DemoProvider(WeatherProvider):
     label = "演示数据 (demo)"
     attribution = "演示数据：合成天气，不是真实预报"
 
-    def forecast(self, place: Place, *, past_days: int, deadline: float) -> Forecast:
-        today = today_in_china()
+    def forecast(self, place: Place, *, today: dt.date, past_days: int, deadline: float) -> Forecast:
         days = tuple(
             self._day(place, today + dt.timedelta(days=offset))
             for offset in range(-past_days, self.horizon.days_ahead + 1)
@@ -396,8 +403,7 @@ class DemoProvider(WeatherProvider):
         )
         return checked(Forecast(place, days, current, self.name, time.time()), self.label, source=self.name)
 
-    def air_quality(self, place: Place, *, past_days: int, deadline: float) -> AirQuality:
-        today = today_in_china()
+    def air_quality(self, place: Place, *, today: dt.date, past_days: int, deadline: float) -> AirQuality:
         days = []
         for offset in range(-past_days, self.horizon.air_days_ahead + 1):
             day = today + dt.timedelta(days=offset)
@@ -410,8 +416,7 @@ class DemoProvider(WeatherProvider):
             AirQuality(place, tuple(days), days[past_days], self.name, time.time()), self.label, source=self.name
         )
 
-    def hourly(self, place: Place, *, past_days: int, deadline: float) -> HourlyForecast:
-        today = today_in_china()
+    def hourly(self, place: Place, *, today: dt.date, past_days: int, deadline: float) -> HourlyForecast:
         hours = []
         for offset in range(-past_days, self.horizon.days_ahead + 1):
             day = self._day(place, today + dt.timedelta(days=offset))
@@ -433,8 +438,7 @@ class DemoProvider(WeatherProvider):
                 )
         return checked(HourlyForecast(place, tuple(hours), self.name, time.time()), self.label, source=self.name)
 
-    def sun(self, place: Place, *, past_days: int, deadline: float) -> SunForecast:
-        today = today_in_china()
+    def sun(self, place: Place, *, today: dt.date, past_days: int, deadline: float) -> SunForecast:
         days = []
         for offset in range(-past_days, self.horizon.days_ahead + 1):
             day = today + dt.timedelta(days=offset)
@@ -505,14 +509,16 @@ def _clock(text: Any, label: str) -> str | None:
     return None if text is None else _datetime(text, label).strftime("%H:%M")
 
 
-def _where(place: Place, past_days: int, days_ahead: int) -> dict[str, Any]:
-    """The parameters every Open-Meteo request shares: the place, its time zone, and the days wanted."""
+def _where(place: Place, today: dt.date, past_days: int, days_ahead: int) -> dict[str, Any]:
+    """The parameters every Open-Meteo request shares: the place, its time zone, and the days wanted, as
+    dates counted from the question's day TODAY. past_days and forecast_days would count from Open-Meteo's
+    own today: a question asked on another day (--today 2026-11-29 on 12-03) got days it did not ask about."""
     return {
         "latitude": place.latitude,
         "longitude": place.longitude,
         "timezone": place.timezone,
-        "forecast_days": days_ahead + 1,
-        "past_days": past_days,
+        "start_date": (today - dt.timedelta(days=past_days)).isoformat(),
+        "end_date": (today + dt.timedelta(days=days_ahead)).isoformat(),
     }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import datetime as dt
+import functools
 import logging
 import threading
 import time
@@ -46,10 +47,12 @@ _PAST_WINDOWS = (1, 7, 31, 92)
 
 logger = logging.getLogger("hybrid_weather")
 T = TypeVar("T", Forecast, AirQuality, HourlyForecast, SunForecast)
-#: (kind, provider, the provider's origin, place name, latitude, longitude, past-days window): where the data
-#: came from is part of the key, so a test server's or a mirror's copies are never another's.
-CacheKey = tuple[str, str, str, str, float, float, int]
-#: A provider's forecast or air_quality method: (place, *, past_days, deadline) → data.
+#: (kind, provider, the provider's origin, place name, latitude, longitude, the question's day, past-days
+#: window): where the data came from is part of the key, so a test server's or a mirror's copies are never
+#: another's; the day is the one the provider counts its days from, so a question asked on another day
+#: (--today, today=) is another fetch.
+CacheKey = tuple[str, str, str, str, float, float, str, int]
+#: A provider's forecast or air_quality method: (place, *, today, past_days, deadline) → data.
 Fetch = Callable[..., Any]
 
 
@@ -132,17 +135,22 @@ class WeatherService:
 
     # -- public: sync and async, forecast and air quality -------------------------------------------
 
-    def forecast(self, place: Place, past_days: int, deadline: float) -> Fetched[Forecast]:
-        return self._get("forecast", place, past_days, deadline, self.provider.forecast)
+    # TODAY, in each: the question's day, from which the provider counts the days it fetches (PAST_DAYS before,
+    # its horizon after). Nothing here reads the clock for it: a question asked on another day gets that day's.
 
-    def air_quality(self, place: Place, past_days: int, deadline: float) -> Fetched[AirQuality]:
-        return self._get("air", place, past_days, deadline, self.provider.air_quality)
+    def forecast(self, place: Place, past_days: int, deadline: float, *, today: dt.date) -> Fetched[Forecast]:
+        return self._get("forecast", place, today, past_days, deadline, self.provider.forecast)
 
-    def hourly(self, place: Place, past_days: int, deadline: float) -> Fetched[HourlyForecast]:
-        return self._get("hourly", place, past_days, deadline, self.provider.hourly)
+    def air_quality(self, place: Place, past_days: int, deadline: float, *, today: dt.date) -> Fetched[AirQuality]:
+        return self._get("air", place, today, past_days, deadline, self.provider.air_quality)
 
-    async def ahourly(self, place: Place, past_days: int, deadline: float) -> Fetched[HourlyForecast]:
-        return await self._aget("hourly", place, past_days, deadline, self.provider.hourly)
+    def hourly(self, place: Place, past_days: int, deadline: float, *, today: dt.date) -> Fetched[HourlyForecast]:
+        return self._get("hourly", place, today, past_days, deadline, self.provider.hourly)
+
+    async def ahourly(
+        self, place: Place, past_days: int, deadline: float, *, today: dt.date
+    ) -> Fetched[HourlyForecast]:
+        return await self._aget("hourly", place, today, past_days, deadline, self.provider.hourly)
 
     def geocode(self, name: str, deadline: float) -> Place | None:
         """A place the gazetteer lacks, from the provider's geocoder; answers (found or not) are kept."""
@@ -154,27 +162,31 @@ class WeatherService:
             self._geocoded[name] = place
         return place
 
-    async def aforecast(self, place: Place, past_days: int, deadline: float) -> Fetched[Forecast]:
-        return await self._aget("forecast", place, past_days, deadline, self.provider.forecast)
+    async def aforecast(self, place: Place, past_days: int, deadline: float, *, today: dt.date) -> Fetched[Forecast]:
+        return await self._aget("forecast", place, today, past_days, deadline, self.provider.forecast)
 
-    async def aair_quality(self, place: Place, past_days: int, deadline: float) -> Fetched[AirQuality]:
-        return await self._aget("air", place, past_days, deadline, self.provider.air_quality)
+    async def aair_quality(
+        self, place: Place, past_days: int, deadline: float, *, today: dt.date
+    ) -> Fetched[AirQuality]:
+        return await self._aget("air", place, today, past_days, deadline, self.provider.air_quality)
 
-    def sun(self, place: Place, past_days: int, deadline: float) -> Fetched[SunForecast]:
-        return self._get("sun", place, past_days, deadline, self.provider.sun)
+    def sun(self, place: Place, past_days: int, deadline: float, *, today: dt.date) -> Fetched[SunForecast]:
+        return self._get("sun", place, today, past_days, deadline, self.provider.sun)
 
-    async def asun(self, place: Place, past_days: int, deadline: float) -> Fetched[SunForecast]:
-        return await self._aget("sun", place, past_days, deadline, self.provider.sun)
+    async def asun(self, place: Place, past_days: int, deadline: float, *, today: dt.date) -> Fetched[SunForecast]:
+        return await self._aget("sun", place, today, past_days, deadline, self.provider.sun)
 
     # -- machinery ---------------------------------------------------------------------------------
 
-    def _get(self, kind: str, place: Place, past_days: int, deadline: float, fetch: Fetch) -> Fetched[Any]:
-        key, hit, future, leader = self._begin(kind, place, past_days)
+    def _get(
+        self, kind: str, place: Place, today: dt.date, past_days: int, deadline: float, fetch: Fetch
+    ) -> Fetched[Any]:
+        key, hit, future, leader = self._begin(kind, place, today, past_days)
         if hit is not None:
             return hit
         started, asked = time.monotonic(), time.time()
         if leader:
-            self._run(key, future, fetch, place, deadline)
+            self._run(key, future, functools.partial(fetch, today=today), place, deadline)
         try:
             value = future.result(timeout=max(0.0, deadline - time.monotonic()))
         except concurrent.futures.TimeoutError:
@@ -183,17 +195,19 @@ class WeatherService:
             return self._stale_or_raise(key, place, error)
         return _came_through(value, started, asked)
 
-    async def _aget(self, kind: str, place: Place, past_days: int, deadline: float, fetch: Fetch) -> Fetched[Any]:
+    async def _aget(
+        self, kind: str, place: Place, today: dt.date, past_days: int, deadline: float, fetch: Fetch
+    ) -> Fetched[Any]:
         import asyncio  # not at module level: ~18 ms that synchronous programs never need
 
-        key, hit, future, leader = self._begin(kind, place, past_days)
+        key, hit, future, leader = self._begin(kind, place, today, past_days)
         if hit is not None:
             return hit
         started, asked = time.monotonic(), time.time()
         if leader:
             # The provider's client is synchronous and pooled; a worker thread keeps the event loop free,
             # and the shared future lets thread and task callers wait on the same upstream request.
-            self.io_pool.submit(self._run, key, future, fetch, place, deadline)
+            self.io_pool.submit(self._run, key, future, functools.partial(fetch, today=today), place, deadline)
         try:
             # Shielded: a caller that times out or is cancelled stops waiting; the fetch goes on for the rest.
             waiting = asyncio.shield(asyncio.wrap_future(future))
@@ -205,14 +219,15 @@ class WeatherService:
         return _came_through(value, started, asked)
 
     def _begin(
-        self, kind: str, place: Place, past_days: int
+        self, kind: str, place: Place, today: dt.date, past_days: int
     ) -> tuple[CacheKey, Fetched[Any] | None, concurrent.futures.Future[Any], bool]:
         window = next((w for w in _PAST_WINDOWS if w >= past_days), None)
         if window is None:
             raise NotCovered(
                 f"{self.provider.label} keeps at most {_PAST_WINDOWS[-1]} past days", provider=self.provider.name
             )
-        key = (kind, self.provider.name, self.provider.origin, place.name, place.latitude, place.longitude, window)
+        key = (kind, self.provider.name, self.provider.origin, place.name, place.latitude, place.longitude,
+               today.isoformat(), window)  # fmt: skip
         with self._lock:
             if self._fresh is not None:
                 for wider in _PAST_WINDOWS[_PAST_WINDOWS.index(window) :]:

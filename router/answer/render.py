@@ -105,6 +105,8 @@ def _fact_line(
         return f"{head}暂无预报数据。"
     mark = condition_of(weather.weather_code)[1] + " " if emoji and weather.weather_code is not None else ""
     current = item.weather.current if item.weather and day == today else None
+    if current is not None and not _now_on(current.time, today):
+        current = None  # the provider's "now" is not the question's day (asked with --today or today=)
     if aspect == "rain":
         if weather.rain_likely:
             falls = _falls_as(weather)
@@ -323,3 +325,12 @@ def _air_phrase(air: DailyAir) -> str:
     if air.pm10 is not None:
         numbers.append(f"PM10 {air.pm10:.0f} µg/m³")
     return f"空气质量{air.category}（{'，'.join(numbers)}）"
+
+
+def _now_on(time: str, today: dt.date) -> bool:
+    """Whether a provider's reading taken at TIME (its place's clock) is of TODAY, China's day: a day apart
+    still is (New York's evening is China's next morning), and a time that is no date is taken at its word."""
+    try:
+        return abs((dt.date.fromisoformat(time[:10]) - today).days) <= 1
+    except ValueError:
+        return True

@@ -76,28 +76,28 @@ class RuleAnswerer:
     def _fetch(self, decision: Decision, place: Place, today: dt.date, deadline: float) -> Fetched[Any]:
         past = past_days_for(decision.dates, today)
         if decision.aspect == "air":
-            return self.weather.air_quality(place, past, deadline)
+            return self.weather.air_quality(place, past, deadline, today=today)
         if decision.aspect in _SUN_ASPECTS:
-            return self.weather.sun(place, past, deadline)
+            return self.weather.sun(place, past, deadline, today=today)
         if decision.hours and self._has_hours:
             try:
-                return self.weather.hourly(place, past, deadline)
+                return self.weather.hourly(place, past, deadline, today=today)
             except NotCovered:
                 self._has_hours = False
-        return self.weather.forecast(place, past, deadline)
+        return self.weather.forecast(place, past, deadline, today=today)
 
     async def _afetch(self, decision: Decision, place: Place, today: dt.date, deadline: float) -> Fetched[Any]:
         past = past_days_for(decision.dates, today)
         if decision.aspect == "air":
-            return await self.weather.aair_quality(place, past, deadline)
+            return await self.weather.aair_quality(place, past, deadline, today=today)
         if decision.aspect in _SUN_ASPECTS:
-            return await self.weather.asun(place, past, deadline)
+            return await self.weather.asun(place, past, deadline, today=today)
         if decision.hours and self._has_hours:
             try:
-                return await self.weather.ahourly(place, past, deadline)
+                return await self.weather.ahourly(place, past, deadline, today=today)
             except NotCovered:
                 self._has_hours = False
-        return await self.weather.aforecast(place, past, deadline)
+        return await self.weather.aforecast(place, past, deadline, today=today)
 
     def _flat_json(self, item: Any) -> dict[str, Any] | None:
         """ITEM (a day, or the current weather, of a cached forecast) as --json shows it. The same cached

@@ -6,12 +6,17 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from hybrid_weather.rules import MAX_QUESTION_CHARS
+
 from .rollup import dialect_of, iso, moment, query
 
 # Example questions shown per word.
 _EXAMPLES = 3
 # Shadow disagreements listed at the most.
 _DISAGREEMENTS = 20
+# Characters of a question or word the terminal view prints (the JSON keeps MAX_QUESTION_CHARS of each):
+# one row per line, whatever a row holds.
+_SHOWN_CHARS = 60
 
 
 def misses_report(db: Any, days: int, *, now: dt.datetime | None = None) -> dict[str, Any]:
@@ -34,7 +39,7 @@ def misses_report(db: Any, days: int, *, now: dt.datetime | None = None) -> dict
         (since,),
     ):
         examples = [
-            row[0]
+            _cut(row[0], MAX_QUESTION_CHARS)
             for row in query(
                 db,
                 f"SELECT r.query FROM requests AS r, {words_of}"
@@ -43,9 +48,20 @@ def misses_report(db: Any, days: int, *, now: dt.datetime | None = None) -> dict
                 (since, word, _EXAMPLES),
             )
         ]
-        words.append({"word": word, "count": count, "cost_usd": round(word_cost, 8), "examples": examples})
+        words.append(
+            {
+                "word": _cut(word, MAX_QUESTION_CHARS),
+                "count": count,
+                "cost_usd": round(word_cost, 8),
+                "examples": examples,
+            }
+        )
     disagreements = [
-        {"datetime_utc": iso(when), "query": text, "reason": reason}
+        {
+            "datetime_utc": iso(when),
+            "query": None if text is None else _cut(text, MAX_QUESTION_CHARS),
+            "reason": None if reason is None else _cut(reason, MAX_QUESTION_CHARS),
+        }
         for when, text, reason in query(
             db,
             "SELECT datetime_utc, query, reason FROM requests"
@@ -69,22 +85,35 @@ def render_misses(report: dict[str, Any]) -> str:
         f"(${report['cost_usd']:.6f})."
     ]
     if report["words"]:
-        width = max(len(w["word"]) for w in report["words"]) * 2
+        shown = {w["word"]: _shown(w["word"]) for w in report["words"]}
+        width = max(len(word) for word in shown.values()) * 2
         lines.append("")
         lines.append(f"{'word':<{width}}  requests        cost  examples")
         for item in report["words"]:
-            examples = " | ".join(item["examples"])
-            lines.append(
-                f"{item['word']:<{width - len(item['word'])}}  {item['count']:>8}  ${item['cost_usd']:.6f}  {examples}"
-            )
+            word = shown[item["word"]]
+            examples = " | ".join(_shown(example) for example in item["examples"])
+            lines.append(f"{word:<{width - len(word)}}  {item['count']:>8}  ${item['cost_usd']:.6f}  {examples}")
     disagreements = report["shadow_disagreements"]
     lines.append("")
     if disagreements:
         lines.append(f"Rule answers the LLM disagreed with in shadow runs ({len(disagreements)}):")
-        lines.extend(f"  {d['datetime_utc'][:19]}  {d['query'] or '(query not kept)'}" for d in disagreements)
+        lines.extend(
+            f"  {d['datetime_utc'][:19]}  {_shown(d['query']) if d['query'] else '(query not kept)'}"
+            for d in disagreements
+        )
     else:
         lines.append("No rule answer was judged wrong by a shadow run.")
     return "\n".join(lines)
+
+
+def _cut(text: str, limit: int) -> str:
+    """TEXT in at most LIMIT characters, … in place of the rest: a stored question can hold anything."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _shown(text: str) -> str:
+    """TEXT as the terminal view prints it: on one line, cut to _SHOWN_CHARS, beside the other rows."""
+    return _cut(" ".join(text.split()), _SHOWN_CHARS)
 
 
 def _requests(count: int) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_weather.agent.llm.models import ModelTable
+from hybrid_weather.rules import MAX_QUESTION_CHARS
 from hybrid_weather.rules.privacy import mask_personal_data
 
 from .baseline import default_baseline_cost
@@ -63,6 +64,8 @@ MAX_COST_USD = 10.0
 MAX_TOKENS = 10_000_000
 _SECRET_BYTES = 32
 _MEMO_SIZE = 4096
+#: Characters read past MAX_QUESTION_CHARS before a stored query is cut: the longest e-mail address (RFC 5321).
+_ADDRESS_ROOM = 254
 
 
 class Batch:
@@ -271,7 +274,10 @@ class RowFormat:
             if len(self._queries) > _MEMO_SIZE:
                 self._queries.clear()
             repaired: list[str] = []
-            masked = mask_personal_data(_safe_text(query, repaired, "query"))
+            # Cut as ask() refuses past it, for a row that came another way (a program's own entry, a
+            # pass-through); masked with room past the cut, so an address across it is masked whole first.
+            kept = query[: MAX_QUESTION_CHARS + _ADDRESS_ROOM]
+            masked = mask_personal_data(_safe_text(kept, repaired, "query"))[:MAX_QUESTION_CHARS]
             digest = hmac.new(self._secret, masked.encode("utf-8"), hashlib.sha256).hexdigest()
             known = self._queries[query] = (masked, digest, bool(repaired))
         return known

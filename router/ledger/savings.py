@@ -131,6 +131,10 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {plural(n, noun)}"
 
 
+#: Characters of a group's name the terminal view prints.
+_KEY_CHARS = 40
+
+
 def render_report(report: dict[str, Any]) -> str:
     """The terminal view: totals, shares, latency, agent health and a per-group chart."""
     by_route = report["by_route"]
@@ -179,13 +183,14 @@ def render_report(report: dict[str, Any]) -> str:
             else ""
         )
         lines.append(f"Shadow:    {_count(shadow['runs'], 'run')}, ${shadow['cost_usd']:.6f} (in Spent){agreed}")
-    rows = report["groups"]["rows"]
+    # A group's name is what the ledger holds (a model's name can be anything a program set): cut to a column.
+    rows = [(k if len(k) <= _KEY_CHARS else k[: _KEY_CHARS - 1] + "…", v) for k, v in report["groups"]["rows"].items()]
     if rows:
-        width = max(len(k) for k in rows)
-        peak = max(max(v["baseline_cost_usd"], v["actual_cost_usd"]) for v in rows.values()) or 1.0
+        width = max(len(k) for k, _ in rows)
+        peak = max(max(v["baseline_cost_usd"], v["actual_cost_usd"]) for _, v in rows) or 1.0
         lines.append("")
         lines.append(f"{'by ' + report['groups']['by']:<{width}}  requests  spent / all-LLM")
-        for key, v in rows.items():
+        for key, v in rows:
             spent = round(_BAR_WIDTH * v["actual_cost_usd"] / peak)
             would = round(_BAR_WIDTH * v["baseline_cost_usd"] / peak)
             bar = ("█" * spent + "░" * max(0, would - spent)).ljust(_BAR_WIDTH)  # one scale, one column

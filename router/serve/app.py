@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 from hybrid_weather.agent.errors import HybridWeatherError, LedgerUnavailable, WeatherUnavailable
 from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range, today_in_china
+from hybrid_weather.rules import MAX_QUESTION_CHARS as MAX_QUERY_CHARS
 
 from .._lazy import built
 from ..facade import HybridRouter
@@ -51,8 +52,6 @@ logger = logging.getLogger("hybrid_weather")
 MAX_BODY_BYTES = 64 * 1024
 #: Bytes of the login form's body (one key) at the most.
 MAX_LOGIN_BYTES = 4 * 1024
-#: Characters a question may hold (the router reads the first 200 of them).
-MAX_QUERY_CHARS = 2_000
 #: Ledger rows a worker holds in memory at the most. An asyncio worker that waits for room in the queue
 #: stalls every request it is serving, so it gets more room than a library caller (1,000): at the rule
 #: path's measured peak (~2,000 answers/s a worker) that is 5 s of rows — what a SIGKILL of a worker can
