@@ -44,6 +44,9 @@ class Lexicon:
         self.whereabouts = frozenset(data["fillers"]["whereabouts"])
         #: 出差, 玩, 开会: why the asker goes; a filler only right after a verb of going and its place.
         self.purposes = frozenset(data["fillers"]["purpose"])
+        #: Living, working, travelling (上班, 住, 上学): fillers beside a question of the weather, unless they
+        #: are what is asked (明天还要去上班吗, 能上学吗).
+        self.living = frozenset(data["fillers"]["living"])
         #: What says where someone is (在, 人在, 坐标): a date right before one is not the date asked.
         self.where_one_is = ("在", *data["fillers"]["whereabouts"])
         #: Modal particles and interjections: a token made only of these is a filler (哈哈哈, 嗯嗯, 喂喂).
@@ -133,6 +136,8 @@ class Lexicon:
         self._open_category = {m: category for category, markers in data["open_ended"].items() for m in markers}
         # Whether to go out (能出门, 要不要出门 — 要出门 once the A-not-A fold has run —, 该不该出去): advice.
         going_out = data["going_out"]
+        #: 能, 要, 该: before a verb of going out (能出门) or of living (要上班), they ask whether to.
+        self.going_out_modals = frozenset(going_out["modals"])
         for modal, verb in itertools.product(going_out["modals"], going_out["verbs"]):
             self._open_category.setdefault(modal + verb, "advice")
         # Longest marker first, so the reason names the most specific marker.

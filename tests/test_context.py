@@ -34,7 +34,11 @@ def test_the_question_is_read_among_its_context(router, message, city, day, aspe
     decision = router.route(message, today=TODAY)
     assert (decision.route, decision.cities, [d.isoformat() for d in decision.dates], decision.aspect) == (
         "rule", [city], [day], aspect), decision.reason  # fmt: skip
-    assert "context:" in decision.reason  # --explain says what was taken as context
+
+
+def test_the_reason_says_which_question_was_read_and_what_was_set_aside(router):
+    decision = router.route("刚下飞机，后天成都冷不冷", today=TODAY)
+    assert decision.reason.endswith("; asked: 后天成都冷; context: 刚下飞机"), decision.reason  # --explain shows it
 
 
 @pytest.mark.parametrize(

@@ -189,6 +189,8 @@ class QueryParser:
                 if not reading.says_weather:  # 92号汽油今天什么价: a number that is no date, in no weather question
                     return to_llm(f"no weather question: {span.text} is no date"), []
                 return clarify(f"invalid date: {span.text}", f"“{span.text}”不是有效的日期，请换一种说法。"), []
+        if (doing := self._doing_asked(tokens)) is not None:
+            return open_ended("advice", f"whether to {doing}", [doing]), []
         unknown = [text for _, _, text in reading.unknown]
         if len(unknown) > 1:
             return to_llm("unrecognised: " + " ".join(unknown), unknown), unknown
@@ -362,6 +364,19 @@ class QueryParser:
             return open_ended("planning", "whether one goes or is there", [verb]), []
         if (purpose := next((t for t in tokens if t in lexicon.purposes), None)) is not None:
             return to_llm(f"unrecognised: {purpose}", [purpose]), [purpose]
+        return None
+
+    def _doing_asked(self, tokens: Tokens) -> str | None:
+        """The verb of living, working or travelling, if the question asks whether to do it (明天还要去上班吗,
+        北京暴雪能上学吗): a modal or a verb of going right before it, or a yes-no particle right after it.
+        Said beside a question of the weather, such a verb is inert (我在保定上班，明天雾霾严重吗)."""
+        lexicon = self.reader.lexicon
+        before = lexicon.arriving_modals | lexicon.going_out_modals | lexicon.going_to
+        for i, token in enumerate(tokens):
+            if token in lexicon.living:
+                after = tokens[i + 1] if i + 1 < len(tokens) else None
+                if (i > 0 and tokens[i - 1] in before) or after in lexicon.yes_no:
+                    return token
         return None
 
     def _going_or_being_asked(self, reading: Reading, tokens: Tokens) -> str | None:

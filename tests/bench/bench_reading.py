@@ -20,40 +20,15 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from hybrid_weather.router import HybridRouter
-from hybrid_weather.rules import Place
 
-#: Suffixes a label leaves off a city's name (上海 for 上海市).
-_SUFFIXES = ("特别行政区", "自治州", "地区", "盟", "市", "省", "县", "区")
-#: Municipalities and SARs: any district inside is the city (the first two digits of the adcode).
-_PROVINCE_LEVEL_CITIES = ("11", "12", "31", "50", "81", "82")
-
-
-def _bare(name: str) -> str:
-    for suffix in _SUFFIXES:
-        if name.endswith(suffix) and len(name) > len(suffix) + 1:
-            return name[: -len(suffix)]
-    return name
-
-
-def _prefecture(code: str | None) -> str | None:
-    if not code:
-        return None
-    return code[:2] if code[:2] in _PROVINCE_LEVEL_CITIES else code[:4]
-
-
-def same_city(router: HybridRouter, label: str, place: Place) -> bool:
-    """Whether PLACE lies in the city a label names: by name, or by the prefecture part of the adcode."""
-    if _bare(place.display) == label or _bare(place.name) == label or place.name.startswith(label):
-        return True
-    match = router.parts.parser.reader.gazetteer.lookup(label)
-    if match is None:
-        return False
-    want = {_prefecture(candidate.adcode) for candidate in match.candidates} - {None}
-    return bool(want) and _prefecture(place.adcode or place.parent) in want
+from labels import same_city
 
 
 def main() -> None:
@@ -65,6 +40,7 @@ def main() -> None:
     today = dt.date.fromisoformat(args.today)
     cases = [json.loads(line) for line in args.set.read_text("utf-8").splitlines() if line.strip()]
     router = HybridRouter(provider="demo")
+    gazetteer = router.parts.parser.reader.gazetteer
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     wrong: list[str] = []
     for case in cases:
@@ -80,7 +56,7 @@ def main() -> None:
             cities = case.get("cities", [])
             right = (
                 len(cities) == len(decision.places)
-                and all(same_city(router, c, p) for c, p in zip(cities, decision.places, strict=True))
+                and all(same_city(gazetteer, c, p) for c, p in zip(cities, decision.places, strict=True))
                 and (kind is not None or [d.isoformat() for d in decision.dates] == case.get("dates"))
                 and (kind is not None or decision.aspect == case.get("aspect"))
             )
