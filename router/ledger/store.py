@@ -21,20 +21,22 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from hybrid_weather.agent.errors import LedgerUnavailable
 from hybrid_weather.agent.llm.models import ModelTable
 
-from ..settings import is_postgres, redact
+from ..settings import is_postgres, ledger_scheme_problem, redact
 from .entry import Entry
 from .handoff import Handoff
 from .rows import COLUMNS, Batch, RowFormat, padded
 from .spool import Spool, spool_path
 
 logger = logging.getLogger("hybrid_weather")
+T = TypeVar("T")
 
 #: Rows waiting for the writer at the most; past this, record() waits for room (it never drops a row).
 DEFAULT_QUEUE_SIZE = 1_000
@@ -74,7 +76,10 @@ class Database(Protocol):
 
 
 def database_for(location: str) -> Database:
-    """The database LOCATION names: a postgresql:// URL, else a SQLite file (or ":memory:")."""
+    """The database LOCATION names: a postgresql:// URL, else a SQLite file (or ":memory:"); LedgerUnavailable
+    for another scheme (never a folder named after it)."""
+    if problem := ledger_scheme_problem(location):
+        raise LedgerUnavailable(f"the ledger at {redact(location)} cannot be used: {problem}")
     if is_postgres(location):
         try:
             from .postgres_db import PostgresDatabase
@@ -160,8 +165,30 @@ class Ledger:
         atexit.register(self.close)
 
     def connect(self) -> Any:
-        """A new read connection (for reports): sqlite3 or psycopg."""
-        return self.database.connect()
+        """A new read connection (for reports): sqlite3 or psycopg; LedgerUnavailable, in one line, when
+        the database cannot be reached or opened."""
+        try:
+            return self.database.connect()
+        except self.database.unusable as error:
+            raise LedgerUnavailable(
+                f"the ledger at {self.location} cannot be reached ({_first_line(error)}); start it, or set "
+                f"{self.setting} to one that can"
+            ) from None
+
+    def report(self, read: Callable[[Any], T]) -> T:
+        """READ's result over a new read connection, closed after; LedgerUnavailable, in one line, when
+        the database cannot be reached or read (a server that went away, a database that is not there)."""
+        db = self.connect()
+        try:
+            return read(db)
+        except self.database.unusable as error:
+            raise LedgerUnavailable(
+                f"the ledger at {self.location} could not be read ({_first_line(error)}); start it, or set "
+                f"{self.setting} to one that can"
+            ) from None
+        finally:
+            with contextlib.suppress(Exception):
+                db.close()
 
     @property
     def pending(self) -> int:
@@ -436,3 +463,6 @@ class SpoolLedger:
 
     def connect(self) -> Any:
         raise LedgerUnavailable(self.problem or f"the ledger at {self.location} cannot be used")
+
+    def report(self, read: Callable[[Any], T]) -> T:
+        return read(self.connect())
