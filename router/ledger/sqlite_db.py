@@ -218,6 +218,14 @@ class SQLiteDatabase:
         db, self._handed_over = self._handed_over, None
         return db or self._connect()
 
+    def ping(self) -> None:
+        """Raises unless the file can be opened and read now."""
+        db = self._connect()
+        try:
+            db.execute("SELECT count(*) FROM requests WHERE 0").fetchone()
+        finally:
+            db.close()
+
     def connect(self) -> sqlite3.Connection:
         """A new read connection (for reports)."""
         db = self._connect()
