@@ -23,7 +23,16 @@ from psycopg import errors
 
 from ..settings import redact
 from .migrations import MIGRATIONS_TABLE
-from .rollup import LATENCY_BOUNDS_MS, POSTGRES, ROLLUP_KEY, ROLLUP_SUMS
+from .rollup import (
+    EXAMPLES,
+    LATENCY_BOUNDS_MS,
+    MISSED,
+    POSTGRES,
+    ROLLUP_KEY,
+    ROLLUP_SUMS,
+    listed_words,
+    misses_backfill,
+)
 from .rows import COLUMNS, Batch, padded
 
 #: Seconds to wait for a connection (psycopg's least), and for one statement of the writer (a report gets
@@ -85,6 +94,52 @@ def _rollup_statements() -> tuple[str, ...]:
     )
 
 
+def _misses_statements() -> tuple[str, ...]:
+    # What m007_misses_rollup does in SQLite, for PostgreSQL: a statement-level trigger over the rows an
+    # INSERT really inserted, keys upserted in order (no deadlock between writers), then each touched
+    # word's examples of the hour cut back to the last EXAMPLES.
+    hour, missed, words = POSTGRES.row["hour"].format(r="i"), MISSED.format(r="i"), listed_words(POSTGRES, "i")
+    return (
+        """CREATE TABLE lookups_hourly (
+            hour timestamptz PRIMARY KEY, requests bigint NOT NULL, priced bigint NOT NULL,
+            cost_usd double precision NOT NULL)""",
+        """CREATE TABLE misses_hourly (
+            hour timestamptz NOT NULL, word text NOT NULL, requests bigint NOT NULL, priced bigint NOT NULL,
+            cost_usd double precision NOT NULL, PRIMARY KEY (hour, word))""",
+        """CREATE TABLE misses_examples (
+            word text NOT NULL, hour timestamptz NOT NULL, query text NOT NULL, last_id text NOT NULL,
+            PRIMARY KEY (word, hour, query))""",
+        "CREATE INDEX requests_disagreements ON requests (id) WHERE route = 'shadow' AND agreement IS FALSE",
+        f"""CREATE FUNCTION requests_misses() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO lookups_hourly AS h (hour, requests, priced, cost_usd)
+            SELECT {hour}, count(*), count(i.cost_usd), coalesce(sum(i.cost_usd), 0.0) FROM inserted AS i
+            WHERE {missed} GROUP BY 1 ORDER BY 1
+            ON CONFLICT (hour) DO UPDATE SET requests = h.requests + excluded.requests,
+                priced = h.priced + excluded.priced, cost_usd = h.cost_usd + excluded.cost_usd;
+            INSERT INTO misses_hourly AS m (hour, word, requests, priced, cost_usd)
+            SELECT {hour}, w.value, count(*), count(i.cost_usd), coalesce(sum(i.cost_usd), 0.0)
+            FROM inserted AS i, {words} WHERE {missed} GROUP BY 1, 2 ORDER BY 1, 2
+            ON CONFLICT (hour, word) DO UPDATE SET requests = m.requests + excluded.requests,
+                priced = m.priced + excluded.priced, cost_usd = m.cost_usd + excluded.cost_usd;
+            INSERT INTO misses_examples AS e (word, hour, query, last_id)
+            SELECT w.value, {hour}, i.query, max(i.id) FROM inserted AS i, {words}
+            WHERE {missed} AND i.query IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+            ON CONFLICT (word, hour, query) DO UPDATE SET last_id = greatest(e.last_id, excluded.last_id);
+            DELETE FROM misses_examples AS e
+            USING (SELECT DISTINCT w.value AS word, {hour} AS hour FROM inserted AS i, {words}
+                   WHERE {missed} AND i.query IS NOT NULL) AS t
+            WHERE e.word = t.word AND e.hour = t.hour
+            AND e.last_id < (SELECT x.last_id FROM misses_examples AS x WHERE x.word = e.word AND x.hour = e.hour
+                             ORDER BY x.last_id DESC LIMIT 1 OFFSET {EXAMPLES - 1});
+            RETURN NULL;
+        END $$""",
+        """CREATE TRIGGER requests_misses AFTER INSERT ON requests REFERENCING NEW TABLE AS inserted
+            FOR EACH STATEMENT EXECUTE FUNCTION requests_misses()""",
+        *misses_backfill(POSTGRES),  # the rows a ledger already holds, rolled up once
+    )
+
+
 #: migrations.MIGRATIONS in PostgreSQL's types, under the same names, so both ledgers record the same list.
 POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m001_requests", (
@@ -108,6 +163,7 @@ POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
         "CREATE TABLE _hybrid_weather_settings (name text PRIMARY KEY, value text NOT NULL)",
     )),
     ("m006_rollup", _rollup_statements()),
+    ("m007_misses_rollup", _misses_statements()),
 ]  # fmt: skip
 
 
