@@ -7,11 +7,10 @@ import sqlite3
 import time
 
 import pytest
+from test_ledger_postgres import admin, pg_url, stored  # noqa: F401  (fixtures)
 
 from hybrid_weather.router.ledger import Ledger, LedgerEntry, misses_report
 from hybrid_weather.router.ledger.rollup import dialect_of, iso, moment, query
-
-from test_ledger_postgres import admin, pg_url, stored  # noqa: F401  (fixtures)
 
 
 def raw_misses(db, days, now):
