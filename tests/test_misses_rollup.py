@@ -2,6 +2,7 @@
 gave, on SQLite and on PostgreSQL: the same figures, words in the same order, the same examples and
 verdicts — for rows stored after the migration (kept by the trigger) and before it (back-filled)."""
 
+import contextlib
 import datetime as dt
 import sqlite3
 import time
@@ -159,12 +160,27 @@ def test_misses_from_the_rollup_is_the_raw_report_on_postgres(pg_url):  # noqa: 
     assert stored(pg_url, "SELECT count(*) FROM _hybrid_weather_migrations WHERE name = 'm007_misses_rollup'") == [(1,)]
 
 
-def test_pruned_rows_leave_their_counts_in_the_rollup(tmp_path):
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_pruned_rows_leave_their_counts_but_not_their_questions(tmp_path, request, backend):
+    location = str(tmp_path / "ledger.db") if backend == "sqlite" else request.getfixturevalue("pg_url")
     now = time.time()
-    path = tmp_path / "ledger.db"
-    fill(path, [LedgerEntry(started_at=now - 20 * 86400, route="llm", query="遛狗吗", cost_usd=0.001,
-                            unknown_words=("遛狗",), plain_lookup=True)])  # fmt: skip
-    with sqlite3.connect(path) as db:
-        db.execute("DELETE FROM requests")
+    fill(location, [LedgerEntry(started_at=now - days * 86400, route="llm", query=f"遛狗吗{days}", cost_usd=0.001,
+                                unknown_words=("遛狗",), plain_lookup=True) for days in (1, 20)])  # fmt: skip
+    pruning = Ledger(location, keep_days=10)
+    pruning.flush()
+    pruning.close()
+    connect = sqlite3.connect if backend == "sqlite" else _postgres
+    with contextlib.closing(connect(location)) as db:
+        assert query(db, "SELECT count(*) FROM requests") == [(1,)]
         report = misses_report(db, 30)
-    assert report["plain_lookups"] == 1 and report["words"][0]["count"] == 1
+    # Counted still, as `savings` counts pruned rows; the question itself is gone with its row.
+    assert report["plain_lookups"] == 2 and report["words"][0]["count"] == 2
+    assert report["words"][0]["examples"] == ["遛狗吗1"]
+
+
+def _postgres(url):
+    import psycopg
+
+    db = psycopg.connect(url, autocommit=True)
+    db.execute("SET TIME ZONE 'UTC'")
+    return db

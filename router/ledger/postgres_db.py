@@ -328,7 +328,8 @@ class PostgresDatabase:
             return cursor.rowcount
 
     def prune(self, db: psycopg.Connection[Any], before: dt.datetime) -> int:
-        """Delete rows that arrived before BEFORE, in batches, by one process of the fleet at a time."""
+        """Delete rows that arrived before BEFORE, in batches, by one process of the fleet at a time, and the
+        questions `misses` keeps as examples of the hours before BEFORE's (the rollups keep their sums)."""
         deleted = 0
         while True:
             with self.deadline(db, WRITE_TIMEOUT_MS), db.transaction():
@@ -341,6 +342,10 @@ class PostgresDatabase:
                 )
             deleted += cursor.rowcount
             if cursor.rowcount < _PRUNE_BATCH:
+                # The questions `misses` keeps as examples go with their rows (the hours before BEFORE's).
+                with self.deadline(db, WRITE_TIMEOUT_MS):
+                    db.execute("DELETE FROM misses_examples WHERE hour < date_trunc('hour', %s::timestamptz, 'UTC')",
+                               (before,))  # fmt: skip
                 return deleted
 
     def count(self, db: psycopg.Connection[Any]) -> int:
