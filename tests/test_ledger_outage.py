@@ -91,7 +91,8 @@ def test_a_database_that_goes_silent_does_not_stall_the_service_and_loses_no_row
             # Past the writer's deadline (2.5 s) and one more try to connect (2 s): every way it can wait.
             while time.monotonic() - silent_since < 6 and asked < 5_000:
                 slowest = max(slowest, ask(client))
-            assert slowest < 1.0, f"an ask took {slowest:.1f} s while the database was silent"
+            # One ask waits for the stuck writer (store.STUCK_AFTER, 1 s); the others overflow at once.
+            assert slowest < 1.5, f"an ask took {slowest:.1f} s while the database was silent"
             for _ in range(2):  # the second while the first check still waits on the silent server
                 started = time.monotonic()
                 ready = client.get("/readyz")

@@ -56,7 +56,7 @@ COMMIT_PAUSE = 0.2
 CLOSE_TIMEOUT = 5.0
 #: Seconds without taking a batch after which a writer whose queue is full is stuck, not busy: record()
 #: then waits no longer (a request thread, or an event loop serving many) and the row overflows to the spool.
-STUCK_AFTER = 0.5
+STUCK_AFTER = 1.0
 #: Seconds between two looks at a stuck writer by a caller waiting for room.
 ROOM_WAIT = 0.05
 #: Seconds a readiness check (check()) waits for the database to answer.
