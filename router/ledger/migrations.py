@@ -147,7 +147,7 @@ def m007_misses_rollup(db: sqlite3.Connection) -> None:
     db.execute("""
         CREATE TABLE misses_examples (
             word NOT NULL, hour TEXT NOT NULL, query TEXT NOT NULL, last_id TEXT NOT NULL,
-            PRIMARY KEY (word, hour, query)
+            PRIMARY KEY (hour, word, query)
         )
     """)
     # The shadow verdicts `misses` lists, newest first: a few among millions of rows.
@@ -166,7 +166,7 @@ def m007_misses_rollup(db: sqlite3.Connection) -> None:
                     cost_usd = cost_usd + excluded.cost_usd;
             INSERT INTO misses_examples (word, hour, query, last_id)
                 SELECT w.value, {hour}, NEW.query, NEW.id FROM {words} WHERE NEW.query IS NOT NULL
-                ON CONFLICT (word, hour, query) DO UPDATE SET last_id = max(last_id, excluded.last_id);
+                ON CONFLICT (hour, word, query) DO UPDATE SET last_id = max(last_id, excluded.last_id);
             DELETE FROM misses_examples
                 WHERE word IN (SELECT w.value FROM {words}) AND hour = {hour}
                 AND last_id < (SELECT x.last_id FROM misses_examples AS x WHERE x.word = misses_examples.word

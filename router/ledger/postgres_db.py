@@ -108,7 +108,7 @@ def _misses_statements() -> tuple[str, ...]:
             cost_usd double precision NOT NULL, PRIMARY KEY (hour, word))""",
         """CREATE TABLE misses_examples (
             word text NOT NULL, hour timestamptz NOT NULL, query text NOT NULL, last_id text NOT NULL,
-            PRIMARY KEY (word, hour, query))""",
+            PRIMARY KEY (hour, word, query))""",
         "CREATE INDEX requests_disagreements ON requests (id) WHERE route = 'shadow' AND agreement IS FALSE",
         f"""CREATE FUNCTION requests_misses() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
@@ -125,7 +125,7 @@ def _misses_statements() -> tuple[str, ...]:
             INSERT INTO misses_examples AS e (word, hour, query, last_id)
             SELECT w.value, {hour}, i.query, max(i.id) FROM inserted AS i, {words}
             WHERE {missed} AND i.query IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-            ON CONFLICT (word, hour, query) DO UPDATE SET last_id = greatest(e.last_id, excluded.last_id);
+            ON CONFLICT (hour, word, query) DO UPDATE SET last_id = greatest(e.last_id, excluded.last_id);
             DELETE FROM misses_examples AS e
             USING (SELECT DISTINCT w.value AS word, {hour} AS hour FROM inserted AS i, {words}
                    WHERE {missed} AND i.query IS NOT NULL) AS t

@@ -322,6 +322,9 @@ class Ledger:
                 self._spool(batch, f"the ledger at {self.location} failed less than {AWAY_PAUSE:g} s ago")
                 self._release(markers)
                 continue
+            if not batch and db is None and not self._replay_waiting() and not self._prune_due():
+                self._release(markers)  # nothing to write, write back or delete: no connection for nothing
+                continue
             try:
                 db = self._reach(db)
                 if batch:
@@ -348,11 +351,18 @@ class Ledger:
                     away_until = time.monotonic() + AWAY_PAUSE
             self._release(markers)
         self._spool(self._take_overflow(), "rows overflowed while the ledger writer was stuck")
-        if self._replay_due and self.database.replays:
+        if self._replay_waiting():
             db = self._last_replay(db)
         if db is not None:
             with contextlib.suppress(Exception):
                 db.close()
+
+    def _prune_due(self) -> bool:
+        return self.keep_days is not None and time.monotonic() - self._pruned_at > PRUNE_INTERVAL
+
+    def _replay_waiting(self) -> bool:
+        """Whether rows wait in the spool for this writer to write back."""
+        return self._replay_due and self.database.replays and self.spool.holds_rows()
 
     def _reach(self, db: Any) -> Any:
         """DB, or a new writer connection; a database away when this process started is opened first
@@ -384,7 +394,7 @@ class Ledger:
         """Entries until BATCH_SIZE rows, COMMIT_INTERVAL seconds after the first, a flush or the stop."""
         # Rows wait in the spool: an idle writer looks for the database again every AWAY_PAUSE, so they are
         # written back when it answers, not when the next request comes.
-        idle = AWAY_PAUSE if self._replay_due and self.database.replays else None
+        idle = AWAY_PAUSE if self._replay_waiting() else None
         self._took_at = time.monotonic()  # waiting for rows is not being stuck: an idle writer comes at once
         taken = self._queue.take(self.commit_interval, idle)
         self._took_at = time.monotonic()
@@ -419,7 +429,7 @@ class Ledger:
         if self._replay_due and self.database.replays:
             self._replay_due = False
             self._replay(db)
-        if self.keep_days is not None and time.monotonic() - self._pruned_at > PRUNE_INTERVAL:
+        if self.keep_days is not None and self._prune_due():
             self._pruned_at = time.monotonic()
             before = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=self.keep_days)
             pruned = self.database.prune(db, before)
