@@ -261,14 +261,16 @@ def _print_answer(answer: Answer, query: str, *, as_json: bool, explain: bool) -
 @contextlib.contextmanager
 def _open_router(**options: Any) -> Iterator[HybridRouter]:
     """A router closed on the way out (its ledger flushed, bounded), then one line on what went wrong with
-    the ledger, if anything did: the answer stands either way, and so does its exit code."""
+    the shared cache and one on the ledger, if anything did: the answer stands either way, and so does its
+    exit code."""
     router = HybridRouter(**options)
     try:
         yield router
     finally:
         router.close()
-        if router.ledger_problem:
-            click.echo(f"Warning: {router.ledger_problem}", err=True)
+        for problem in (router.cache_problem, router.ledger_problem):
+            if problem:
+                click.echo(f"Warning: {problem}", err=True)
 
 
 def _ask_or_degrade(
@@ -711,11 +713,7 @@ def _read_ledger(router: HybridRouter, read: Callable[[Any], dict[str, Any]]) ->
         raise ConfigurationError(
             "the ledger is off (HYBRID_WEATHER_LEDGER=off), so nothing was recorded; unset it to keep one"
         )
-    db = ledger.connect()
-    try:
-        return ledger.location, read(db)
-    finally:
-        db.close()
+    return ledger.location, ledger.report(read)
 
 
 @cli.command()

@@ -119,6 +119,14 @@ class HybridRouter:
         return ledger.problem if ledger is not None else None
 
     @property
+    def cache_problem(self) -> str | None:
+        """The first time the shared forecast cache could not be used in this router's life (None: never,
+        or no shared cache)."""
+        weather = built(self.parts, "weather")
+        shared = weather.shared if weather is not None else None
+        return shared.problem if shared is not None else None
+
+    @property
     def agent(self) -> LLMAgent:
         """The LLM loop; raises LLMUnavailable when no API key is configured."""
         return self.parts.agent

@@ -26,6 +26,18 @@ def is_postgres(location: str) -> bool:
     return location.startswith(POSTGRES_SCHEMES)
 
 
+def ledger_scheme_problem(location: str) -> str | None:
+    """What is wrong with LOCATION's scheme, or None: a ledger is a path, ":memory:", "off" or a
+    postgresql:// URL, and `postgresq://…` or `bogus://…` is a typo, not a file to create."""
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", location)
+    if scheme is None or is_postgres(location):
+        return None
+    return (
+        f"{scheme.group(1)}:// is not a ledger this can keep; use a file path, :memory:, off, "
+        "or postgresql://user@host:5432/db"
+    )
+
+
 def redact(location: str) -> str:
     """LOCATION without a password in it, for messages."""
     location = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", location)
@@ -94,6 +106,9 @@ class Settings:
                 raise ConfigurationError(
                     f"HYBRID_WEATHER_LEDGER_KEEP_DAYS={keep_text!r}: use a number of days above 0, or 'forever'"
                 )
+        ledger = env.get("HYBRID_WEATHER_LEDGER") or None
+        if ledger is not None and (problem := ledger_scheme_problem(ledger.strip())):
+            raise ConfigurationError(f"HYBRID_WEATHER_LEDGER={redact(ledger)!r}: {problem}")
         llm_sees = (env.get("HYBRID_WEATHER_LLM_SEES") or "masked").strip().lower()
         if llm_sees not in ("masked", "raw"):
             raise ConfigurationError(f"HYBRID_WEATHER_LLM_SEES={llm_sees!r}: use 'masked' (default) or 'raw'")
@@ -108,7 +123,7 @@ class Settings:
             cache_prefix=env.get("HYBRID_WEATHER_CACHE_PREFIX") or "hybrid-weather:",
             upstream_limit=env.get("HYBRID_WEATHER_UPSTREAM_LIMIT") or None,
             home=Path(home) if home else None,
-            ledger=env.get("HYBRID_WEATHER_LEDGER") or None,
+            ledger=ledger,
             ledger_queries=ledger_queries,
             ledger_keep_days=keep_days,
             model=env.get("HYBRID_WEATHER_MODEL") or None,

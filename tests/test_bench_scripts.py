@@ -30,6 +30,7 @@ from bench_ledger_native import CANNOT_BUILD  # noqa: E402  (the exit status whe
         ),
         ("bench_ledger.py", ["--asks", "300"], ["rows/s committed", "added by the ledger"]),
         ("bench_ledger_timeline.py", ["--seconds", "0.3"], ["a batch: ", "asks stalled", "waits for room"]),
+        ("bench_misses.py", ["--rows", "3000", "--runs", "1", "--raw"], ["misses_report()", "over the raw rows"]),
         (
             "bench_ledger_native.py",
             ["--turns", "1", "--seconds", "0.05"],

@@ -148,14 +148,41 @@ def test_a_retry_after_past_the_deadline_gives_up_at_once(weather_server, llm_se
     assert time.monotonic() - started < 1
 
 
-def test_nonsense_token_counts_are_read_as_zero(weather_server, llm_server, tmp_path):
-    hostile = {**usage(), "prompt_tokens": "many", "completion_tokens": -5}
-    hostile["prompt_tokens_details"] = {"cached_tokens": 10**30}
-    llm_server.then({**answer("好。"), "usage": hostile})
+@pytest.mark.parametrize(
+    ("sent", "flagged"),
+    [
+        ({"prompt_tokens": "many"}, ["prompt_tokens"]),
+        ({"prompt_tokens": 12.5}, ["prompt_tokens"]),
+        ({"prompt_tokens": True}, ["prompt_tokens"]),
+        ({"completion_tokens": -5}, ["completion_tokens"]),
+        ({"completion_tokens": 10**30}, ["completion_tokens"]),
+        ({"prompt_tokens_details": {"cached_tokens": 10**30}}, ["cached_tokens"]),
+        ({"prompt_tokens_details": {"cached_tokens": 401}}, ["cached_tokens"]),  # more cached than the prompt
+        ({"prompt_tokens": 400, "prompt_cache_hit_tokens": -1}, ["cached_tokens"]),
+        ({"prompt_tokens": -1, "completion_tokens": "x"}, ["prompt_tokens", "completion_tokens"]),
+    ],
+)
+def test_impossible_token_counts_are_stored_as_null_and_flagged_not_as_zero_cost(
+    weather_server, llm_server, tmp_path, sent, flagged
+):
+    llm_server.then({**answer("好。"), "usage": {**usage(prompt=400, completion=40), **sent}})
     with make_router(weather_server, llm_server.base_url, tmp_path / "l.db") as router:
         result = router.ask(QUESTION, today=TODAY)
     (row,) = rows(tmp_path / "l.db")
-    assert result.text == "好。" and (row["prompt_tokens"], row["cached_tokens"], row["completion_tokens"]) == (0, 0, 0)
+    assert result.text == "好。" and row["outcome"] == "ok"
+    for field in ("prompt_tokens", "cached_tokens", "completion_tokens"):
+        assert (row[field] is None) == (field in flagged), field
+    assert row["cost_usd"] is None and result.cost_usd is None  # unknown, never $0 from counts that are faults
+    assert json.loads(row["invalid"]) == flagged  # the row is counted apart (savings: invalid_rows)
+
+
+def test_possible_token_counts_are_priced(weather_server, llm_server, tmp_path):
+    llm_server.then({**answer("好。"), "usage": usage(prompt=400, completion=40, cached=400)})
+    with make_router(weather_server, llm_server.base_url, tmp_path / "l.db") as router:
+        router.ask(QUESTION, today=TODAY)
+    (row,) = rows(tmp_path / "l.db")
+    assert (row["prompt_tokens"], row["cached_tokens"], row["completion_tokens"]) == (400, 400, 40)
+    assert row["cost_usd"] > 0 and row["invalid"] is None
 
 
 def test_a_tool_call_flood_in_one_turn_runs_the_cap_and_answers_gracefully(weather_server, llm_server, tmp_path):

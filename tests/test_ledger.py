@@ -268,7 +268,15 @@ def test_a_ledger_from_an_older_schema_migrates(tmp_path):
         assert (
             [r[0] for r in db.execute("SELECT name FROM _hybrid_weather_migrations ORDER BY name")]
             == [m.__name__ for m in MIGRATIONS]
-            == ["m001_requests", "m002_agent_health", "m003_shadow", "m004_misses", "m005_privacy", "m006_rollup"]
+            == [
+                "m001_requests",
+                "m002_agent_health",
+                "m003_shadow",
+                "m004_misses",
+                "m005_privacy",
+                "m006_rollup",
+                "m007_misses_rollup",
+            ]
         )
         # The row stored before the rollup existed is in it once, beside the one written after.
         hours = db.execute("SELECT hour, route, requests, baseline_cost_usd FROM requests_hourly ORDER BY hour")

@@ -278,6 +278,34 @@ def test_absurd_money_and_tokens_are_recorded_as_invalid_not_summed(tmp_path):
     assert report["actual_cost_usd"] == pytest.approx(0.001) and report["invalid_rows"] == 2
 
 
+@pytest.mark.parametrize(
+    ("usage", "flagged"),
+    [
+        (Usage(100, 101, 10), ["cached_tokens"]),  # more cached than prompt tokens
+        (Usage(100.5, 0, 10), ["prompt_tokens"]),  # not a whole number
+        (Usage(100, 0, -10), ["completion_tokens"]),
+        (Usage(100, 0, 10**9), ["completion_tokens"]),
+        (Usage(100, 0, 10, invalid=("prompt_tokens",)), ["prompt_tokens"]),  # the endpoint's count was a fault
+    ],
+)
+def test_a_cost_priced_on_impossible_tokens_is_null_and_flagged_not_stored(tmp_path, usage, flagged):
+    path = tmp_path / "l.db"
+    ledger = Ledger(path, model="gpt-4o-mini")
+    ledger.record(LedgerEntry(started_at=time.time(), route="llm", query="a", cost_usd=0.004, usage=usage))
+    ledger.close()
+    (row,) = rows(path, "cost_usd, prompt_tokens, cached_tokens, completion_tokens, invalid")
+    assert row["cost_usd"] is None and json.loads(row["invalid"]) == [*flagged, "cost_usd"]
+    assert [c for c in ("prompt_tokens", "cached_tokens", "completion_tokens") if row[c] is None] == flagged
+    with sqlite3.connect(path) as db:
+        report = savings_report(db, 30)
+    assert report["actual_cost_usd"] == 0 and report["invalid_rows"] == 1 and report["unknown_cost_requests"] == 1
+
+
+def test_a_usage_that_names_a_fault_has_no_price():
+    assert ModelTable().cost("gpt-4o-mini", Usage(100, 0, 10)) > 0
+    assert ModelTable().cost("gpt-4o-mini", Usage(100, 0, 10, invalid=("completion_tokens",))) is None
+
+
 def test_failed_llm_requests_record_their_attempts(weather_server, llm_server, tmp_path):
     llm_server.then(*[{"status": 503, "body": {"error": {"message": "busy"}}}] * 3)
     settings = Settings(open_meteo_url=weather_server.url, openai_api_key=KEY, openai_base_url=llm_server.base_url)

@@ -23,19 +23,32 @@ class ModelFacts(NamedTuple):
     request_options: dict[str, Any] | None = None
 
 
+#: Token counts above this are not counts but faults (a request is capped at thousands).
+MAX_TOKENS = 10_000_000
+#: Usage's counts, as the endpoint and the ledger name them.
+TOKEN_FIELDS = ("prompt_tokens", "cached_tokens", "completion_tokens")
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens of one or more calls. `cached_tokens` are part of `prompt_tokens` (OpenAI's convention)."""
+    """Tokens of one or more calls. `cached_tokens` are part of `prompt_tokens` (OpenAI's convention).
+
+    `invalid` names the counts an endpoint sent that no call can have (negative, not a whole number, past
+    MAX_TOKENS, more cached than prompt tokens): they are 0 here, so sums and budgets go on, but nothing
+    built on them is a fact — the cost is unknown (None, never $0) and the ledger stores them as NULL,
+    flagged in its `invalid` column."""
 
     prompt_tokens: int = 0
     cached_tokens: int = 0
     completion_tokens: int = 0
+    invalid: tuple[str, ...] = ()
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.cached_tokens + other.cached_tokens,
             self.completion_tokens + other.completion_tokens,
+            tuple(dict.fromkeys(self.invalid + other.invalid)),
         )
 
 
@@ -75,7 +88,9 @@ class ModelTable:
         return self._models.get(model) or self._models.get(model.rsplit("/", 1)[-1])
 
     def cost(self, model: str, usage: Usage) -> float | None:
-        """USD for USAGE on MODEL; None (never 0) when the model's price is unknown."""
+        """USD for USAGE on MODEL; None (never 0) when the model's price or the usage is unknown."""
+        if usage.invalid:
+            return None  # counts that are faults price nothing: unknown, not $0
         facts = self.get(model)
         if facts is None or facts.input is None or facts.output is None:
             logger.warning("no price for model %r: its cost is recorded as unknown", model)

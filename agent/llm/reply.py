@@ -13,10 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import guard
-from .models import Usage
-
-#: Token counts above this are not counts (a request is capped at thousands); read as 0.
-_MAX_TOKENS = 10_000_000
+from .models import MAX_TOKENS, Usage
 
 
 class MalformedReply(ValueError):
@@ -83,18 +80,29 @@ def _tool_call(raw: Any, fallback_id: str) -> ToolCall:
 
 
 def _usage(raw: Any) -> Usage:
-    """Tokens of one reply, OpenAI's fields or DeepSeek's (prompt_cache_hit_tokens); nonsense counts as 0."""
+    """Tokens of one reply, OpenAI's fields or DeepSeek's (prompt_cache_hit_tokens). A count no call can
+    have is 0 and named in Usage.invalid (its cost is then unknown, not $0); a count not sent is 0."""
     if not isinstance(raw, dict):
         return Usage()
-    prompt = _count(raw.get("prompt_tokens"))
+    invalid: list[str] = []
+    prompt = _count(raw, "prompt_tokens", invalid)
     details = raw.get("prompt_tokens_details")
-    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
-    if not cached:
-        cached = _count(raw.get("prompt_cache_hit_tokens"))
-    return Usage(prompt, min(cached, prompt), _count(raw.get("completion_tokens")))
+    cached = _count(details, "cached_tokens", invalid) if isinstance(details, dict) else 0
+    if not cached and "cached_tokens" not in invalid:
+        cached = _count(raw, "prompt_cache_hit_tokens", invalid, "cached_tokens")
+    if cached > prompt and "prompt_tokens" not in invalid:  # cached tokens are part of the prompt's
+        invalid.append("cached_tokens")
+        cached = 0
+    return Usage(prompt, cached, _count(raw, "completion_tokens", invalid), tuple(invalid))
 
 
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_TOKENS:
+def _count(raw: dict[str, Any], key: str, invalid: list[str], field: str | None = None) -> int:
+    """RAW[KEY] as a token count: 0 when it is not sent (or null), else 0 and FIELD (KEY) named in INVALID
+    when it is not one (a bool, a float, text, negative, past MAX_TOKENS)."""
+    value = raw.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        invalid.append(field or key)
         return 0
     return value

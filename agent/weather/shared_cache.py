@@ -102,6 +102,8 @@ class SharedCache:
         self._take = self._client.register_script(_TAKE)
         self._down_until = 0.0
         self._lock = threading.Lock()
+        #: The first time it could not be used, in one line, for the CLI to print once (None: never).
+        self.problem: str | None = None
 
     @property
     def down(self) -> bool:
@@ -167,12 +169,12 @@ class SharedCache:
         except self._errors as error:
             with self._lock:
                 if not self.down:
-                    logger.warning(
-                        "the shared cache at %s is unreachable (%s); each worker fetches for itself for %.0f s",
-                        _safe(self.url),
-                        type(error).__name__,
-                        DOWN_INTERVAL,
+                    problem = (
+                        f"the shared cache at {_safe(self.url)} is unreachable ({type(error).__name__}); "
+                        f"each worker fetches for itself for {DOWN_INTERVAL:.0f} s"
                     )
+                    logger.warning("%s", problem)
+                    self.problem = self.problem or problem
                 self._down_until = time.monotonic() + DOWN_INTERVAL
             return None
 

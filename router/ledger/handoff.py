@@ -65,15 +65,19 @@ class Handoff(Generic[T]):
         if (self._idle or len(items) >= self.batch_size) and self._wake.empty():
             self._wake.put(None)
 
-    def take(self, interval: float) -> list[T]:
-        """The next items: waits for a first one, then until BATCH_SIZE are there, an urgent one is, or
-        INTERVAL seconds have passed; returns at most BATCH_SIZE of them, up to and including the first
-        urgent one."""
+    def take(self, interval: float, idle: float | None = None) -> list[T]:
+        """The next items: waits for a first one (IDLE seconds at most, then returns none), then until
+        BATCH_SIZE are there, an urgent one is, or INTERVAL seconds have passed; returns at most BATCH_SIZE
+        of them, up to and including the first urgent one."""
         while not self._items:
             self._idle = True
             if self._items:
                 break
-            self._wake.get()
+            try:
+                self._wake.get(timeout=idle)
+            except queue.Empty:
+                self._idle = False  # a wake-up a producer sends meanwhile only makes the next take look again
+                return []
         self._idle = False
         deadline = time.monotonic() + interval
         while len(self._items) < self.batch_size and self._urgent.empty():

@@ -8,10 +8,8 @@ from typing import Any
 
 from hybrid_weather.rules import MAX_QUESTION_CHARS
 
-from .rollup import dialect_of, iso, moment, query
+from .rollup import EXAMPLES, MISSED, dialect_of, iso, moment, query, split_window
 
-# Example questions shown per word.
-_EXAMPLES = 3
 # Shadow disagreements listed at the most.
 _DISAGREEMENTS = 20
 # Characters of a question or word the terminal view prints (the JSON keeps MAX_QUESTION_CHARS of each):
@@ -20,42 +18,54 @@ _SHOWN_CHARS = 60
 
 
 def misses_report(db: Any, days: int, *, now: dt.datetime | None = None) -> dict[str, Any]:
-    """The `misses --json` object, aggregated in SQL over a sqlite3 or psycopg connection to the ledger."""
+    """The `misses --json` object, aggregated in SQL over a sqlite3 or psycopg connection to the ledger:
+    whole hours from the misses rollup (m007), the window's partial first hour from the rows themselves
+    with the same expressions, so the figures are those of the rows."""
     now = now or dt.datetime.now(dt.timezone.utc)
-    since = moment(db, now - dt.timedelta(days=days))
-    words_of = dialect_of(db).words.format(r="r")
-    lookups, cost = query(
+    since = now - dt.timedelta(days=days)
+    dialect = dialect_of(db)
+    hour, edge = split_window(db, since)
+    window = (hour, *edge)
+    missed, words_of = MISSED.format(r="r"), dialect.words.format(r="r")
+    raw = f"FROM requests AS r, {words_of} WHERE {missed} AND r.datetime_utc >= ? AND r.datetime_utc < ?"
+    # SUM() of no cost is NULL (COALESCE'd to 0 by the report, ordered apart): `priced` keeps that so.
+    cost = "coalesce(CASE WHEN sum(p) > 0 THEN sum(c) END, 0)"
+    lookups, spent = query(
         db,
-        "SELECT COUNT(*), COALESCE(SUM(cost_usd), 0) FROM requests"
-        " WHERE route = 'llm' AND plain_lookup IS TRUE AND datetime_utc >= ?",
-        (since,),
+        f"SELECT coalesce(sum(n), 0), {cost} FROM ("
+        "SELECT requests AS n, priced AS p, cost_usd AS c FROM lookups_hourly WHERE hour >= ?"
+        " UNION ALL SELECT count(*), count(r.cost_usd), coalesce(sum(r.cost_usd), 0.0) FROM requests AS r"
+        f" WHERE {missed} AND r.datetime_utc >= ? AND r.datetime_utc < ?) AS t",
+        window,
     )[0]
-    words = []
-    for word, count, word_cost in query(
+    examples: dict[Any, list[str]] = {}
+    for word, text in query(
         db,
-        f"SELECT w.value, COUNT(*), COALESCE(SUM(r.cost_usd), 0) FROM requests AS r, {words_of}"
-        " WHERE r.route = 'llm' AND r.plain_lookup IS TRUE AND r.datetime_utc >= ?"
-        " GROUP BY w.value ORDER BY COUNT(*) DESC, SUM(r.cost_usd) DESC, w.value",
-        (since,),
+        "SELECT word, query FROM (SELECT word, query,"
+        " row_number() OVER (PARTITION BY word ORDER BY max(last_id) DESC) AS n FROM ("
+        "SELECT word, query, last_id FROM misses_examples WHERE hour >= ?"
+        f" UNION ALL SELECT w.value, r.query, max(r.id) {raw} AND r.query IS NOT NULL GROUP BY w.value, r.query"
+        f") AS t GROUP BY word, query) AS ranked WHERE n <= {EXAMPLES} ORDER BY word, n",
+        window,
     ):
-        examples = [
-            _cut(row[0], MAX_QUESTION_CHARS)
-            for row in query(
-                db,
-                f"SELECT r.query FROM requests AS r, {words_of}"
-                " WHERE r.route = 'llm' AND r.plain_lookup IS TRUE AND r.datetime_utc >= ? AND w.value = ?"
-                " AND r.query IS NOT NULL GROUP BY r.query ORDER BY max(r.id) DESC LIMIT ?",
-                (since, word, _EXAMPLES),
-            )
-        ]
-        words.append(
-            {
-                "word": _cut(word, MAX_QUESTION_CHARS),
-                "count": count,
-                "cost_usd": round(word_cost, 8),
-                "examples": examples,
-            }
+        examples.setdefault(word, []).append(_cut(text, MAX_QUESTION_CHARS))
+    words = [
+        {
+            "word": _cut(word, MAX_QUESTION_CHARS),
+            "count": int(count),
+            "cost_usd": round(word_cost, 8),
+            "examples": examples.get(word, []),
+        }
+        for word, count, word_cost in query(
+            db,
+            f"SELECT word, sum(n), {cost} FROM ("
+            "SELECT word, requests AS n, priced AS p, cost_usd AS c FROM misses_hourly WHERE hour >= ?"
+            f" UNION ALL SELECT w.value, count(*), count(r.cost_usd), coalesce(sum(r.cost_usd), 0.0) {raw}"
+            " GROUP BY w.value) AS t GROUP BY word ORDER BY sum(n) DESC, CASE WHEN sum(p) > 0 THEN sum(c) END DESC,"
+            " word",
+            window,
         )
+    ]
     disagreements = [
         {
             "datetime_utc": iso(when),
@@ -66,13 +76,13 @@ def misses_report(db: Any, days: int, *, now: dt.datetime | None = None) -> dict
             db,
             "SELECT datetime_utc, query, reason FROM requests"
             " WHERE route = 'shadow' AND agreement IS FALSE AND datetime_utc >= ? ORDER BY id DESC LIMIT ?",
-            (since, _DISAGREEMENTS),
+            (moment(db, since), _DISAGREEMENTS),
         )
     ]
     return {
         "days": days,
-        "plain_lookups": lookups,
-        "cost_usd": round(cost, 8),
+        "plain_lookups": int(lookups),
+        "cost_usd": round(spent, 8),
         "words": words,
         "shadow_disagreements": disagreements,
     }

@@ -8,8 +8,14 @@ significant digits, not decimal exactness. Times are `timestamptz`, lists `jsonb
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import os
 import secrets
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -17,13 +23,30 @@ from psycopg import errors
 
 from ..settings import redact
 from .migrations import MIGRATIONS_TABLE
-from .rollup import LATENCY_BOUNDS_MS, POSTGRES, ROLLUP_KEY, ROLLUP_SUMS
+from .rollup import (
+    EXAMPLES,
+    LATENCY_BOUNDS_MS,
+    MISSED,
+    POSTGRES,
+    ROLLUP_KEY,
+    ROLLUP_SUMS,
+    listed_words,
+    misses_backfill,
+)
 from .rows import COLUMNS, Batch, padded
 
-#: Seconds to wait for a connection, and for one statement of the writer (a report gets longer).
-CONNECT_TIMEOUT = 3
-WRITE_TIMEOUT_MS = 4_000
+#: Seconds to wait for a connection (psycopg's least), and for one statement of the writer (a report gets
+#: longer). A batch is written in milliseconds; one that takes seconds is spooled rather than waited for.
+CONNECT_TIMEOUT = 2
+WRITE_TIMEOUT_MS = 2_000
 READ_TIMEOUT_MS = 60_000
+#: Seconds past its statement_timeout that a call may take before the connection is cut from this side: the
+#: server's timeout is the server's, and a server that stops answering never sends it. A writer stuck on
+#: such a server is free again within WRITE_TIMEOUT_MS + CUT_GRACE (2.5 s), well inside the ledger's close
+#: timeout (5 s), so close() still writes back what was spooled when the server is back.
+CUT_GRACE = 0.5
+#: TCP keepalives on every connection: an idle one whose server has gone is noticed in 5 + 3 x 2 s.
+KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3}
 # One lock id for everything that must not run twice at once on one database (migrations, pruning).
 _MIGRATION_LOCK = 0x68772D6D  # "hw-m"
 _PRUNE_LOCK = 0x68772D70  # "hw-p"
@@ -71,6 +94,52 @@ def _rollup_statements() -> tuple[str, ...]:
     )
 
 
+def _misses_statements() -> tuple[str, ...]:
+    # What m007_misses_rollup does in SQLite, for PostgreSQL: a statement-level trigger over the rows an
+    # INSERT really inserted, keys upserted in order (no deadlock between writers), then each touched
+    # word's examples of the hour cut back to the last EXAMPLES.
+    hour, missed, words = POSTGRES.row["hour"].format(r="i"), MISSED.format(r="i"), listed_words(POSTGRES, "i")
+    return (
+        """CREATE TABLE lookups_hourly (
+            hour timestamptz PRIMARY KEY, requests bigint NOT NULL, priced bigint NOT NULL,
+            cost_usd double precision NOT NULL)""",
+        """CREATE TABLE misses_hourly (
+            hour timestamptz NOT NULL, word text NOT NULL, requests bigint NOT NULL, priced bigint NOT NULL,
+            cost_usd double precision NOT NULL, PRIMARY KEY (hour, word))""",
+        """CREATE TABLE misses_examples (
+            word text NOT NULL, hour timestamptz NOT NULL, query text NOT NULL, last_id text NOT NULL,
+            PRIMARY KEY (hour, word, query))""",
+        "CREATE INDEX requests_disagreements ON requests (id) WHERE route = 'shadow' AND agreement IS FALSE",
+        f"""CREATE FUNCTION requests_misses() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO lookups_hourly AS h (hour, requests, priced, cost_usd)
+            SELECT {hour}, count(*), count(i.cost_usd), coalesce(sum(i.cost_usd), 0.0) FROM inserted AS i
+            WHERE {missed} GROUP BY 1 ORDER BY 1
+            ON CONFLICT (hour) DO UPDATE SET requests = h.requests + excluded.requests,
+                priced = h.priced + excluded.priced, cost_usd = h.cost_usd + excluded.cost_usd;
+            INSERT INTO misses_hourly AS m (hour, word, requests, priced, cost_usd)
+            SELECT {hour}, w.value, count(*), count(i.cost_usd), coalesce(sum(i.cost_usd), 0.0)
+            FROM inserted AS i, {words} WHERE {missed} GROUP BY 1, 2 ORDER BY 1, 2
+            ON CONFLICT (hour, word) DO UPDATE SET requests = m.requests + excluded.requests,
+                priced = m.priced + excluded.priced, cost_usd = m.cost_usd + excluded.cost_usd;
+            INSERT INTO misses_examples AS e (word, hour, query, last_id)
+            SELECT w.value, {hour}, i.query, max(i.id) FROM inserted AS i, {words}
+            WHERE {missed} AND i.query IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+            ON CONFLICT (hour, word, query) DO UPDATE SET last_id = greatest(e.last_id, excluded.last_id);
+            DELETE FROM misses_examples AS e
+            USING (SELECT DISTINCT w.value AS word, {hour} AS hour FROM inserted AS i, {words}
+                   WHERE {missed} AND i.query IS NOT NULL) AS t
+            WHERE e.word = t.word AND e.hour = t.hour
+            AND e.last_id < (SELECT x.last_id FROM misses_examples AS x WHERE x.word = e.word AND x.hour = e.hour
+                             ORDER BY x.last_id DESC LIMIT 1 OFFSET {EXAMPLES - 1});
+            RETURN NULL;
+        END $$""",
+        """CREATE TRIGGER requests_misses AFTER INSERT ON requests REFERENCING NEW TABLE AS inserted
+            FOR EACH STATEMENT EXECUTE FUNCTION requests_misses()""",
+        *misses_backfill(POSTGRES),  # the rows a ledger already holds, rolled up once
+    )
+
+
 #: migrations.MIGRATIONS in PostgreSQL's types, under the same names, so both ledgers record the same list.
 POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m001_requests", (
@@ -94,6 +163,7 @@ POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
         "CREATE TABLE _hybrid_weather_settings (name text PRIMARY KEY, value text NOT NULL)",
     )),
     ("m006_rollup", _rollup_statements()),
+    ("m007_misses_rollup", _misses_statements()),
 ]  # fmt: skip
 
 
@@ -117,6 +187,55 @@ def migrate_postgres(db: psycopg.Connection[Any]) -> list[str]:
     return applied
 
 
+class _Watchdog:
+    """Cuts a connection whose call outlives its deadline. A server that stops answering without closing —
+    a hung host, a network that drops packets, a relay that swallows them — is not noticed by TCP while
+    something at the other end still acknowledges: keepalives and tcp_user_timeout then wait for ever, and
+    statement_timeout is the server's own. Cutting the socket (shutdown) makes the waiting call fail at
+    once, as if the server had closed it. One thread, idle when nothing is watched."""
+
+    def __init__(self) -> None:
+        self._watched: dict[object, tuple[Any, float]] = {}  # a call → (its connection, its deadline)
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def guard(self, db: psycopg.Connection[Any], seconds: float) -> Iterator[None]:
+        """DB cut should the block take longer than SECONDS."""
+        call = object()
+        with self._lock:
+            self._watched[call] = (db, time.monotonic() + seconds)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="hybrid-weather-ledger-watchdog",
+                                                daemon=True)  # fmt: skip
+                self._thread.start()
+        self._wake.set()
+        try:
+            yield
+        finally:
+            with self._lock:  # not cut after this: the connection may be closed, its descriptor reused
+                del self._watched[call]
+
+    def _watch(self) -> None:
+        while True:
+            self._wake.clear()
+            with self._lock:
+                now = time.monotonic()
+                for call, (db, deadline) in list(self._watched.items()):
+                    if deadline <= now:
+                        _cut(db)
+                        del self._watched[call]
+                deadlines = [deadline for _, deadline in self._watched.values()]
+            self._wake.wait(min(deadlines) - now if deadlines else None)
+
+
+def _cut(db: psycopg.Connection[Any]) -> None:
+    """DB's socket shut down both ways: the call waiting on it fails (OperationalError), nothing else."""
+    with contextlib.suppress(OSError, psycopg.Error, ValueError), socket.socket(fileno=os.dup(db.fileno())) as sock:
+        sock.shutdown(socket.SHUT_RDWR)
+
+
 class PostgresDatabase:
     """A PostgreSQL ledger at URL: created on first use, written with COPY by each process's writer."""
 
@@ -132,20 +251,32 @@ class PostgresDatabase:
     def __init__(self, url: str) -> None:
         self.url = url
         self.location = redact(url)
+        self._watchdog = _Watchdog()
 
-    def _connect(self, timeout_ms: int) -> psycopg.Connection[Any]:
+    def _connect(self, timeout_ms: int, *, connect_timeout: int = CONNECT_TIMEOUT) -> psycopg.Connection[Any]:
         db = psycopg.connect(
-            self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT, application_name="hybrid-weather",
-            # A server that stops answering (not refusing) is given up in seconds, not the OS's minutes.
-            tcp_user_timeout=WRITE_TIMEOUT_MS + 1_000, keepalives=1, keepalives_idle=5, keepalives_interval=2,
+            self.url, autocommit=True, connect_timeout=connect_timeout, application_name="hybrid-weather",
+            # Data the server does not acknowledge is given up in seconds, not the OS's fifteen minutes.
+            tcp_user_timeout=WRITE_TIMEOUT_MS + 1_000, **KEEPALIVES,
         )  # fmt: skip
         try:
-            db.execute("SET TIME ZONE 'UTC'")  # timestamps read back as UTC, like SQLite's text
-            db.execute(f"SET statement_timeout = {int(timeout_ms)}")
+            with self.deadline(db, WRITE_TIMEOUT_MS):
+                db.execute("SET TIME ZONE 'UTC'")  # timestamps read back as UTC, like SQLite's text
+                db.execute(f"SET statement_timeout = {int(timeout_ms)}")
         except BaseException:
             db.close()
             raise
         return db
+
+    def deadline(self, db: psycopg.Connection[Any], timeout_ms: int) -> contextlib.AbstractContextManager[None]:
+        """DB cut from this side should the block outlast TIMEOUT_MS (its statement_timeout) and CUT_GRACE."""
+        return self._watchdog.guard(db, timeout_ms / 1000 + CUT_GRACE)
+
+    def ping(self) -> None:
+        """Raises unless the server answers a query now (connect included: within CONNECT_TIMEOUT, then
+        WRITE_TIMEOUT_MS)."""
+        with self._connect(WRITE_TIMEOUT_MS) as db, self.deadline(db, WRITE_TIMEOUT_MS):
+            db.execute("SELECT 1").fetchone()
 
     def open(self) -> bytes:
         """Create or migrate the schema; return the ledger's hashing secret (made by the first process)."""
@@ -164,7 +295,8 @@ class PostgresDatabase:
         """A connection for the writer thread, with its staging table."""
         db = self._connect(WRITE_TIMEOUT_MS)
         try:
-            db.execute("CREATE TEMP TABLE incoming (LIKE requests) ON COMMIT DELETE ROWS")
+            with self.deadline(db, WRITE_TIMEOUT_MS):
+                db.execute("CREATE TEMP TABLE incoming (LIKE requests) ON COMMIT DELETE ROWS")
         except BaseException:
             db.close()
             raise
@@ -186,7 +318,7 @@ class PostgresDatabase:
         INSERT that skips ids already stored — so a batch retried after a lost acknowledgement, or replayed
         from the spool, never counts twice (ONCE is always so here). Returns how many were new."""
         names = ", ".join(columns)
-        with db.transaction(), db.cursor() as cursor:
+        with self.deadline(db, WRITE_TIMEOUT_MS), db.transaction(), db.cursor() as cursor:
             with cursor.copy(f"COPY incoming ({names}) FROM STDIN") as copy:
                 for row in batch.rows():  # a row of COLUMNS may stop early (rows.ANSWER_WIDTH): its NULLs put back
                     copy.write_row(padded(row) if columns is COLUMNS else row)
@@ -196,10 +328,11 @@ class PostgresDatabase:
             return cursor.rowcount
 
     def prune(self, db: psycopg.Connection[Any], before: dt.datetime) -> int:
-        """Delete rows that arrived before BEFORE, in batches, by one process of the fleet at a time."""
+        """Delete rows that arrived before BEFORE, in batches, by one process of the fleet at a time, and the
+        questions `misses` keeps as examples of the hours before BEFORE's (the rollups keep their sums)."""
         deleted = 0
         while True:
-            with db.transaction():
+            with self.deadline(db, WRITE_TIMEOUT_MS), db.transaction():
                 locked = db.execute("SELECT pg_try_advisory_xact_lock(%s)", (_PRUNE_LOCK,)).fetchone()
                 if not locked or not locked[0]:
                     return deleted
@@ -209,10 +342,15 @@ class PostgresDatabase:
                 )
             deleted += cursor.rowcount
             if cursor.rowcount < _PRUNE_BATCH:
+                # The questions `misses` keeps as examples go with their rows (the hours before BEFORE's).
+                with self.deadline(db, WRITE_TIMEOUT_MS):
+                    db.execute("DELETE FROM misses_examples WHERE hour < date_trunc('hour', %s::timestamptz, 'UTC')",
+                               (before,))  # fmt: skip
                 return deleted
 
     def count(self, db: psycopg.Connection[Any]) -> int:
-        row = db.execute("SELECT count(*) FROM requests").fetchone()
+        with self.deadline(db, READ_TIMEOUT_MS):
+            row = db.execute("SELECT count(*) FROM requests").fetchone()
         return int(row[0]) if row else 0
 
     def close(self) -> None:

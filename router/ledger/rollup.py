@@ -34,6 +34,7 @@ class Dialect(NamedTuple):
     day_of_hour: str  #: the rollup's `hour` column as 'YYYY-MM-DD' (UTC)
     day_of_row: str  #: {r}.datetime_utc as 'YYYY-MM-DD' (UTC)
     words: str  #: a FROM item: each element of {r}.unknown_words (a JSON list) as w.value
+    listed: str  #: {r}.unknown_words where the words FROM item can read it, else NULL (no words, no error)
 
     def row_values(self, r: str) -> dict[str, str]:
         return {column: value.format(r=r) for column, value in self.row.items()}
@@ -66,6 +67,7 @@ SQLITE = Dialect(
     day_of_hour="substr(hour, 1, 10)",
     day_of_row="substr({r}.datetime_utc, 1, 10)",
     words="json_each({r}.unknown_words) AS w",
+    listed="CASE WHEN json_valid({r}.unknown_words) THEN {r}.unknown_words END",
 )
 
 POSTGRES = Dialect(
@@ -93,7 +95,41 @@ POSTGRES = Dialect(
     day_of_hour="to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
     day_of_row="to_char({r}.datetime_utc AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
     words="jsonb_array_elements_text({r}.unknown_words) AS w(value)",
+    listed="CASE WHEN jsonb_typeof({r}.unknown_words) = 'array' THEN {r}.unknown_words END",
 )
+
+
+#: The rows `misses` reads: LLM answers that were plain lookups (a question the rules could have answered).
+MISSED = "{r}.route = 'llm' AND {r}.plain_lookup IS TRUE"
+#: Example questions `misses` shows per word: the last ones asked, each once.
+EXAMPLES = 3
+
+
+def listed_words(dialect: Dialect, r: str) -> str:
+    """The dialect's FROM item of row R's words, reading only a list it can (a trigger must not fail a row)."""
+    return dialect.words.format(r=r).replace(f"({r}.unknown_words)", f"({dialect.listed.format(r=r)})", 1)
+
+
+def misses_backfill(dialect: Dialect) -> tuple[str, ...]:
+    """The statements that roll up the rows a ledger already holds into the misses rollup (m007): per hour,
+    the plain lookups (lookups_hourly) and each of their words (misses_hourly) with their count, priced
+    count and cost, and each word's last EXAMPLES questions of the hour (misses_examples) — enough for the
+    last EXAMPLES of any window, since a question among those is among the last of its own last hour."""
+    hour, missed, words = dialect.row["hour"].format(r="r"), MISSED.format(r="r"), listed_words(dialect, "r")
+    return (
+        f"""INSERT INTO lookups_hourly (hour, requests, priced, cost_usd)
+            SELECT {hour}, count(*), count(r.cost_usd), coalesce(sum(r.cost_usd), 0.0) FROM requests AS r
+            WHERE {missed} GROUP BY 1""",
+        f"""INSERT INTO misses_hourly (hour, word, requests, priced, cost_usd)
+            SELECT {hour}, w.value, count(*), count(r.cost_usd), coalesce(sum(r.cost_usd), 0.0)
+            FROM requests AS r, {words} WHERE {missed} GROUP BY 1, 2""",
+        f"""INSERT INTO misses_examples (word, hour, query, last_id)
+            SELECT word, hour, query, last_id FROM (
+                SELECT w.value AS word, {hour} AS hour, r.query AS query, max(r.id) AS last_id,
+                    row_number() OVER (PARTITION BY w.value, {hour} ORDER BY max(r.id) DESC) AS n
+                FROM requests AS r, {words} WHERE {missed} AND r.query IS NOT NULL GROUP BY 1, 2, 3
+            ) AS ranked WHERE n <= {EXAMPLES}""",
+    )
 
 
 def dialect_of(db: Any) -> Dialect:
@@ -129,22 +165,25 @@ class Window(NamedTuple):
 _GROUP = ("day", *ROLLUP_KEY[1:])
 
 
+def split_window(db: Any, since: dt.datetime) -> tuple[Any, tuple[Any, Any]]:
+    """A window from SINCE as a rollup reads it: the first whole hour (as the rollup's `hour` column holds
+    it), and the bounds of the partial hour before it, read from the rows themselves."""
+    first_hour = since.replace(minute=0, second=0, microsecond=0)
+    if first_hour < since:
+        first_hour += dt.timedelta(hours=1)
+    hour: Any = first_hour.strftime("%Y-%m-%dT%H") if isinstance(db, sqlite3.Connection) else first_hour
+    return hour, (moment(db, since), moment(db, first_hour))
+
+
 def read_window(db: Any, since: dt.datetime) -> Window:
     """The rows that arrived at or after SINCE, aggregated in SQL: whole hours from the rollup, the partial
     first hour from the rows themselves."""
     dialect = dialect_of(db)
-    first_hour = since.replace(minute=0, second=0, microsecond=0)
-    if first_hour < since:
-        first_hour += dt.timedelta(hours=1)
-    if isinstance(db, sqlite3.Connection):
-        hour_param: Any = first_hour.strftime("%Y-%m-%dT%H")
-    else:
-        hour_param = first_hour
+    hour_param, bounds = split_window(db, since)
     row = dialect.row_values("r")
     keys = ", ".join(ROLLUP_KEY[1:])
     positions = ", ".join(str(i) for i in range(1, len(_GROUP) + 1))
-    edge = ("FROM requests AS r WHERE r.datetime_utc >= ? AND r.datetime_utc < ?", (moment(db, since),
-            moment(db, first_hour)))  # fmt: skip
+    edge = ("FROM requests AS r WHERE r.datetime_utc >= ? AND r.datetime_utc < ?", bounds)
     groups = query(
         db,
         f"SELECT {dialect.day_of_hour}, {keys}, {', '.join(f'sum({c})' for c in ROLLUP_SUMS)}"

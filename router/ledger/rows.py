@@ -22,7 +22,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from hybrid_weather.agent.llm.models import ModelTable
+from hybrid_weather.agent.llm.models import MAX_TOKENS, TOKEN_FIELDS, ModelTable
 from hybrid_weather.rules import MAX_QUESTION_CHARS
 from hybrid_weather.rules.privacy import mask_personal_data
 
@@ -58,10 +58,9 @@ _INF = math.inf
 #: The last time (seconds since 1970) a short row may have: its date keeps four digits a second later.
 _LAST_TIME = 253_402_300_798.0
 _FIRST_TIME = -62_135_596_800.0  # the first second of the year 1
-# Beyond these a value from an endpoint is not a fact but a fault: no single request costs more than
-# ten dollars or uses more than ten million tokens.
+# Beyond this a value from an endpoint is not a fact but a fault: no single request costs more than ten
+# dollars (nor uses more than models.MAX_TOKENS tokens).
 MAX_COST_USD = 10.0
-MAX_TOKENS = 10_000_000
 _SECRET_BYTES = 32
 _MEMO_SIZE = 4096
 #: Characters read past MAX_QUESTION_CHARS before a stored query is cut: the longest e-mail address (RFC 5321).
@@ -220,9 +219,12 @@ class RowFormat:
         if usage is None:  # rule answers: no tokens to check
             prompt_tokens = cached_tokens = completion_tokens = None
         else:
-            prompt_tokens = _tokens(usage.prompt_tokens, invalid, "prompt_tokens")
-            cached_tokens = _tokens(usage.cached_tokens, invalid, "cached_tokens")
-            completion_tokens = _tokens(usage.completion_tokens, invalid, "completion_tokens")
+            flagged = len(invalid)
+            prompt_tokens, cached_tokens, completion_tokens = _usage(usage, invalid)
+            if len(invalid) > flagged and cost is not None:
+                # A price times counts that are faults is no cost: unknown, not the figure it made.
+                cost = None
+                invalid.append("cost_usd")
         ok = e.outcome == "ok"
         if not ok:
             baseline, method = None, None  # a failed or empty request saved nothing and cost nothing
@@ -441,6 +443,20 @@ def _money(value: float | None, invalid: list[str], field: str) -> float | None:
         invalid.append(field)
         return None
     return float(value)
+
+
+def _usage(usage: Any, invalid: list[str]) -> tuple[int | None, int | None, int | None]:
+    """USAGE's prompt, cached and completion tokens as stored: NULL, and named in INVALID, for a count no
+    call can have — one the endpoint sent (Usage.invalid) or one a caller made (negative, not whole, past
+    MAX_TOKENS, more cached than prompt tokens)."""
+    said = getattr(usage, "invalid", ())
+    counts = [None if field in said else _tokens(getattr(usage, field, None), invalid, field) for field in TOKEN_FIELDS]
+    invalid.extend(field for field in TOKEN_FIELDS if field in said)
+    prompt, cached, completion = counts
+    if prompt is not None and cached is not None and cached > prompt:
+        invalid.append("cached_tokens")
+        cached = None
+    return prompt, cached, completion
 
 
 def _tokens(value: int | None, invalid: list[str], field: str) -> int | None:

@@ -93,6 +93,13 @@ class Spool:
         taken.unlink()
         return rows
 
+    def holds_rows(self) -> bool:
+        """Whether the file has anything in it (one stat, not a read)."""
+        try:
+            return self.path.stat().st_size > 0
+        except OSError:
+            return False
+
     def count(self) -> int:
         """Rows waiting in the file now (lines), 0 when there is none."""
         try:

@@ -218,6 +218,14 @@ class SQLiteDatabase:
         db, self._handed_over = self._handed_over, None
         return db or self._connect()
 
+    def ping(self) -> None:
+        """Raises unless the file can be opened and read now."""
+        db = self._connect()
+        try:
+            db.execute("SELECT count(*) FROM requests WHERE 0").fetchone()
+        finally:
+            db.close()
+
     def connect(self) -> sqlite3.Connection:
         """A new read connection (for reports)."""
         db = self._connect()
@@ -259,8 +267,11 @@ class SQLiteDatabase:
         return self._stems
 
     def prune(self, db: sqlite3.Connection, before: dt.datetime) -> int:
-        """Delete rows that arrived before BEFORE; the rollup keeps their sums."""
-        return db.execute("DELETE FROM requests WHERE datetime_utc < ?", (moment(db, before),)).rowcount
+        """Delete rows that arrived before BEFORE, and the questions `misses` keeps as examples of the hours
+        before BEFORE's; the rollups keep their sums."""
+        deleted = db.execute("DELETE FROM requests WHERE datetime_utc < ?", (moment(db, before),)).rowcount
+        db.execute("DELETE FROM misses_examples WHERE hour < ?", (before.strftime("%Y-%m-%dT%H"),))
+        return int(deleted)
 
     def count(self, db: sqlite3.Connection) -> int:
         return int(db.execute("SELECT count(*) FROM requests").fetchone()[0])

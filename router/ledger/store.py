@@ -2,8 +2,13 @@
 
 The request path only queues an entry. The writer commits at least every COMMIT_INTERVAL seconds or
 BATCH_SIZE rows, whichever comes first. Rows held only in memory — what a SIGKILL can lose — are never
-more than QUEUE_SIZE + BATCH_SIZE (past QUEUE_SIZE, callers wait for room): 1,512 rows, about a third of
-a second of the fastest traffic one process makes; at a lighter load, the last COMMIT_INTERVAL of it.
+more than QUEUE_SIZE + 2 x BATCH_SIZE: 2,024 rows, about half a second of the fastest traffic one process
+makes; at a lighter load, the last COMMIT_INTERVAL of it.
+
+A caller never waits long on the database: past QUEUE_SIZE it waits for room while the writer is busy (it
+took a batch within STUCK_AFTER: its pace is the callers'), but a writer stuck on a server that stopped
+answering (until its deadline cuts the connection) is waited for STUCK_AFTER at most; then that row and
+those after it overflow to the spool file, a batch at a time, until the writer makes room again.
 
 Nothing is dropped: a row that cannot be stored as given is stored in a safe form; a batch the database
 refuses after a few tries, or while it is away, goes to the spool file and is written back, once, when
@@ -21,20 +26,22 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from hybrid_weather.agent.errors import LedgerUnavailable
 from hybrid_weather.agent.llm.models import ModelTable
 
-from ..settings import is_postgres, redact
+from ..settings import is_postgres, ledger_scheme_problem, redact
 from .entry import Entry
 from .handoff import Handoff
 from .rows import COLUMNS, Batch, RowFormat, padded
 from .spool import Spool, spool_path
 
 logger = logging.getLogger("hybrid_weather")
+T = TypeVar("T")
 
 #: Rows waiting for the writer at the most; past this, record() waits for room (it never drops a row).
 DEFAULT_QUEUE_SIZE = 1_000
@@ -47,8 +54,13 @@ COMMIT_ATTEMPTS = 3
 COMMIT_PAUSE = 0.2
 #: Seconds close() waits for the writer before it spools what is left.
 CLOSE_TIMEOUT = 5.0
-#: Seconds record() waits for room in a full queue before it spools the row itself (a stuck writer).
-RECORD_TIMEOUT = 5.0
+#: Seconds without taking a batch after which a writer whose queue is full is stuck, not busy: record()
+#: then waits no longer (a request thread, or an event loop serving many) and the row overflows to the spool.
+STUCK_AFTER = 1.0
+#: Seconds between two looks at a stuck writer by a caller waiting for room.
+ROOM_WAIT = 0.05
+#: Seconds a readiness check (check()) waits for the database to answer.
+CHECK_TIMEOUT = 0.8
 #: Seconds the writer leaves a database that failed before it connects again; its batches are spooled.
 AWAY_PAUSE = 1.0
 #: Seconds between two deletions of rows older than the ledger keeps (keep_days).
@@ -65,6 +77,7 @@ class Database(Protocol):
     replays: bool  #: whether rows spooled for it are written back
 
     def open(self) -> bytes: ...
+    def ping(self) -> None: ...
     def writer(self) -> Any: ...
     def connect(self) -> Any: ...
     def write(self, db: Any, batch: Batch, *, once: bool = False) -> int: ...
@@ -74,7 +87,10 @@ class Database(Protocol):
 
 
 def database_for(location: str) -> Database:
-    """The database LOCATION names: a postgresql:// URL, else a SQLite file (or ":memory:")."""
+    """The database LOCATION names: a postgresql:// URL, else a SQLite file (or ":memory:"); LedgerUnavailable
+    for another scheme (never a folder named after it)."""
+    if problem := ledger_scheme_problem(location):
+        raise LedgerUnavailable(f"the ledger at {redact(location)} cannot be used: {problem}")
     if is_postgres(location):
         try:
             from .postgres_db import PostgresDatabase
@@ -150,6 +166,16 @@ class Ledger:
         self._format = RowFormat(
             models=models, model=model or models.default_model, store_queries=store_queries, secret=secret
         )
+        # RowFormat is the writer's, but rows that overflow are formatted by the thread that records them:
+        # whoever formats holds this (uncontended but for an overflow: one acquire a batch).
+        self._formatting = threading.Lock()
+        self._overflowing = False  # the queue was full: rows go to the overflow until the writer makes room
+        self._overflow: list[Entry] = []  # rows for the spool, written a batch (or COMMIT_INTERVAL) at a time
+        self._overflow_since = 0.0
+        self._overflow_lock = threading.Lock()
+        self._took_at = time.monotonic()  # when the writer last took rows out of the queue
+        self._probe: _Probe | None = None  # the readiness check in flight, if any
+        self._probe_lock = threading.Lock()
         self._queue: Handoff[Entry | _Flush | object] = Handoff(queue_size, batch_size)
         self._closed = False
         self._in_hand = _NOTHING  # the writer's batch: spooled by close() if it hangs
@@ -160,8 +186,30 @@ class Ledger:
         atexit.register(self.close)
 
     def connect(self) -> Any:
-        """A new read connection (for reports): sqlite3 or psycopg."""
-        return self.database.connect()
+        """A new read connection (for reports): sqlite3 or psycopg; LedgerUnavailable, in one line, when
+        the database cannot be reached or opened."""
+        try:
+            return self.database.connect()
+        except self.database.unusable as error:
+            raise LedgerUnavailable(
+                f"the ledger at {self.location} cannot be reached ({_first_line(error)}); start it, or set "
+                f"{self.setting} to one that can"
+            ) from None
+
+    def report(self, read: Callable[[Any], T]) -> T:
+        """READ's result over a new read connection, closed after; LedgerUnavailable, in one line, when
+        the database cannot be reached or read (a server that went away, a database that is not there)."""
+        db = self.connect()
+        try:
+            return read(db)
+        except self.database.unusable as error:
+            raise LedgerUnavailable(
+                f"the ledger at {self.location} could not be read ({_first_line(error)}); start it, or set "
+                f"{self.setting} to one that can"
+            ) from None
+        finally:
+            with contextlib.suppress(Exception):
+                db.close()
 
     @property
     def pending(self) -> int:
@@ -169,17 +217,42 @@ class Ledger:
         return len(self._queue) + len(self._in_hand)
 
     def record(self, entry: Entry) -> None:
-        """Queue ENTRY for writing. Returns at once unless the queue is full; then waits for room, and
-        spools the row itself if the writer makes none within RECORD_TIMEOUT."""
+        """Queue ENTRY for writing. Returns at once unless the queue is full; then waits for room while the
+        writer is busy, but STUCK_AFTER at most for a stuck one, and overflows to the spool, it and the rows
+        after it, until the writer makes room."""
         if self._closed:
             self._spool([entry], "a row came after close()")
             return
         if not self._writer_running:
             self._restart_writer()
-        try:
-            self._queue.put(entry, RECORD_TIMEOUT)
-        except queue.Full:
-            self._spool([entry], f"the ledger writer made no room in {RECORD_TIMEOUT:.0f} s")
+        if self._overflowing:
+            # Back to the queue once the writer has taken a batch out of it, not at the first free place:
+            # each row would otherwise wait ROOM_WAIT for the next.
+            if len(self._queue) > self._queue.maxsize - self._queue.batch_size:
+                self._overflowed(entry)
+                return
+            self._overflowing = False
+        while True:
+            try:
+                self._queue.put(entry, ROOM_WAIT)
+                return
+            except queue.Full:
+                if time.monotonic() - self._took_at > STUCK_AFTER:
+                    break
+        self._overflowing = True
+        self._overflowed(entry)
+
+    def check(self, timeout: float = CHECK_TIMEOUT) -> str | None:
+        """None when the database answers a query within TIMEOUT seconds, else why not, in one line. One
+        check at a time runs (a server that stopped answering holds it until its own timeouts): a caller
+        that comes meanwhile waits for that one's answer, within its own TIMEOUT."""
+        with self._probe_lock:
+            if self._probe is None or self._probe.done.is_set():
+                self._probe = _Probe(self.database)
+            probe = self._probe
+        if not probe.done.wait(timeout):
+            return f"the ledger at {self.location} did not answer within {timeout:g} s"
+        return probe.problem
 
     def flush(self) -> None:
         """Wait until everything recorded so far is committed (or spooled)."""
@@ -212,7 +285,7 @@ class Ledger:
             # rows by id, so nothing is lost and nothing counted twice.
             why = f"the ledger writer did not finish within {timeout:.0f} s"
             self._spool_rows(self._in_hand.rows(), why)
-            self._spool(self._drain(), why)
+            self._spool(self._drain() + self._take_overflow(), why)
         self.database.close()
         with contextlib.suppress(Exception):  # the interpreter may be shutting down
             atexit.unregister(self.close)
@@ -244,9 +317,13 @@ class Ledger:
         away_until = 0.0  # after a failure the database is given a pause: batches go to the spool meanwhile
         while not stopping:
             batch, markers, stopping = self._next_batch()
+            batch = self._take_overflow() + batch  # rows that overflowed while the writer was away
             if db is None and time.monotonic() < away_until:
                 self._spool(batch, f"the ledger at {self.location} failed less than {AWAY_PAUSE:g} s ago")
                 self._release(markers)
+                continue
+            if not batch and db is None and not self._replay_waiting() and not self._prune_due():
+                self._release(markers)  # nothing to write, write back or delete: no connection for nothing
                 continue
             try:
                 db = self._reach(db)
@@ -273,17 +350,27 @@ class Ledger:
                         db = None
                     away_until = time.monotonic() + AWAY_PAUSE
             self._release(markers)
-        if self._replay_due and self.database.replays:
+        self._spool(self._take_overflow(), "rows overflowed while the ledger writer was stuck")
+        if self._replay_waiting():
             db = self._last_replay(db)
         if db is not None:
             with contextlib.suppress(Exception):
                 db.close()
 
+    def _prune_due(self) -> bool:
+        return self.keep_days is not None and time.monotonic() - self._pruned_at > PRUNE_INTERVAL
+
+    def _replay_waiting(self) -> bool:
+        """Whether rows wait in the spool for this writer to write back."""
+        return self._replay_due and self.database.replays and self.spool.holds_rows()
+
     def _reach(self, db: Any) -> Any:
         """DB, or a new writer connection; a database away when this process started is opened first
         (its hashing key replaces the local one)."""
         if not self._opened:
-            self._format.secret = self.database.open()
+            secret = self.database.open()
+            with self._formatting:
+                self._format.secret = secret
             self._opened = True
         return db or self.database.writer()
 
@@ -305,7 +392,12 @@ class Ledger:
 
     def _next_batch(self) -> tuple[list[Entry], list[_Flush], bool]:
         """Entries until BATCH_SIZE rows, COMMIT_INTERVAL seconds after the first, a flush or the stop."""
-        taken = self._queue.take(self.commit_interval)
+        # Rows wait in the spool: an idle writer looks for the database again every AWAY_PAUSE, so they are
+        # written back when it answers, not when the next request comes.
+        idle = AWAY_PAUSE if self._replay_waiting() else None
+        self._took_at = time.monotonic()  # waiting for rows is not being stuck: an idle writer comes at once
+        taken = self._queue.take(self.commit_interval, idle)
+        self._took_at = time.monotonic()
         # Only the markers are urgent, and a take ends at its first urgent item: what comes before its last
         # item is entries, with no look at each.
         last = taken[-1] if taken else None
@@ -318,7 +410,8 @@ class Ledger:
     def _commit(self, db: Any, batch: list[Entry]) -> None:
         """BATCH stored, tried COMMIT_ATTEMPTS times; spooled when the database keeps refusing it. A
         connection that breaks raises to the loop, which spools the batch and connects again."""
-        self._in_hand = self._format.batch(batch)
+        with self._formatting:
+            self._in_hand = self._format.batch(batch)
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
                 self.database.write(db, self._in_hand)
@@ -336,7 +429,7 @@ class Ledger:
         if self._replay_due and self.database.replays:
             self._replay_due = False
             self._replay(db)
-        if self.keep_days is not None and time.monotonic() - self._pruned_at > PRUNE_INTERVAL:
+        if self.keep_days is not None and self._prune_due():
             self._pruned_at = time.monotonic()
             before = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=self.keep_days)
             pruned = self.database.prune(db, before)
@@ -370,7 +463,28 @@ class Ledger:
 
     def _spool(self, entries: list[Entry], why: str) -> None:
         if entries:
-            self._spool_rows(self._format.rows(entries), why)
+            with self._formatting:
+                rows = self._format.rows(entries)
+            self._spool_rows(rows, why)
+
+    def _overflowed(self, entry: Entry) -> None:
+        """ENTRY kept for the spool, where the overflow goes once it holds a batch or its first row has
+        waited COMMIT_INTERVAL: one write (and fsync) a batch, by the caller that completes it."""
+        with self._overflow_lock:
+            if not self._overflow:
+                self._overflow_since = time.monotonic()
+            self._overflow.append(entry)
+            if len(self._overflow) < self.batch_size and time.monotonic() - self._overflow_since < self.commit_interval:
+                return
+            entries, self._overflow = self._overflow, []
+        self._spool(entries, f"the ledger writer made no room in {STUCK_AFTER:g} s (is the database answering?)")
+
+    def _take_overflow(self) -> list[Entry]:
+        if not self._overflow:  # nearly always: no lock taken
+            return []
+        with self._overflow_lock:
+            entries, self._overflow = self._overflow, []
+        return entries
 
     def _spool_rows(self, rows: list[tuple[object, ...]], why: str) -> None:
         if not rows:
@@ -382,12 +496,31 @@ class Ledger:
                          error, len(rows))  # fmt: skip
             self._note(f"{why}; the spool {self.spool.path} cannot be written either: {len(rows)} rows lost")
             return
+        self._replay_due = True  # by the writer once the database answers, and by close() at the latest
         logger.warning("ledger: %s; %d rows kept in %s", why, len(rows), self.spool.path)
         self._note(f"{why}; rows kept in {self.spool.path}")
 
     def _note(self, problem: str) -> None:
         if self.problem is None:
             self.problem = problem
+
+
+class _Probe:
+    """One readiness check of DATABASE, in a thread of its own, so a caller can stop waiting for it."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.problem: str | None = None  #: why the database did not answer, once done (None: it did)
+        self.done = threading.Event()
+        threading.Thread(target=self._run, name="hybrid-weather-ledger-check", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self.database.ping()
+        except Exception as error:  # any driver's error: the check's answer, not a failure of it
+            self.problem = f"{type(error).__name__}: {_first_line(error)}"
+        finally:
+            self.done.set()
 
 
 def _first_line(error: BaseException) -> str:
@@ -436,3 +569,6 @@ class SpoolLedger:
 
     def connect(self) -> Any:
         raise LedgerUnavailable(self.problem or f"the ledger at {self.location} cannot be used")
+
+    def report(self, read: Callable[[Any], T]) -> T:
+        return read(self.connect())
