@@ -26,8 +26,6 @@ KNOWN_FORECASTS = {
 KNOWN_CLARIFIES = {
     "五月天温度",  # a band's name read as a date
     "小寒和大寒哪个冷",  # two solar terms compared, in general
-    "中国冷极是哪里",  # 冷极 (the cold pole) read as 冷, of a country
-    "中国雨都是哪个城市",
 }
 
 

@@ -468,6 +468,9 @@ class QueryParser:
         if word in gazetteer.regions:
             # 江南, 中原, 北疆: a region, whose weather differs from place to place; beside its city the
             # district of that name is meant (南宁江南 → 南宁市江南区).
+            if reading.asks_which and not reading.places:
+                # 中国雨都是哪个城市, 中国哪里最冷: which place of a region, a question of knowledge.
+                return to_llm(f"asks which place of a region: {word}", [word])
             units = gazetteer.units_named(word)
             if not next_to_place or not units:
                 return clarify(
@@ -540,7 +543,7 @@ class QueryParser:
         if "distance" in reading.aspects:
             return _distance(places, reading)
         if not places:
-            if reading.aspects or dates:
+            if reading.says_weather:  # 周一了不想上班: a day and no word of the weather is no question of it
                 return clarify(NO_PLACE_REASON.removeprefix("clarify: "), _ASK_FOR_PLACE)
             return to_llm("no weather question recognised")
         if len(places) > MAX_PLACES:
