@@ -39,7 +39,7 @@ def browser():
 
 def test_the_dashboard_draws_the_savings_numbers(tmp_path, llm_server, browser):
     with serving(tmp_path, llm_server) as server:
-        for query in ["上海今天天气", "北京明天天气", "明天呢", "广州后天会下雨吗", "深圳今天多少度"] * 3:
+        for query in ["上海今天天气", "北京明天天气", "明天冷吗", "广州后天会下雨吗", "深圳今天多少度"] * 3:
             post(f"{server.url}/v1/ask", {"query": query})
         llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25),
                         answer("明天北京多云，适合出游。", prompt=560, completion=30))  # fmt: skip
