@@ -383,13 +383,14 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
         (set(_DIGITS), r"(?P<iso>(?P<iy>\d{4})[-/.年](?P<im>\d{1,2})[-/.月](?P<id>\d{1,2})[日号]?)"),
         # 农历十月廿五, 腊月初八, 十月初一: a lunar month and day (tried before 12月 and 十月初, early October).
         ({w[0] for w in _LUNAR_MARKERS} | set(_LUNAR_MONTH_WORDS) | set("闰十一二三四五六七八九"),
-         rf"(?P<lunar>(?:{'|'.join(_LUNAR_MARKERS)})(?P<lk>闰)?(?P<lm>正|冬|腊|{_LUNAR_NUMBERED}|1[0-2]|0?[1-9])"
+         rf"(?=[^月]{{0,5}}月)(?P<lunar>(?:{'|'.join(_LUNAR_MARKERS)})(?P<lk>闰)?(?P<lm>正|冬|腊|{_LUNAR_NUMBERED}|1[0-2]|0?[1-9])"
          rf"月份?的?(?P<ld>{_LUNAR_DAY}|[12]\d|30|0?[1-9])(?!\d)[日号]?"
          rf"|(?P<lk2>闰)?(?:(?P<lm2>[正冬腊])月(?P<ld2>{_LUNAR_DAY})"
          rf"|(?P<lm3>{_LUNAR_NUMBERED})月(?P<ld3>初(?:十|[一二三四五六七八九])|廿[一二三四五六七八九])))"),
-        # 12月第一个周日, 这个月最后一个周五, 下个月第二个周六: the Nth (or last) weekday of a month.
+        # 12月第一个周日, 这个月最后一个周五, 下个月第二个周六: the Nth (or last) weekday of a month. This kind and the
+        # lunar one look for their 月 first: they are tried at every numeral, and most numerals are no month.
         ({"下", "上", *this} | set(_NUM_CHARS),
-         rf"(?P<nth>(?:(?P<ntn>{_NUM})|(?P<ntr>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?))月份?的?"
+         rf"(?=[^月]{{0,3}}月)(?P<nth>(?:(?P<ntn>{_NUM})|(?P<ntr>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?))月份?的?"
          r"(?:第(?P<ntk>[一二三四五1-5])个?|(?P<ntl>最后一?个?|倒数第一个?))(?:周|星期|礼拜)"
          r"(?P<ntw>[" + WEEKDAY_CHARS + r"1-7]|天(?!气)))"),
         (set(_NUM_CHARS), rf"(?P<md>(?P<mm>{_NUM})月(?P<mdd>{_NUM})[日号]?)"),
