@@ -6,8 +6,9 @@ keeps 今天天气 as one token, so dates are matched here and cut out before th
 
 Conventions (README, "What the router does"): weeks start on Monday (ISO 8601, as Chinese calendars
 print them), so on Sunday 这周三 is three days back and 下周三 is three days ahead; a bare weekday or
-N号 is the next one, today included; a named day (春节, 中秋, 冬至) is its next occurrence, or the
-last one if that was less than a week ago; 今年/明年/去年 pick the year.
+N号 is the next one, today included; a named day (春节, 中秋, 冬至) or a lunar date (农历十月廿五) is its
+most recent occurrence in a question said in the past (下雨了吗), its next in one said of the future (会下雨吗),
+and otherwise its next, or the last one if that was less than a week ago; 今年/明年/去年 pick the year.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
+from bisect import bisect_right
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ._data import load_table
@@ -45,6 +48,27 @@ _WEEKDAYS = {
     **{char: number for number, char in enumerate(WEEKDAY_CHARS)},
     "天": 6,
     **{str(number + 1): number for number in range(7)},
+}
+_ENGLISH_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sept", "sep"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        1,
+    )
+    for name in names
 }
 _ENGLISH_WEEKDAYS = {
     name: number
@@ -130,6 +154,8 @@ _PARTS: dict[str, Hours] = {
 _OFFSETS = {
     "大大后天": 4,
     "大后天": 3,
+    "大后儿个": 3,
+    "大后儿": 3,
     "大后日": 3,
     "后天": 2,
     "后日": 2,
@@ -199,6 +225,9 @@ _OFFSETS = {
     "前天": -2,
     "前日": -2,
     "前儿": -2,
+    "前儿个": -2,
+    "大前儿个": -3,
+    "大前儿": -3,
     "day after tomorrow": 2,
     "tomorrow morning": 1,
     "tomorrow night": 1,
@@ -293,6 +322,8 @@ _RANGE_JOINS = frozenset({"到", "至", "~", "-", "—", "一直到", "直到", 
 _RANGE_FROM = ("从", "由", "from")
 # 下 as in "next" (下周三), but not the 下 of 一下 (查一下周庄, 看一下星期六: check on Saturday).
 _NEXT = "(?<!一)下"
+# 上 as in "last" (上周末), but not the 上 of 赶上, 碰上, 遇上 (赶上周末: falls on the weekend).
+_LAST = "(?<![赶碰遇])上"
 _YEAR_WORDS = {"今年": 0, "明年": 1, "去年": -1}
 # What may follow the hour of a clock time: 半, 一刻, 整, 30, 30分, 二十, 十五分.
 _CLOCK_MINUTES = r"半|[一三]刻|整|[0-5]?\d分?|[二三四五]?十[一二三四五六七八九]?分?|[一二三四五六七八九]分"
@@ -310,6 +341,29 @@ _MONTH_PART = "|".join(sorted(_MONTH_PARTS, key=len, reverse=True))
 # on, which is what 这周 and 这个月 are anyway.
 _REST = r"(?:剩下|剩余|余下|其余|剩)的?(?:这?几天|[一两二三四五六七]天|日子|时间|几日)?"
 _NAMED_DAY_MARKERS = r"(?:节气)?(?:那天|那日|当天|这天|那一天|当日)?"
+# What says which occurrence of a named day is meant (上个中秋, 刚过的冬至, 下一个春节): the last or the next.
+_NAMED_WHICH = "(?P<nwp>上一?个|刚过去的|刚过的|过去的|(?<!一)下一?个)"
+# What makes a question about a day one said in the past, after the day: it asks whether something happened
+# (下雨了吗, 下了没, 下过雪吗; not 过后, after) or tells it (那天下雨了), or says when it was (当时, 已经); and
+# one said of the future: 会, 将, 要 (会下雨吗, 要下雪吗). Which occurrence of a named or lunar day is meant
+# follows from it.
+# (Patterns as text: re compiles and keeps them on first use, not at import.)
+_SAID_PAST = r"了没|过[雨雪风]?(?:吗|么|没)|当时|已经"
+_SAID_PAST_AT_END = r"了[吗么嘛不呢吧啊呀]?\s*$"
+_SAID_FUTURE = "[会将要]"
+# A named day said without a tense is its next occurrence, or the last one if it was this recently: 双十一
+# asked on the 12th means yesterday.
+_RECENTLY_DAYS = 7
+# The lunar calendar (农历十月廿五, 腊月初八): its months (正月 the first, 冬月 the eleventh, 腊月 the twelfth, or
+# by number, 闰 before one its leap repeat) and its days (初一 … 初十, 十一 … 二十, 廿一 … 廿九, 三十). After 农历,
+# 阴历 or 旧历 any month and day, Arabic numerals too; without, a month only the lunar calendar names (正月,
+# 冬月, 腊月) or a day only it says (初五, 廿三): 十月十五 stays October's.
+_LUNAR_MONTH_WORDS = {"正": 1, "冬": 11, "腊": 12}
+_LUNAR_DAY = (
+    r"初(?:十|[一二三四五六七八九])|廿[一二三四五六七八九]|二十[一二三四五六七八九]?|十[一二三四五六七八九]?|三十|卅"
+)
+_LUNAR_NUMBERED = r"十[一二]?|[一二三四五六七八九]"
+_LUNAR_MARKERS = ("农历", "阴历", "旧历")
 
 
 @functools.cache
@@ -327,6 +381,18 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
     this = {"这", "本"}  # 这周, 本月
     return [
         (set(_DIGITS), r"(?P<iso>(?P<iy>\d{4})[-/.年](?P<im>\d{1,2})[-/.月](?P<id>\d{1,2})[日号]?)"),
+        # 农历十月廿五, 腊月初八, 十月初一: a lunar month and day (tried before 12月 and 十月初, early October).
+        ({w[0] for w in _LUNAR_MARKERS} | set(_LUNAR_MONTH_WORDS) | set("闰十一二三四五六七八九"),
+         rf"(?=[^月]{{0,5}}月)(?P<lunar>(?:{'|'.join(_LUNAR_MARKERS)})(?P<lk>闰)?(?P<lm>正|冬|腊|{_LUNAR_NUMBERED}|1[0-2]|0?[1-9])"
+         rf"月份?的?(?P<ld>{_LUNAR_DAY}|[12]\d|30|0?[1-9])(?!\d)[日号]?"
+         rf"|(?P<lk2>闰)?(?:(?P<lm2>[正冬腊])月(?P<ld2>{_LUNAR_DAY})"
+         rf"|(?P<lm3>{_LUNAR_NUMBERED})月(?P<ld3>初(?:十|[一二三四五六七八九])|廿[一二三四五六七八九])))"),
+        # 12月第一个周日, 这个月最后一个周五, 下个月第二个周六: the Nth (or last) weekday of a month. This kind and the
+        # lunar one look for their 月 first: they are tried at every numeral, and most numerals are no month.
+        ({"下", "上", *this} | set(_NUM_CHARS),
+         rf"(?=[^月]{{0,3}}月)(?P<nth>(?:(?P<ntn>{_NUM})|(?P<ntr>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?))月份?的?"
+         r"(?:第(?P<ntk>[一二三四五1-5])个?|(?P<ntl>最后一?个?|倒数第一个?))(?:周|星期|礼拜)"
+         r"(?P<ntw>[" + WEEKDAY_CHARS + r"1-7]|天(?!气)))"),
         (set(_NUM_CHARS), rf"(?P<md>(?P<mm>{_NUM})月(?P<mdd>{_NUM})[日号]?)"),
         # 12.5, 12/8, 12.5号, 12-5: month and day, unless they are a number with a unit (2.5度, 2.5℃ — 2.5 c once
         # normalised —, 5-10度) or part of one (pm2.5). With a dash, not before 号, 日 or 点 (3-5号 is the 3rd to
@@ -344,9 +410,11 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
         # 年底, 明年初: the end of December, the start of January. A kind of its own, so that 今 and 明, which
         # start many questions, do not compile the month's long pattern.
         ({"年", "今", "明"}, r"(?P<year_part>(?P<ypr>[今明])?年(?P<ypp>[底末初]))"),
-        ({w[0] for w in named}, rf"(?P<named>(?P<nw>{words_pattern(named)}){_NAMED_DAY_MARKERS})"),
-        # 三天后, 一周以后: that many days on; 三天前, 两周前: that many ago.
-        (set(_NUM_CHARS), rf"(?P<later>(?P<ln>{_NUM})(?P<lw>天|周|个?星期|个?礼拜)[以之]?(?P<la>[后前]))"),
+        ({w[0] for w in named} | _NAMED_WHICH_STARTS,
+         rf"(?P<named>{_NAMED_WHICH}?(?P<nw>{words_pattern(named)}){_NAMED_DAY_MARKERS})"),
+        # 三天后, 一周以后, 三个月后, 半个月后: that many days, weeks or months on; 三天前, 两周前: that many ago.
+        (set(_NUM_CHARS) | {"半"},
+         rf"(?P<later>(?:(?P<ln>{_NUM})(?P<lw>天|周|个?星期|个?礼拜|个月)|半个月)[以之]?(?P<la>[后前]))"),
         # 三天天气, 7天天气预报, 一周天气, 三天内: a bare count of days (not 日: 5日 is a day of the month) or a
         # week is the days ahead where the weather follows it, or 内.
         (set("未接往今最一1"), r"(?P<week_ahead>(?:(?:未来|接下来|往后|今后|最近)的?(?:一|1)?(?:周|个?星期|个?礼拜))"
@@ -355,15 +423,16 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
         (set("未接最往今近后头以这") | set(_NUM_CHARS),
          rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|以后|后面|近|这)的?(?:这)?(?P<nn>{_NUM}|几)[天日]"
          rf"|[后头]?(?P<nb>{_NUM})天{_AHEAD})"),
-        # 周六日 is 周六 and 周日 (not 周六 and its 日出, sunrise).
-        ({"下", "周", *this},
-         rf"(?P<weekend>(?P<wep>{_NEXT}下个?|{_NEXT}个?|这个?|本)?(?:周末|周六日(?![出落]))(?:两天)?)"),
+        # 周六日 is 周六 and 周日 (not 周六 and its 日出, sunrise); 上周末, 上个周末: last week's.
+        ({"下", "上", "周", *this},
+         rf"(?P<weekend>(?P<wep>{_NEXT}下个?|{_NEXT}个?|{_LAST}上?个?|这个?|本)?(?:周末|周六日(?![出落]))(?:两天)?)"),
         # 工作日, 下周工作日: the working days of a week, as 周末 are its days off.
         ({"下", "周", "星", "礼", "工", *this},
          rf"(?P<workdays>(?P<wdk>{_NEXT}下个?|{_NEXT}个?|这个?|本)?(?:周|星期|礼拜)?工作日)"),
-        # 周天气 is the week's weather, but 星期天气温 is Sunday's temperature.
-        ({"下", "上", "周", "星", "礼", *this},
-         rf"(?P<weekday>(?P<wdp>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?)?"
+        # 周天气 is the week's weather, but 星期天气温 is Sunday's temperature. 今个礼拜六, 今儿个周三: this week's
+        # (今个 alone is today).
+        ({"下", "上", "周", "星", "礼", "今", *this},
+         rf"(?P<weekday>(?P<wdp>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?|今(?:儿个|个儿?))?"
          r"(?:周(?P<wd>[" + WEEKDAY_CHARS + r"1-7]|天(?!气))"
          r"|(?:星期|礼拜)(?P<wd2>[" + WEEKDAY_CHARS + r"1-7]|天(?!气(?!温)))))"),
         ({"下", *this}, rf"(?P<week>(?P<wkp>{_NEXT}下个?|{_NEXT}个?|这个?|本)(?:周|星期|礼拜)(?:{_REST})?)"),
@@ -381,6 +450,9 @@ def _han_words() -> tuple[list[str], list[str]]:
     return list(_calendar()[0]), [w for w in (*_OFFSETS, *_RANGES, *_PARTS) if not w.isascii() and w not in _DAYS_AGO]
 
 
+_NAMED_WHICH_STARTS = {"上", "刚", "过", "下"}
+
+
 @functools.cache
 def _han_starts() -> re.Pattern[str]:
     """The characters a Han date can start with. Most characters of a question start none: the scan
@@ -395,7 +467,9 @@ def _han_pattern(first: str) -> re.Pattern[str]:
     use. One pattern of every kind tried all 13 at each position that may start a date: 2.2 -> 1.4 us a
     question (find_dates on the dev set), and a cold run compiles a question's few, not all ~110."""
     named, words = _han_words()
-    named, words = [w for w in named if w[0] == first], [w for w in words if w[0] == first]
+    # After 上个 or 下个 (上个中秋) any named day may follow.
+    named = [w for w in named if w[0] == first or first in _NAMED_WHICH_STARTS]
+    words = [w for w in words if w[0] == first]
     return re.compile("|".join(pattern for chars, pattern in _han_kinds(named, words) if first in chars))
 
 
@@ -404,6 +478,7 @@ def _latin_pattern() -> re.Pattern[str]:
     """The English and pinyin dates, run only on text with Latin letters: an alternation of Latin words
     with word-boundary lookarounds is slow to try at every Han position."""
     latin = [w for w in (*_OFFSETS, *_RANGES, *_PARTS) if w.isascii()]
+    months = "|".join(sorted(_ENGLISH_MONTHS, key=len, reverse=True))
     return re.compile(
         r"(?<![a-z])(?:"
         + "|".join(
@@ -413,6 +488,9 @@ def _latin_pattern() -> re.Pattern[str]:
                 r"(?P<en_clock>(?:at )?(?<![\d.:])(?P<eh>1[0-2]|0?[1-9])(?::[0-5]\d)? ?"
                 r"(?P<eap>am|pm|[ap]\.m\.?)(?![\d.]))",
                 r"(?P<next_n>(?:the )?next (?P<en>\d{1,2}|two|three|four|five|seven) days)",
+                # Dec 12, December 12th, 12th December, (on) the 12th of Dec: a month's name and a day.
+                r"(?P<en_md>(?:on )?(?:the )?(?:(?P<emn>" + months + r") (?P<emd>[0-3]?\d)(?!\d)(?: ?(?:st|nd|rd|th))?"
+                r"|(?<![\d./:-])(?P<emd2>[0-3]?\d) ?(?:st|nd|rd|th)?(?: of)? (?P<emn2>" + months + r")))",
                 r"(?P<weekend>(?P<wep>next |this )?weekend)",
                 r"(?P<en_weekday>(?P<ewp>next |this |on )?(?P<ewd>"
                 + "|".join(sorted(_ENGLISH_WEEKDAYS, key=len, reverse=True))
@@ -494,6 +572,8 @@ def find_dates(text: str, today: dt.date) -> list[DateSpan]:
     spans = [_span(m, today, text) for m in _han_matches(text)]
     if HAS_LATIN.search(text):
         latin = [_span(m, today, text) for m in _latin_pattern().finditer(text)]
+        # A Latin date over a Han one (12/12 of dec 12/12) is not a second date: the first found stands.
+        latin = [s for s in latin if not any(h.start < s.end and s.start < h.end for h in spans)]
         spans = sorted(spans + latin, key=lambda s: s.start)
     if "前" in text:
         spans = _until(text, spans, today)
@@ -582,7 +662,7 @@ def _around(text: str, spans: list[DateSpan]) -> list[DateSpan]:
 _AROUND = ("前后", "左右")
 # The kinds of date that name one day (周末, a week or a part of a month is a period, even when one day is left).
 _ONE_DAY_KINDS = frozenset({"iso", "md", "numeric", "month_rel", "named", "later", "weekday", "en_weekday", "dom",
-                            "word"})  # fmt: skip
+                            "word", "lunar", "nth", "en_md"})  # fmt: skip
 
 
 def _weathers_tian(text: str, spans: list[DateSpan], at: int, end: int, word: str) -> bool:
@@ -675,13 +755,20 @@ def _span(m: re.Match[str], today: dt.date, text: str) -> DateSpan:
     if kind == "en_clock":  # 3pm: the hour itself, 0-23
         hour = int(m["eh"]) % 12 + (12 if m["eap"].startswith("p") else 0)
         return DateSpan(start, m.end(), word, (), (hour, hour + 1), None, "hour")
-    if kind == "named":
-        # 今年/明年/去年 (的) before a named day pick its year.
+    if kind in ("named", "lunar"):
+        # 今年/明年/去年 (的) before a named day or a lunar date pick its year.
         year_word = next((y for y in _YEAR_WORDS if text[:start].rstrip("的").endswith(y)), None)
         if year_word:
             start = text.rindex(year_word, 0, start)
-        day = _named_day(m["nw"], year_word, today)
-        name = _calendar()[0][m["nw"]]
+        tense = _tense(text, m.end(), m["nwp"] if kind == "named" else None)
+        if kind == "named":
+            day = _named_day(m["nw"], year_word, today, tense)
+            name = _calendar()[0][m["nw"]]
+        else:
+            day = _lunar_day(m, year_word, today, tense)
+            # 正月十五 is 元宵节, for messages; another lunar date is named as said (农历十月廿五是…).
+            said = word.removeprefix(word[:2]) if word.startswith(_LUNAR_MARKERS) else word
+            name = _calendar()[0].get(said, word)
         return DateSpan(start, m.end(), text[start : m.end()], (day,) if day else (), None, name, kind)
     key = (kind, word, today)
     days = _resolved.get(key)
@@ -766,7 +853,7 @@ def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]
     if day is not None:
         return (day,)
     if kind == "later":  # an approximate count (两三天后): every day from the fewest to the most
-        counted = _count(m["ln"])
+        counted = _count(m["ln"]) if m["ln"] is not None and m["lw"] != "个月" else None
         if counted is None:
             return ()
         unit, sign = (1 if m["lw"] == "天" else 7), (1 if m["la"] == "后" else -1)
@@ -789,7 +876,10 @@ def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]
         week = monday + dt.timedelta(days=7 * _weeks_on(m.groupdict().get("wdk")))
         return tuple(d for d in _days(week, 5) if d >= today) or _days(week + dt.timedelta(days=7), 5)
     if kind == "weekend":
-        saturday = monday + dt.timedelta(days=5 + 7 * _weeks_on(m.groupdict().get("wep")))
+        weeks = _weeks_on(m.groupdict().get("wep"))
+        saturday = monday + dt.timedelta(days=5 + 7 * weeks)
+        if weeks < 0:  # 上周末: last week's Saturday and Sunday, both past
+            return _days(saturday, 2)
         return tuple(d for d in _days(saturday, 2) if d >= today) or _days(saturday + dt.timedelta(days=7), 2)
     if kind == "week":
         weeks = _weeks_on(m.groupdict().get("wkp"))
@@ -798,10 +888,43 @@ def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]
 
 
 def _weeks_on(prefix: str | None) -> int:
-    """How many weeks after this one a week's PREFIX names: 下下 (个) two, 下 (个) and next one, else none."""
+    """How many weeks after this one a week's PREFIX names: 下下 (个) two, 下 (个) and next one, 上 (个) one
+    back, 上上 (个) two back, else none."""
     if not prefix:
         return 0
+    if prefix.startswith("上"):
+        return -2 if prefix.startswith("上上") else -1
     return 2 if prefix.startswith("下下") else 1 if prefix.startswith(("下", "next")) else 0
+
+
+def _add_months(today: dt.date, months: int) -> dt.date | None:
+    """The day MONTHS months from TODAY, the same day of the month or that month's last (1月31日 + 1: 2月28日)."""
+    year, month = divmod(today.year * 12 + today.month - 1 + months, 12)
+    if not FIRST_DAY.year <= year <= LAST_DAY.year:
+        return None
+    month += 1
+    length = (dt.date(year + month // 12, month % 12 + 1, 1) - dt.date(year, month, 1)).days
+    return dt.date(year, month, min(today.day, length))
+
+
+def _nth_weekday(m: re.Match[str], today: dt.date) -> dt.date | None:
+    """12月第一个周日, 这个月最后一个周五: the Nth or last weekday of a month said by its number (this year's while
+    it lasts, as 12月 is) or relative to this one; None if it has no such (a fifth Monday)."""
+    if m["ntn"] is not None:
+        month = parse_number(m["ntn"])
+        if month is None or not 1 <= month <= 12:
+            return None
+        year = today.year if month >= today.month else today.year + 1
+    else:
+        said = m["ntr"]
+        step = 2 if said.startswith("下下") else 1 if said.startswith("下") else -1 if said.startswith("上") else 0
+        year, month = divmod(today.year * 12 + today.month - 1 + step, 12)
+        month += 1
+    weekdays = [d for d in _month_days(year, month, None) if d.weekday() == _WEEKDAYS[m["ntw"]]]
+    nth = -1 if m["ntl"] else parse_number(m["ntk"])
+    if nth is None or not weekdays or nth > len(weekdays):
+        return None
+    return weekdays[nth if nth < 0 else nth - 1]
 
 
 def _month_part(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:
@@ -853,9 +976,11 @@ def _resolve_one(m: re.Match[str], kind: str, today: dt.date) -> dt.date | None:
     monday = today - dt.timedelta(days=today.weekday())
     if kind == "iso":
         return _safe_date(int(m["iy"]), int(m["im"]), int(m["id"]))
-    if kind in ("md", "numeric"):
+    if kind in ("md", "numeric", "en_md"):
         if kind == "md":
             month, mday = parse_number(m["mm"]), parse_number(m["mdd"])
+        elif kind == "en_md":
+            month, mday = _ENGLISH_MONTHS[m["emn"] or m["emn2"]], int(m["emd"] or m["emd2"])
         else:
             month, mday = int(m["nm"]), int(m["nd"] or m["ndd"])
         if month is None or mday is None:
@@ -869,11 +994,18 @@ def _resolve_one(m: re.Match[str], kind: str, today: dt.date) -> dt.date | None:
         year, month = divmod(today.year * 12 + today.month - 1 + step, 12)
         return _safe_date(year, month + 1, n) if n is not None else None
     if kind == "later":
+        sign = 1 if m["la"] == "后" else -1  # 三天前: three days ago
+        if m["ln"] is None:  # 半个月后: half a month, fifteen days
+            return _shift(today, sign * 15)
+        counted = _count(m["ln"])
+        if m["lw"] == "个月" and counted is not None:  # 三个月后; 两三个月后: far enough that the first will do
+            return _add_months(today, sign * counted[0 if sign > 0 else 1])
         n = parse_number(m["ln"])
         if n is None:
             return None  # or approximate (两三天后): _resolve makes it a range
-        days = n if m["lw"] == "天" else n * 7
-        return _shift(today, days if m["la"] == "后" else -days)  # 三天前: three days ago
+        return _shift(today, sign * (n if m["lw"] == "天" else n * 7))
+    if kind == "nth":
+        return _nth_weekday(m, today)
     if kind == "weekday":
         weekday, prefix = _WEEKDAYS[m["wd"] or m["wd2"]], m["wdp"] or ""
         if prefix.startswith("下下"):
@@ -906,15 +1038,83 @@ def _resolve_one(m: re.Match[str], kind: str, today: dt.date) -> dt.date | None:
     return None
 
 
-def _named_day(word: str, year_word: str | None, today: dt.date) -> dt.date | None:
-    """The date of a named day: in the year 今年/明年/去年 names, else its next occurrence (one that
-    passed less than a week ago still counts: 双十一 asked on the 12th means yesterday)."""
+def _named_day(word: str, year_word: str | None, today: dt.date, tense: int) -> dt.date | None:
+    """The date of a named day: in the year 今年/明年/去年 names, else its occurrence TENSE picks."""
     words, dates = _calendar()
     days = dates[words[word]]
     if year_word:
         year = today.year + _YEAR_WORDS[year_word]
         return next((d for d in days if d.year == year), None)
-    return next((d for d in days if (d - today).days >= -7), None)
+    return _occurrence(days, today, tense)
+
+
+def _tense(text: str, end: int, which: str | None) -> int:
+    """How a question says a named or lunar day that ends at END: -1 in the past (上个中秋; 中秋下雨了吗, 下了没,
+    那天下雨了), 1 of the future (下个中秋; 中秋会下雨吗, 要下雪吗), 0 neither. WHICH is the word before the day
+    (上个, 下个) that says so itself. Whether it happened (了没, 下过雪吗) outweighs a modal; a modal (会) outweighs
+    a clause that ends in 了, which may say a change to come (要冷了)."""
+    if which:
+        return 1 if which.startswith("下") else -1
+    after = text[end:]
+    if re.search(_SAID_PAST, after):
+        return -1
+    if re.search(_SAID_FUTURE, after):
+        return 1
+    return -1 if re.search(_SAID_PAST_AT_END, after) else 0
+
+
+def _occurrence(days: Sequence[dt.date], today: dt.date, tense: int) -> dt.date | None:
+    """Of DAYS (sorted), the one a question said in TENSE means: in the past, the most recent (today included);
+    of the future, the next (today included); otherwise the next, or the last if it was under a week ago."""
+    if tense < 0:
+        at = bisect_right(days, today)
+        return days[at - 1] if at else None
+    earliest = today if tense > 0 else today - dt.timedelta(days=_RECENTLY_DAYS)
+    return next((d for d in days if d >= earliest), None)
+
+
+@functools.cache
+def _lunar_years() -> tuple[list[dt.date], dict[int, tuple[dt.date, int, tuple[int, ...]]]]:
+    """The lunar years of calendar.json: their first days in order, and each year's first day, leap month (0:
+    none) and months' lengths, the leap month right after the month it repeats."""
+    rows = load_table("calendar")["lunar"]["rows"]
+    years = {year: (dt.date.fromisoformat(first), leap, tuple(months)) for year, first, leap, months in rows}
+    return sorted(first for first, _, _ in years.values()), years
+
+
+def _lunar_to_date(year: int, month: int, day: int, leap: bool) -> dt.date | None:
+    """The day of lunar YEAR, MONTH (its leap repeat if LEAP) and DAY, or None: a year outside the table, a leap
+    month the year lacks, or a day past its month's end (三十 of a 29-day month)."""
+    entry = _lunar_years()[1].get(year)
+    if entry is None:
+        return None
+    first, leap_month, lengths = entry
+    if leap and leap_month != month:
+        return None
+    index = month - 1 + (1 if leap_month and (leap or month > leap_month) else 0)
+    if not 1 <= day <= lengths[index]:
+        return None
+    return first + dt.timedelta(days=sum(lengths[:index]) + day - 1)
+
+
+def _lunar_day(m: re.Match[str], year_word: str | None, today: dt.date, tense: int) -> dt.date | None:
+    """The day a lunar date means: in the lunar year 今年/明年/去年 names (the one today is in, or a neighbour),
+    else its occurrence TENSE picks. A leap month is looked for in every year (it comes back every few)."""
+    month_said = m["lm"] or m["lm2"] or m["lm3"]
+    day_said = m["ld"] or m["ld2"] or m["ld3"]
+    leap = bool(m["lk"] or m["lk2"])
+    month = _LUNAR_MONTH_WORDS.get(month_said) or parse_number(month_said)
+    day = 30 if day_said == "卅" else 20 + _CN_DIGITS[day_said[1]] if day_said[0] == "廿" else parse_number(
+        day_said.removeprefix("初"))  # fmt: skip
+    if month is None or day is None or not 1 <= month <= 12:
+        return None
+    firsts, years = _lunar_years()
+    this_year = min(years) - 1 + bisect_right(firsts, today)  # the lunar year today is in
+    if year_word:
+        return _lunar_to_date(this_year + _YEAR_WORDS[year_word], month, day, leap)
+    searched = sorted(years) if leap else range(this_year - 1, this_year + 2)
+    days = [d for year in searched if (d := _lunar_to_date(year, month, day, leap)) is not None]
+    return _occurrence(days, today, tense)
 
 
 def _english_number(text: str | None) -> int | None:

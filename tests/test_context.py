@@ -25,6 +25,8 @@ def router():
         ("房号1205，明天上海下雨吗", "上海市", TOMORROW, "rain"),  # a number that is no date
         ("我在苏州上班，明天要带伞吗", "苏州市", TOMORROW, "rain"),  # the place from the context
         ("下周三飞成都，那边天气怎么样", "成都市", NEXT_WEDNESDAY, "weather"),  # the place and the day
+        ("孩子冬月初一春游，北京天气怎么样", "北京市", "2026-12-09", "weather"),  # a lunar day
+        ("孩子12月第二个周六春游，北京天气怎么样", "北京市", "2026-12-12", "weather"),  # an ordinal weekday
         ("孩子明天春游，杭州天气怎么样", "杭州市", TOMORROW, "weather"),  # the day from the context
         ("明天要去见客户，杭州会下雨吗", "杭州市", TOMORROW, "rain"),
         ("刚到西宁，今天气温多少", "西宁市", "2026-12-03", "temperature"),
@@ -49,13 +51,21 @@ def test_the_reason_says_which_question_was_read_and_what_was_set_aside(router):
         "北京人在上海，明天冷吗",  # two places in the context: which one?
         "我不在上海，明天冷吗",  # the context takes its place back
         "负责人说北京明天冷",  # told, not asked
-        "腊月初八北京天气",  # never cut inside a clause: 腊|月初八
-        "Dec 12，北京天气",  # no day said, and context that may say it
+        "腊月中旬北京天气",  # never cut inside a clause: 腊|月中旬
+        "Xmas week，北京天气",  # no day said, and context that may say it
         "你好小优，今天好累",  # context, and no question of the weather
     ],
 )
 def test_context_that_asks_takes_back_or_chooses_goes_to_the_llm(router, message):
     assert router.route(message, today=TODAY).route == "llm"
+
+
+def test_a_date_once_unread_is_no_longer_context_that_may_say_one(router):
+    # 腊月初八北京天气 and Dec 12，北京天气 went to the LLM as holding a day the router could not read; they are read.
+    decision = router.route("Dec 12，北京天气", today=TODAY)
+    assert (decision.route, decision.dates) == ("rule", [dt.date(2026, 12, 12)]), decision.reason
+    decision = router.route("腊月初八北京天气", today=TODAY)  # 2027-01-15: past the forecast, said so
+    assert decision.route == "clarify" and "2027年1月15日" in (decision.clarification or ""), decision
 
 
 def test_a_question_without_its_place_among_context_without_one_is_asked_for_it(router):

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from hybrid_weather.rules import dates
 from hybrid_weather.rules.dates import date_words, find_dates, parse_number
+from hybrid_weather.rules.normalize import normalize
 
 TODAY = dt.date(2026, 11, 29)  # a Sunday
 
@@ -578,3 +579,285 @@ def test_a_clock_time_before_qian_or_hou_is_every_hour_until_or_from_it():
             assert got == ("rule", days(1), hours), (query, decision.reason)
     assert router.route("北京明天8点后天气", today=TODAY).hours == (8, 24)
     assert router.route("北京明天8点后天冷吗", today=TODAY).dates == days(1, 2)  # 后天: a day
+
+
+# The lunar calendar's words: months (正月 and 一月 are the first, 冬月 the eleventh, 腊月 the twelfth) and days
+# (初一 … 初十, 十一 … 二十, 廿一 … 廿九 or 二十一 … 二十九, 三十).
+_LUNAR_MONTHS = {1: ["正", "一"], **{n: [c] for n, c in enumerate("二三四五六七八九十", 2)}, 11: ["冬", "十一"],
+                 12: ["腊", "十二"]}  # fmt: skip
+_UNITS = "一二三四五六七八九"
+_LUNAR_DAYS = {
+    **{n: [f"初{c}"] for n, c in enumerate(_UNITS + "十", 1)},
+    **{10 + n: [f"十{c}"] for n, c in enumerate(_UNITS, 1)},
+    20: ["二十"],
+    **{20 + n: [f"廿{c}", f"二十{c}"] for n, c in enumerate(_UNITS, 1)},
+    30: ["三十"],
+}
+# The lunar named days of calendar.json (computed there by lunar-python's own conversion) and their month and day.
+_LUNAR_FESTIVALS = {"春节": (1, 1), "元宵节": (1, 15), "龙抬头": (2, 2), "端午节": (5, 5), "七夕": (7, 7),
+                    "中元节": (7, 15), "中秋节": (8, 15), "重阳节": (9, 9), "腊八节": (12, 8)}  # fmt: skip
+_SOME_DAYS = [dt.date(2026, 11, 29), dt.date(2027, 1, 20), dt.date(2027, 2, 6), dt.date(2031, 6, 30),
+              dt.date(2033, 12, 23), dt.date(2045, 9, 1)]  # fmt: skip
+
+
+def _next_or_last_week(days_of_name, today):
+    """The named-day rule: the next occurrence, or the last one if it was less than a week ago."""
+    return next(d for d in days_of_name if (d - today).days >= -7)
+
+
+def test_a_lunar_month_and_day_said_any_way_is_that_day():
+    # 北京农历十月廿五天气, 阴历腊月初八冷吗 went to the LLM (农历 an open-ended word; 腊, 八 unknown), and
+    # 冬月初一 left 冬 and 气 unknown. A lunar month and day — after 农历, 阴历 or 旧历, any month and any way of
+    # saying a day; alone, with a month only the lunar calendar has (正月, 冬月, 腊月) or a day only it says
+    # (初X, 廿X) — are that day of the lunar calendar, next or, under a week ago, last (as named days are).
+    # Checked against the lunar festivals calendar.json holds.
+    named = dates._calendar()[1]
+    for today, (festival, (month, day)) in itertools.product(_SOME_DAYS, _LUNAR_FESTIVALS.items()):
+        expected = [_next_or_last_week(named[festival], today)]
+        for marker, month_word, day_word in itertools.product(["农历", "阴历", "旧历"], _LUNAR_MONTHS[month],
+                                                              _LUNAR_DAYS[day]):  # fmt: skip
+            said = f"{marker}{month_word}月{day_word}"
+            spans = find_dates(f"北京{said}冷吗", today)
+            assert [(s.text, list(s.dates)) for s in spans] == [(said, expected)], (today, said)
+        lunar_only = [m for m in _LUNAR_MONTHS[month] if m in "正冬腊"]
+        for month_word, day_word in itertools.product(_LUNAR_MONTHS[month], _LUNAR_DAYS[day]):
+            if month_word in lunar_only or day_word.startswith(("初", "廿")):
+                assert parse(f"{month_word}月{day_word}天气", today) == expected, (today, month_word, day_word)
+    # 除夕 is the lunar year's last day: 腊月 has 29 or 30 days, and its last is the eve.
+    for today in _SOME_DAYS:
+        eve = _next_or_last_week(named["除夕"], today)
+        last = [parse(f"农历腊月{word}", today) for word in ("廿九", "三十")]
+        assert [eve] in last, (today, last)
+
+
+def test_every_lunar_day_of_a_year_follows_the_one_before():
+    # A lunar year's days, said one by one from 正月初一 to its last, are one calendar day apart each: months are
+    # 29 or 30 days long, 三十 of a 29-day month is no day, and the year ends on the eve of the next 春节.
+    named = dates._calendar()[1]
+    for year in (2026, 2033, 2045):
+        today = next(d for d in named["春节"] if d.year == year)  # 正月初一: each of the year's days is to come
+        expected, said = today, []
+        for month, leap in itertools.product(range(1, 13), ["", "闰"]):
+            for day in range(1, 31):
+                # Said of the future: the next one, not one under a week ago (the last year's 腊月廿三).
+                got = parse(f"农历{leap}{_LUNAR_MONTHS[month][0]}月{_LUNAR_DAYS[day][0]}会下雨吗", today)
+                if got == [expected]:
+                    said.append(expected)
+                    expected += dt.timedelta(days=1)
+                elif leap and day == 1:
+                    break  # no leap month here: this year repeats another, or none
+                else:  # only 三十 of a 29-day month is no day of this year
+                    assert day == 30, (year, month, day, got, expected)
+        assert expected == next(d for d in named["春节"] if d.year == year + 1), year
+        assert len(said) in range(353, 386), (year, len(said))
+
+
+def test_leap_months_and_the_lunar_year_said():
+    # 2033 has a leap eleventh month (the "2033 problem" that lunar tables got wrong); 闰 before a month is its
+    # leap repeat. 今年, 明年, 去年 before a lunar date pick the lunar year (the one today is in, and its neighbours).
+    today = dt.date(2033, 11, 1)
+    (first,) = parse("农历冬月初一", today)
+    (leap,) = parse("农历闰冬月初一", today)
+    assert (leap - first).days in (29, 30) and parse("农历腊月初一", today)[0] - leap in (
+        dt.timedelta(days=29), dt.timedelta(days=30))  # fmt: skip
+    named = dates._calendar()[1]
+    sunday = dt.date(2026, 11, 29)  # 农历2026年十月廿一
+    mid_autumns = {d.year: d for d in named["中秋节"]}
+    assert parse("今年农历八月十五", sunday) == [mid_autumns[2026]]
+    assert parse("明年农历八月十五", sunday) == [mid_autumns[2027]]
+    assert parse("去年农历八月十五", sunday) == [mid_autumns[2025]]
+    assert parse("农历十月廿五", sunday) == [dt.date(2026, 12, 3)] and parse("腊月初八", sunday) == [
+        dt.date(2027, 1, 15)
+    ]
+
+
+def test_the_lunar_table_agrees_with_lunar_python():
+    # The run time reads lunar dates from the table build_data.py writes; where the library is installed (the
+    # data extra), every day of every month of a span of years is the library's own.
+    lunar_python = pytest.importorskip("lunar_python")
+    for year in (2000, 2001, 2023, 2033, 2057):
+        start = lunar_python.Lunar.fromYmd(year, 1, 1).getSolar()
+        today = dt.date(start.getYear(), start.getMonth(), start.getDay())
+        for month_info in lunar_python.LunarYear.fromYear(year).getMonthsInYear():
+            month, leap = abs(month_info.getMonth()), month_info.getMonth() < 0
+            for day in range(1, month_info.getDayCount() + 1):
+                solar = lunar_python.Lunar.fromYmd(year, month_info.getMonth(), day).getSolar()
+                said = f"农历{'闰' if leap else ''}{_LUNAR_MONTHS[month][-1]}月{_LUNAR_DAYS[day][0]}"
+                expected = dt.date(solar.getYear(), solar.getMonth(), solar.getDay())
+                assert parse(f"{said}会下雨吗", today) == [expected], said
+
+
+def test_lunar_words_alone_and_gregorian_months_are_not_lunar_dates():
+    # 十月十五 (no lunar month or day word) stays the Gregorian one; 农历 with no month and day is no date; a
+    # bare 初一 or 十五 is not read (the month is not said).
+    sunday = dt.date(2026, 11, 29)
+    assert parse("十月十五", sunday) == [dt.date(2026, 10, 15)]
+    for text in ["今天农历几号", "农历", "初一", "十五的月亮", "腊月", "农历十月", "正月里", "十月十五"]:
+        assert [s for s in find_dates(text, sunday) if s.kind == "lunar"] == [], text
+    assert [s.kind for s in find_dates("十月初", sunday)] == ["month_part"]  # the start of October
+
+
+def test_lunar_dates_route_and_lunar_alone_still_goes_to_the_llm():
+    # 农历 is an open-ended word (what is today's lunar date is no weather question); inside a lunar date it is
+    # masked as every date is, and the date is read. Out of the forecast, the clarify says which day it is.
+    from hybrid_weather.router import HybridRouter
+
+    router = HybridRouter(provider="demo", ledger="off")
+    sunday = dt.date(2026, 11, 29)
+    for query, day in [("北京农历十月廿五天气", dt.date(2026, 12, 3)), ("阴历冬月初一上海冷吗", dt.date(2026, 12, 9)),
+                       ("广州冬月初一会下雨吗", dt.date(2026, 12, 9)),
+                       ("北京农历十月十九下雨了吗", dt.date(2026, 11, 27))]:  # fmt: skip
+        decision = router.route(query, today=sunday)
+        assert (decision.route, decision.dates) == ("rule", [day]), (query, decision.reason)
+    far = router.route("北京阴历腊月初八冷吗", today=sunday)
+    assert far.route == "clarify" and "2027年1月15日" in far.clarification, far
+    # 农历 outside a lunar date still counts: today's lunar date, or a lunar month alone.
+    for query in ["今天农历几号", "北京今天农历几号", "农历十月是几月", "北京农历十月天气"]:
+        assert router.route(query, today=sunday).route == "llm", query
+
+
+# Said in the past (has it rained, did it snow, was it cold then) and said of what is to come.
+_PAST_TAILS = ["下雨了吗", "下雪了没", "下了没有", "那天冷了吗", "那天下雨了", "下过雨吗", "是不是下雨了"]
+_FUTURE_TAILS = ["会下雨吗", "会不会冷", "要下雪吗", "将会降温吗"]
+
+
+def test_a_named_day_asked_in_the_past_is_its_last_and_of_the_future_its_next():
+    # 北京冬至下雨了吗 asked on 2026-11-29 was read as the coming 冬至 (2026-12-22): a named day was always the next
+    # one. Asked in the past tense it is the most recent (today included); asked of the future, the next (today
+    # included); otherwise as before. Every named day, on days all through the year.
+    words, named = dates._calendar()
+    sample = ["中秋", "冬至", "春节", "国庆", "端午节", "立春", "大雪节气", "母亲节", "腊八", "圣诞节"]
+    for offset, word in itertools.product(range(0, 366, 23), sample):
+        today = dt.date(2026, 1, 5) + dt.timedelta(days=offset)
+        occurrences = named[words[word]]
+        last = max(d for d in occurrences if d <= today)
+        coming = min(d for d in occurrences if d >= today)
+        for tail in _PAST_TAILS:
+            assert parse(f"北京{word}{tail}", today) == [last], (today, word, tail)
+        for tail in _FUTURE_TAILS:
+            assert parse(f"北京{word}{tail}", today) == [coming], (today, word, tail)
+        assert parse(f"上个{word}北京冷吗", today) == [last] and parse(f"下个{word}北京冷吗", today) == [coming]
+        assert parse(f"北京{word}过后会冷吗", today) == [coming], (today, word)  # 过后: after it, not 下过
+    # The same for a lunar date.
+    sunday = dt.date(2026, 11, 29)
+    assert parse("北京农历八月十五下雨了吗", sunday) == [dt.date(2026, 9, 25)]
+    assert parse("北京农历八月十五会下雨吗", sunday) == [named["中秋节"][[d.year for d in named["中秋节"]].index(2027)]]
+
+
+def test_a_named_day_past_or_to_come_then_meets_the_horizon():
+    # The day a tense picks is checked against the provider's horizon as any date is: within it, a rule answer
+    # (history or forecast); beyond it, a clarify naming the day.
+    from hybrid_weather.router import HybridRouter
+
+    router = HybridRouter(provider="demo", ledger="off")
+    sunday = dt.date(2026, 11, 29)
+    decision = router.route("北京中秋下雨了吗", today=sunday)
+    assert (decision.route, decision.dates) == ("rule", [dt.date(2026, 9, 25)]), decision.reason
+    decision = router.route("北京冬至那天下雪了吗", today=sunday)
+    assert decision.route == "clarify" and "冬至是2025年12月21日" in decision.clarification, decision
+    decision = router.route("北京冬至会下雪吗", today=dt.date(2026, 12, 10))
+    assert (decision.route, decision.dates) == ("rule", [dt.date(2026, 12, 22)]), decision.reason
+
+
+def _nth_weekday(year, month, weekday, nth):
+    """The NTH (1-5, or -1 the last) WEEKDAY of a month, or None."""
+    found = [d for d in (dt.date(year, month, 1) + dt.timedelta(days=i) for i in range(31))
+             if d.month == month and d.weekday() == weekday]  # fmt: skip
+    return found[nth - 1 if nth > 0 else nth] if -len(found) <= nth <= len(found) and nth else None
+
+
+def test_an_ordinal_weekday_of_a_month_is_that_day():
+    # 北京12月第一个周日天气, 这个月最后一个周五, 下个月第二个周六 went to the LLM (第一个, 后一个 unknown). The Nth
+    # (or last) weekday of a month said by its number (this year's while it lasts, as 12月 is), of this month
+    # or of the next, is that day; a fifth one a month lacks is no day.
+    ordinals = {
+        "第一个": 1,
+        "第1个": 1,
+        "第二个": 2,
+        "第三个": 3,
+        "第四个": 4,
+        "第五个": 5,
+        "最后一个": -1,
+        "最后一": -1,
+    }
+    weekday_words = {"周日": 6, "星期六": 5, "礼拜三": 2, "周五": 4, "周1": 0}
+    for today in [dt.date(2026, 11, 29), dt.date(2026, 12, 31), dt.date(2027, 2, 1)]:
+        this = (today.year, today.month)
+        after = (today.year + today.month // 12, today.month % 12 + 1)
+        for (ordinal, nth), (weekday_word, weekday) in itertools.product(ordinals.items(), weekday_words.items()):
+            for month_word, (year, month) in [("这个月", this), ("本月", this), ("下个月", after), ("下月", after),
+                                              ("12月", (today.year, 12)), ("十二月份", (today.year, 12))]:  # fmt: skip
+                said = f"{month_word}{ordinal}{weekday_word}"
+                day = _nth_weekday(year, month, weekday, nth)
+                spans = find_dates(f"北京{said}天气", today)
+                assert [(s.text, list(s.dates)) for s in spans] == [(said, [day] if day else [])], (today, said)
+    assert parse("2月第一个周日", dt.date(2026, 11, 29)) == [dt.date(2027, 2, 7)]  # February to come: next year's
+
+
+def test_last_weekend_weeks_and_months_on_this_weeks_weekday_and_da_hou_er_ge():
+    # 上周末下雨了吗 and 上个周末 went to the LLM (上 unknown); 三个月后 left 月 unknown; 今个礼拜六 was today and
+    # Saturday; 大后儿个 was 后儿个 (two days on) with 大 dropped.
+    for offset in range(14):
+        today = dt.date(2026, 11, 23) + dt.timedelta(days=offset)  # two weeks from a Monday
+        monday = today - dt.timedelta(days=today.weekday())
+        last_weekend = [monday - dt.timedelta(days=2), monday - dt.timedelta(days=1)]
+        for said in ["上周末", "上个周末", "上周末两天"]:
+            assert parse(f"北京{said}下雨了吗", today) == last_weekend, (today, said)
+        assert parse("上上周末", today) == [d - dt.timedelta(days=7) for d in last_weekend]
+        assert parse("赶上周末", today) == parse("周末", today)  # falls on the weekend: this one
+        said_this_week = [("礼拜六", 5), ("周三", 2), ("星期天", 6)]
+        for prefix, (weekday_word, weekday) in itertools.product(["今个", "今儿个", "今个儿"], said_this_week):
+            assert parse(f"{prefix}{weekday_word}北京冷吗", today) == [monday + dt.timedelta(days=weekday)], prefix
+        for said, months in [("一个月后", 1), ("三个月后", 3), ("两个月以后", 2), ("6个月之后", 6)]:
+            year, month = divmod(today.year * 12 + today.month - 1 + months, 12)
+            last = (dt.date(year + (month + 1) // 12, (month + 1) % 12 + 1, 1) - dt.timedelta(days=1)).day
+            expected = dt.date(year, month + 1, min(today.day, last))  # 11月30日 + 3: 2月28日
+            assert parse(f"北京{said}天气", today) == [expected], (today, said)
+        assert parse("半个月后", today) == [today + dt.timedelta(days=15)]
+        assert parse("大后儿个", today) == parse("大后天", today) == [today + dt.timedelta(days=3)]
+    assert parse("一个月后", dt.date(2027, 1, 31)) == [dt.date(2027, 2, 28)]  # a month's last day, not past it
+
+
+def test_weeks_and_months_on_out_of_reach_are_a_clarify_naming_the_day():
+    from hybrid_weather.router import HybridRouter
+
+    router = HybridRouter(provider="demo", ledger="off")
+    sunday = dt.date(2026, 11, 29)
+    for query, named in [("北京三个月后天气", "2027年2月28日"), ("北京三周后冷吗", "2026年12月20日"),
+                         ("北京20天后会下雨吗", "2026年12月19日")]:  # fmt: skip
+        decision = router.route(query, today=sunday)
+        assert decision.route == "clarify" and named in decision.clarification, (query, decision)
+    decision = router.route("上海上周末下雨了吗", today=sunday)
+    assert (decision.route, decision.dates) == ("rule", [dt.date(2026, 11, 21), dt.date(2026, 11, 22)])
+    decision = router.route("北京今个礼拜六冷吗", today=sunday)
+    assert (decision.route, decision.dates) == ("rule", [dt.date(2026, 11, 28)]), decision.reason
+
+
+_ENGLISH_MONTHS = {"jan": 1, "January": 1, "Feb": 2, "march": 3, "Apr": 4, "June": 6, "Jul": 7, "Aug": 8,
+                   "Sept": 9, "Sep": 9, "October": 10, "Nov": 11, "Dec": 12, "December": 12}  # fmt: skip
+
+
+def test_english_month_and_day_in_an_english_or_mixed_sentence():
+    # beijing weather Dec 12, 北京 December 12th 天气 went to the LLM (dec12 unknown). A month's English name or
+    # abbreviation with a day before or after it, with or without st/nd/rd/th or of, is that day, the nearest
+    # such (as 12月12日 is); 12/12 in an English sentence is read as in a Chinese one.
+    from hybrid_weather.router import HybridRouter
+
+    router = HybridRouter(provider="demo", ledger="off")
+    sunday = dt.date(2026, 11, 29)
+    for (name, month), day in itertools.product(_ENGLISH_MONTHS.items(), [1, 2, 3, 12, 22, 31]):
+        (expected,) = parse(f"{month}月{day}日", sunday) or [None]
+        suffix = {1: "st", 2: "nd", 3: "rd", 22: "nd", 31: "st"}.get(day, "th")
+        for form in [f"{name} {day}", f"{name}. {day}", f"{name} {day}{suffix}", f"{day}{suffix} {name}",
+                     f"{day} {name}", f"the {day}{suffix} of {name}"]:  # fmt: skip
+            for sentence in [f"beijing weather {form}", f"Will it rain in Shanghai on {form}?", f"北京 {form} 天气"]:
+                got = [list(s.dates) for s in find_dates(normalize(sentence), sunday) if s.dates or s.kind == "en_md"]
+                assert got == ([[expected]] if expected else [[]]), (sentence, got)
+    for query, day in [("beijing weather Dec 12", dt.date(2026, 12, 12)),
+                       ("北京 December 3rd 天气", dt.date(2026, 12, 3)),
+                       ("Is it going to rain in Xiamen on 1st December?", dt.date(2026, 12, 1)),
+                       ("shanghai weather 12/12", dt.date(2026, 12, 12))]:  # fmt: skip
+        decision = router.route(query, today=sunday)
+        assert (decision.route, decision.dates) == ("rule", [day]), (query, decision.reason)
+    for not_a_date in ["it may rain", "march on", "dec", "sun 12", "12 decimal"]:
+        assert [s for s in find_dates(normalize(not_a_date), sunday) if s.kind == "en_md"] == [], not_a_date
