@@ -21,6 +21,8 @@ from .tokenizer import Tokenizer
 # English place names run to three words at most (new york city, rio de janeiro).
 _LATIN_WINDOW = 3
 
+_UNIT_SUFFIX_SET = frozenset(UNIT_SUFFIXES)
+
 #: A token list with None where a date expression was cut out (dates are found before segmentation).
 Tokens = list[str | None]
 
@@ -221,8 +223,8 @@ class Reader:
             else:  # "link"
                 reading.link_at.append(index)
             index += 1
-        if clean and (reading.unknown or reading.places):
-            self._made_up_names(tokens, reading, clean)
+        if (reading.unknown or reading.places) and not _UNIT_SUFFIX_SET.isdisjoint(clean):
+            self._made_up_names(tokens, reading, clean)  # a set check first: most questions say no suffix
         reading.unknown = [run for run in reading.unknown if not self._is_wrapper(run, tokens)]
         if figures > 1:
             reading.threshold = None  # 超过30度还是低于20度, 20度到30度: not one temperature asked about
