@@ -7,6 +7,7 @@ since common words such as 背景/程度 sound like 北京/成都) → unknown.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -32,10 +33,21 @@ _LEVEL_RANK: dict[str, int] = {
     "town": 5,
     "geocoded": 6,
 }
-_TRAILING_SUFFIXES = ("市", "省", "区", "县")
+#: The suffixes of a unit's name (广州市, 星落县): part of the name said, stripped only to repair a typo (杭洲市).
+UNIT_SUFFIXES = ("市", "省", "区", "县", "镇", "乡")
 _MAX_READING_COMBINATIONS = 64
 #: Towns with at least this many people recorded are taken as meant before a homophone-typo repair.
 TOWN_MIN_POPULATION = 10_000
+#: Where Chinese is written in traditional characters, and where Cantonese is spoken: a question written or
+#: said so means the place there of a name a mainland county shares (大埔, 九龙).
+WRITES_TRADITIONAL: frozenset[str] = frozenset({"HK", "MO", "TW"})
+SPEAKS_CANTONESE: frozenset[str] = frozenset({"HK", "MO"})
+#: A place outside the mainland with this many people recorded is the one its name means over a mainland
+#: county of that name, however the question is written (九龙: Kowloon, not 甘孜州九龙县).
+PROMINENT_POPULATION = 1_000_000
+#: A Hong Kong or Macau area this large is as likely meant as a mainland county of its name (see _weighed).
+COUNTY_SIZED_POPULATION = 100_000
+_REGION_NAMES = {"HK": "香港", "MO": "澳门", "TW": "台湾"}
 # Latin names shorter than this are not repaired; from _LONG_LATIN_NAME letters, two edits are allowed.
 _MIN_LATIN_REPAIR_CHARS = 5
 _LONG_LATIN_NAME = 9
@@ -65,6 +77,9 @@ class PlaceMatch(NamedTuple):
 
     candidates: tuple[Place, ...]
     via: str  #: nickname, name, pinyin, latin
+    #: The places of this name in Hong Kong, Macau or Taiwan, when a mainland county shares it: the one meant
+    #: by a question written in traditional characters or said in Cantonese (see Gazetteer.as_written).
+    beyond: tuple[Place, ...] = ()
 
     @property
     def ambiguous(self) -> bool:
@@ -111,6 +126,9 @@ class Gazetteer:
                 by_word[word].append(row)
             latin[_latin_key(city[en_])].append(row)
         self._by_word = {word: tuple(found) for word, found in by_word.items()}
+        # Names a mainland county shares with a place in Hong Kong, Macau or Taiwan (大埔, 九龙): only these read
+        # the towns table when looked up (rules/build_data.py lists them).
+        self._shared = frozenset(places["shared"])
         self._nicknames = {word: self._row_of_name[name] for word, name in aliases["nicknames"].items()}
         self._ambiguous = {word: tuple(map(self._row_of_name.__getitem__, names))
                            for word, names in aliases["ambiguous"].items()}  # fmt: skip
@@ -196,10 +214,49 @@ class Gazetteer:
                 match = PlaceMatch((self._place(self._nicknames[word]),), "nickname")
             elif word in self._ambiguous:
                 match = PlaceMatch(self._places(self._ambiguous[word]), "nickname")
+            elif word in self._areas and all(self._place(row).level == "county" for row in self._by_word[word]):
+                # 西湖, 东湖: a well-known area (a lake, a sight) before the districts elsewhere that share its
+                # name; said with their suffix (西湖区) or beside their city (南昌西湖) the districts are meant.
+                match = PlaceMatch((_area(word, self._place_named(self._areas[word])),), "local")
             else:
                 match = PlaceMatch(_most_likely(self._places(self._by_word[word])), "name")
+                if word in self._shared:
+                    match = self._weighed(word, match)
             self._matches[word] = match  # one word, one value: a race stores the same match twice
         return match
+
+    def _weighed(self, word: str, units: PlaceMatch) -> PlaceMatch:
+        """UNITS, the mainland counties WORD names, weighed against the places of that name in Hong Kong, Macau
+        and Taiwan: one of those with PROMINENT_POPULATION people is meant (九龙, 新北); a Hong Kong or Macau
+        area of COUNTY_SIZED_POPULATION is asked about beside the county (大埔: 梅州市大埔县 or Tai Po); else the
+        county is meant (蓝田, 永康). The places beyond stay on the match for a question written in traditional
+        characters or said in Cantonese, which means one of them (see as_written)."""
+        beyond = tuple(
+            p
+            for p in (*units.candidates, *self._local_places().get(word))
+            if p.country in WRITES_TRADITIONAL and (p.level == "world" or p.population >= TOWN_MIN_POPULATION)
+        )
+        mainland = tuple(p for p in units.candidates if p.country == "CN")
+        if not beyond or not mainland:
+            return units
+        # Named with where they are, so the question of which one reads 大埔（香港）, not 大埔 twice.
+        beyond = tuple(dataclasses.replace(p, display=f"{p.name}（{_REGION_NAMES[p.country]}）")
+                       for p in self._prominent(tuple(dict.fromkeys(beyond))))  # fmt: skip
+        if beyond[0].population >= PROMINENT_POPULATION:
+            return PlaceMatch(beyond[:1], "prominence", beyond)
+        # Written in simplified characters a name is the mainland's, unless it is also a Hong Kong or Macau area
+        # as large as a county, which visitors from the mainland ask about as they write: then, which one.
+        visited = tuple(p for p in beyond if p.country in SPEAKS_CANTONESE and p.population >= COUNTY_SIZED_POPULATION)
+        return PlaceMatch((*mainland, *visited), units.via, beyond)
+
+    def as_written(self, match: PlaceMatch, regions: frozenset[str]) -> PlaceMatch:
+        """MATCH as a question written or said as in REGIONS means it (see WRITES_TRADITIONAL and
+        SPEAKS_CANTONESE): the one place of its name there, if there is one (大埔 in traditional characters or
+        with Cantonese words is Tai Po, in Hong Kong); else MATCH."""
+        there = [p for p in match.beyond if p.country in regions]
+        if len(there) != 1 or match.candidates == (there[0],):
+            return match
+        return PlaceMatch((there[0],), "script")
 
     def is_place_word(self, word: str) -> bool:
         """Whether WORD names a place (cheaper than lookup() when the place itself is not needed)."""
@@ -322,7 +379,7 @@ class Gazetteer:
         shan4, and 单位 is no typo of 汕尾); BY_CHARACTERS reads every word character by character (what
         rules/build_data.py asks, to find those words).
         """
-        for suffix in _TRAILING_SUFFIXES:
+        for suffix in UNIT_SUFFIXES:
             if word.endswith(suffix) and len(word) > 2:
                 word = word[: -len(suffix)]
                 break
@@ -353,12 +410,7 @@ class _LocalPlaces:
         for number, row in enumerate(self._rows):
             for word in row[names_at]:
                 self._rows_of[word].append(number)
-        self._areas: dict[str, Place] = {}
-        for word, unit_name in areas.items():
-            unit = place_named(unit_name)
-            self._areas[word] = Place(
-                word, word, "area", unit.latitude, unit.longitude, unit.timezone, "CN", unit.adcode, unit.adcode
-            )
+        self._areas = {word: _area(word, place_named(unit_name)) for word, unit_name in areas.items()}
         self._made: dict[str, tuple[Place, ...]] = {}
 
     def get(self, word: str, default: tuple[Place, ...] = ()) -> tuple[Place, ...]:
@@ -481,6 +533,11 @@ def _fuzzy_syllable(syllable: str) -> str:
         if syllable.endswith(a):
             return syllable[: -len(a)] + b
     return syllable
+
+
+def _area(word: str, unit: Place) -> Place:
+    """The well-known area WORD (外滩, 西湖), answered with the weather of UNIT, the district that holds it."""
+    return Place(word, word, "area", unit.latitude, unit.longitude, unit.timezone, "CN", unit.adcode, unit.adcode)
 
 
 def _columns(table: dict[str, Any]) -> dict[str, int]:

@@ -95,8 +95,14 @@ class Lexicon:
         self.counts: dict[str, int] = dict(data["counts"])
         #: Fillers after which an unknown word stands where a place would (查一下杭洲的天气, 去纳尼亚).
         self.place_leaders = frozenset(data["place_leaders"])
-        #: 古城, 景区, 古镇: after a place's name they mean the place itself (平遥古城, 黄山景区).
+        #: 古城, 景区, 古镇, 国家森林公园: after a place's name they mean the place itself (平遥古城, 黄山景区); after a
+        #: word not known, that word is the place looked up (乌镇古镇 → 乌镇), as 市 and 区 are stripped from names.
         self.place_suffixes = frozenset(data["place_suffixes"])
+        #: 塔, 寺, 公园, 大学, 路: what ends the name of a sight, a building or a street (大雁塔, 明孝陵, 南京路),
+        #: longest first. Such a word right after a known place lies inside it and asks nothing of its own.
+        self.landmark_suffixes = tuple(sorted(data["landmark_suffixes"], key=len, reverse=True))
+        self._cantonese_words: list[str] = data["cantonese"]
+        self._cantonese: re.Pattern[str] | None = None  # compiled on the first question with a shared place name
         #: 离, 从, 之间: they join the two places of a distance question (广州离深圳多远) and nothing else.
         self.distance_links = frozenset(data["distance_links"])
         #: 温差: the day's range of temperature, or the difference between places.
@@ -178,6 +184,17 @@ class Lexicon:
         yield from self.counts
         yield from self.cold
         yield from self.hot
+
+    def landmark_suffix(self, word: str) -> str | None:
+        """The longest landmark suffix WORD ends with (大雁塔: 塔), or None."""
+        return next((suffix for suffix in self.landmark_suffixes if word.endswith(suffix)), None)
+
+    def says_cantonese(self, simplified: str) -> bool:
+        """Whether SIMPLIFIED (a question in simplified characters) holds a word only Cantonese uses (唔, 嘅, 听日,
+        点样): the asker is from Hong Kong or Macau."""
+        if self._cantonese is None:  # a race only compiles it twice
+            self._cantonese = re.compile(words_pattern(self._cantonese_words))
+        return self._cantonese.search(simplified) is not None
 
     def is_particles(self, token: str) -> bool:
         """Whether TOKEN is only modal particles and interjections (啊, 哈哈哈, 嗯嗯)."""

@@ -125,6 +125,12 @@ def to_simplified(text: str) -> str:
     return text if traditional.isdisjoint(text) else text.translate(table)
 
 
+def writes_traditional(text: str) -> bool:
+    """Whether TEXT holds a traditional character (天氣, 東區), which normalize() makes simplified: the asker
+    writes as Hong Kong, Macau and Taiwan do."""
+    return not _t2s_table()[1].isdisjoint(text[:_MAX_RAW_CHARS])
+
+
 def has_a_minus_sign(text: str) -> bool:
     """Whether TEXT, as far as normalize() reads it, has a minus sign, which normalize() drops (-5度 reads as
     5度): a figure's sign is then unknown."""

@@ -12,14 +12,16 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .dates import DateSpan, date_words, find_dates, parse_number
-from .gazetteer import Gazetteer, PlaceMatch
+from .gazetteer import SPEAKS_CANTONESE, UNIT_SUFFIXES, WRITES_TRADITIONAL, Gazetteer, PlaceMatch
 from .lexicon import Aspect, Lexicon, ThresholdSide
-from .normalize import normalize
+from .normalize import normalize, to_simplified, writes_traditional
 from .sound_alike import SoundAlikes
 from .tokenizer import Tokenizer
 
 # English place names run to three words at most (new york city, rio de janeiro).
 _LATIN_WINDOW = 3
+
+_UNIT_SUFFIX_SET = frozenset(UNIT_SUFFIXES)
 
 #: A token list with None where a date expression was cut out (dates are found before segmentation).
 Tokens = list[str | None]
@@ -133,8 +135,9 @@ class Reader:
         tokens.extend(self.tokenizer.split(clean[position:]))
         return tokens
 
-    def read(self, tokens: Tokens) -> Reading:
-        """Give every token its role; runs of tokens with none are collected as unknown."""
+    def read(self, tokens: Tokens, clean: str = "") -> Reading:
+        """Give every token its role; runs of tokens with none are collected as unknown. CLEAN, the normalised
+        text of TOKENS, lets a made-up name with a unit's suffix be read as one (see _made_up_names)."""
         reading = Reading()
         lexicon = self.lexicon
         index = 0
@@ -220,10 +223,50 @@ class Reader:
             else:  # "link"
                 reading.link_at.append(index)
             index += 1
+        if (reading.unknown or reading.places) and not _UNIT_SUFFIX_SET.isdisjoint(clean):
+            self._made_up_names(tokens, reading, clean)  # a set check first: most questions say no suffix
         reading.unknown = [run for run in reading.unknown if not self._is_wrapper(run, tokens)]
         if figures > 1:
             reading.threshold = None  # 超过30度还是低于20度, 20度到30度: not one temperature asked about
         return reading
+
+    def _made_up_names(self, tokens: Tokens, reading: Reading, clean: str) -> None:
+        """Read a name said with a unit's suffix that no place has (某某市, 阿斯达斯县, 新北京市, 东海岸市, 大美丽市)
+        as one word not understood, the whole name: never the place its longest known part names (新北, 东海).
+        The name runs back from the suffix over words not understood, places and adjectives of size (大, 小),
+        and holds two characters or more before the suffix, one at least of no place; a name of places only is
+        a place inside another (深圳市南山区) or a unit said with another's suffix (邵东市)."""
+        unknown_at = {i for first, last, _ in reading.unknown for i in range(first, last + 1)}
+        place_at = {index for index, _, _ in reading.places}
+        measures = self.lexicon.measures
+        for end, token in enumerate(tokens):
+            if token is None or not (
+                token in UNIT_SUFFIXES or (end in place_at and len(token) > 2 and token.endswith(UNIT_SUFFIXES))
+            ):
+                continue
+            first, unplaced = end, 0
+            while (
+                first > 0
+                and (before := tokens[first - 1]) is not None
+                and (first - 1 in unknown_at or first - 1 in place_at or (len(before) == 1 and before in measures))
+            ):
+                first -= 1
+                unplaced += 0 if first in place_at else len(before)
+            name = "".join(t for t in tokens[first : end + 1] if t is not None)
+            if unplaced == 0 or len(name) - 1 < 2 or self.gazetteer.is_place_word(name) or name not in clean:
+                continue  # 青山湖市, 深圳市南山区: places only; 本市: no name; 上海市: a place's own name
+            reading.places = [place for place in reading.places if not first <= place[0] <= end]
+            runs = [run for run in reading.unknown if run[1] < first or run[0] > end]
+            reading.unknown = sorted([*runs, (first, end, name)])
+            return
+
+    def regions_written(self, text: str) -> frozenset[str]:
+        """Where TEXT, a question as said, is written or spoken as: in traditional characters (Hong Kong, Macau,
+        Taiwan), with Cantonese words (Hong Kong, Macau), both (Hong Kong, Macau); empty when in neither way."""
+        said = SPEAKS_CANTONESE if self.lexicon.says_cantonese(to_simplified(text)) else None
+        if writes_traditional(text):
+            return WRITES_TRADITIONAL & said if said else WRITES_TRADITIONAL
+        return said or frozenset()
 
     def is_filler(self, token: str | None) -> bool:
         """Whether TOKEN is a word that carries no meaning of its own here (的, 请问, 哈哈)."""

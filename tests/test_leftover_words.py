@@ -28,7 +28,6 @@ KNOWN_TRAPS_BY_RULES = {
     "上海今天大雨，要不要请假",  # 假 repaired by its sound into a particle
     "每天早上7点给我播报一下北京天气",  # a daily reminder: 每天早上 is read as a date, so no action marker counts
     "我想在成都看雪，最近哪天有可能",
-    "周末去黄山看雪能看到吗",
 }
 #: Lookups answered by rules with more places than asked: a landmark read as a second place beside its city.
 KNOWN_WRONG_LOOKUPS = {

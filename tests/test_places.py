@@ -341,3 +341,82 @@ def test_the_pinyin_initials_chat_writes_for_big_cities(router):
         assert decision.reason == "clarify: ambiguous place: sz", (form.format("sz"), decision.reason)
     assert router.route("北京到上海多少km", today=TODAY).cities == ["北京市", "上海市"]  # km is no city
     assert router.route("nb明天天气", today=TODAY).route != "rule"
+
+
+def test_a_name_shared_by_a_famous_place_and_a_minor_unit_goes_by_prominence_script_and_dialect(router):
+    # 西湖 asked which of two districts (杭州, 南昌); 大埔 in traditional characters or Cantonese was answered for
+    # 梅州市大埔县, 九龙 for 甘孜州九龙县. A well-known area (rules/data/aliases.json 'areas') is meant over a district
+    # elsewhere of its name; a question written in traditional characters or said in Cantonese means the place
+    # in Hong Kong, Macau or Taiwan; without either, a place there of a million people is meant, one of a
+    # county's size in Hong Kong or Macau is asked about, and otherwise the mainland county is.
+    forms = ["{}明天天气", "{}后天会下雨吗", "请问{}明天冷不冷"]
+    for form in forms:
+        said = form.format
+        assert cities(router, said("西湖")) == ["西湖"], said("西湖")
+        assert cities(router, said("南昌西湖")) == ["南昌市西湖区"]
+        assert router.route(said("西湖区"), today=TODAY).reason == "clarify: ambiguous place: 西湖区"
+        assert cities(router, said("九龙")) == ["九龙"]
+        asked = router.route(said("大埔"), today=TODAY)
+        assert (
+            asked.route == "clarify" and "梅州市大埔县" in asked.clarification and "大埔（香港）" in asked.clarification
+        )
+        assert cities(router, said("蓝田")) == ["西安市蓝田县"]
+        assert cities(router, said("永康")) == ["金华市永康市"]
+    for said, city in [("大埔明天天氣", "大埔"), ("大埔听日会唔会落雨", "大埔"), ("大埔今日天氣點樣", "大埔"),
+                       ("藍田明天天氣", "蓝田"), ("永康明天天氣", "永康")]:  # fmt: skip
+        decision = router.route(said, today=TODAY)
+        assert decision.cities == [city] and decision.places[0].country != "CN", (said, decision.reason)
+    assert cities(router, "上海明天天氣") == ["上海市"]  # a name only the mainland has stays there
+
+
+@pytest.mark.parametrize("name", ["某某市", "阿斯达斯县", "星落县", "新北京市", "小上海市", "东海岸市", "龙门山县",
+                                  "大美丽市"])  # fmt: skip
+@pytest.mark.parametrize("form", ["{}明天天气", "请问{}后天会下雨吗", "我在{}，明天冷吗"])
+def test_a_made_up_name_with_a_unit_suffix_is_an_unknown_place_not_its_known_part(router, name, form):
+    # 小上海市 was answered for 上海, 新北京市 and 东海岸市 went to the LLM (新北, 东海 found inside them), 某某市
+    # asked for a place: the whole name is the place not found, which the facade then geocodes.
+    decision = router.route(form.format(name), today=TODAY)
+    assert (decision.route, decision.unknown_place) == ("clarify", name), decision.reason
+    assert f"没有找到“{name}”" in decision.clarification
+
+
+@pytest.mark.parametrize(
+    "text,city",
+    [("张家界国家森林公园", "张家界市"), ("长白山天池", "长白山"), ("亚布力滑雪场", "亚布力"), ("乌镇古镇", "乌镇"),
+     ("黄山风景区", "黄山市"), ("西递村", "西递"), ("九寨沟风景名胜区", "阿坝藏族羌族自治州九寨沟县")],
+)  # fmt: skip
+def test_a_generic_scenic_suffix_is_stripped_and_the_place_it_leaves_looked_up(router, text, city):
+    for form in ["{}明天天气", "{}后天会下雨吗"]:
+        assert cities(router, form.format(text)) == [city], form.format(text)
+
+
+def test_a_landmark_inside_a_known_place_is_inert(router):
+    # 南京明孝陵明天冷吗, 北京天安门广场明天冷吗 went to the LLM, 上海南京路明天下雨吗 named 南京 as a second city: a
+    # word ending as a landmark does (塔, 陵, 广场, 路 — rules/data/lexicon.json 'landmark_suffixes') right after
+    # a place lies inside it. Whatever else the question asks still goes to the LLM.
+    landmarks = [("南京明孝陵明天冷吗", "南京市"), ("北京天安门广场明天冷吗", "北京市"),
+                 ("武汉黄鹤楼明天天气", "武汉市"),
+                 ("北京天坛公园后天下雨吗", "北京市"), ("上海南京路明天下雨吗", "上海市"),
+                 ("广州北京路明天下雨吗", "广州市"), ("上海东方明珠塔明天下雨吗", "上海市"),
+                 ("北京西站明天下雨吗", "北京市")]  # fmt: skip
+    for said, city in landmarks:
+        decision = router.route(said, today=TODAY)
+        assert (decision.route, decision.cities) == ("rule", [city]), (said, decision.reason)
+    for said in [
+        "南京明孝陵明天人多吗",
+        "西安大雁塔明天人多吗",
+        "深圳平安大厦多高",
+        "南京路明天下雨吗",
+        "北京登山明天冷吗",
+    ]:
+        assert router.route(said, today=TODAY).route != "rule", said
+
+
+@pytest.mark.parametrize("form", ["{}明天天气", "请问{}后天会下雨吗", "{}天气怎么样"])
+def test_a_misheard_place_cut_into_known_words_is_repaired(router, form):
+    # 城都 (成都) is cut into 城 and 都, both words the router knows: no word was left to repair, and the question
+    # asked for a place. The characters where the place is said are repaired as one word.
+    decision = router.route(form.format("城都"), today=TODAY)
+    assert (decision.route, decision.cities) == ("rule", ["成都市"]), decision.reason
+    for said in ["孩子明天冷吗", "我们明天冷吗", "大家明天冷吗"]:
+        assert router.route(said, today=TODAY).route == "clarify", said

@@ -115,7 +115,7 @@ class QueryParser:
             )
         clean = normalize(text)
         found = found_places or {}
-        decision, unknown = self._parse(clean, today, context, recent_places, found)
+        decision, unknown = self._parse(clean, today, context, recent_places, found, said=text)
         if decision.reason == NO_PLACE_REASON and context is None and not self._asks_as_said(text, clean, today):
             # 好想看雪啊, 下雪了: a wish or a remark about the weather in general, which no place would answer.
             return to_llm("about the weather in general: nothing asked and no place")
@@ -125,6 +125,10 @@ class QueryParser:
             asked = self._asked_in_context(text, clean, today, context, recent_places, found)
             if asked is not None:
                 return asked
+        if (decision.reason == NO_PLACE_REASON or unknown) and (
+            misheard := self._misheard_place(text, clean, today, context, recent_places, found)
+        ) is not None:
+            return misheard
         if decision.route == "rule" or len(unknown) != 1 or unknown[0].isascii() or unknown[0] in self._regions:
             # One repair fixes one word: with two unknown words the question stays unknown; only Han words
             # have a sound to repair by; and a region (南方) is a word known, not one misheard (南风).
@@ -137,7 +141,7 @@ class QueryParser:
                     break
                 if len(window) == 1 and asked_as_a_not_a(text, window):
                     continue  # 广州今天贵不贵: a character asked as A-not-A is what is asked, not a particle
-                repaired, _ = self._parse(rewritten, today, context, recent_places, found)
+                repaired, _ = self._parse(rewritten, today, context, recent_places, found, said=text)
                 # Only into a question of the weather: 浙江广厦 is no 浙江眼下, whatever it sounds like.
                 if repaired.route == "rule" and (
                     repaired.aspect == "distance" or self.reader.names_weather(rewritten, today)
@@ -149,7 +153,7 @@ class QueryParser:
             for span in self.reader.dates(clean, today):
                 if span.text.endswith("天") and clean.startswith("气", span.end):
                     shared, _ = self._parse(f"{clean[: span.end]}天{clean[span.end :]}", today, context, recent_places,
-                                            found)  # fmt: skip
+                                            found, said=text)  # fmt: skip
                     if shared.route != "llm":  # a clarify too (明后天气: which place?), as for 明后天天气
                         return shared.with_reason(f"{shared.reason}; 天气 said with the date's 天")
         return decision
@@ -161,8 +165,12 @@ class QueryParser:
         context: Decision | None,
         recent_places: list[Place] | None,
         found_places: Mapping[str, PlaceMatch],
+        *,
+        said: str = "",
     ) -> tuple[Decision, list[str]]:
-        """Decide normalised CLEAN; also return the words it did not understand."""
+        """Decide normalised CLEAN; also return the words it did not understand. SAID is the question as said,
+        whose script and dialect normalize() does not keep (東區, 听日): they say which of two places of one name
+        is meant."""
         if not clean:
             return clarify("empty query", _ASK_FOR_PLACE), []  # its reason is EMPTY_REASON
         lexicon = self.reader.lexicon
@@ -183,7 +191,11 @@ class QueryParser:
             return open_ended(marker[0], marker[1], [marker[1]]), []
         if tokens is None:
             tokens = self.reader.tokens(clean, spans)
-        reading = self.reader.read(tokens)
+        reading = self.reader.read(tokens, clean)
+        if said and any(match.beyond for _, _, match in reading.places):
+            regions = self.reader.regions_written(said)
+            gazetteer = self.reader.gazetteer
+            reading.places = [(i, word, gazetteer.as_written(m, regions)) for i, word, m in reading.places]
         for span in spans:
             if not span.dates and not span.is_part_of_day:
                 if not reading.says_weather:  # 92号汽油今天什么价: a number that is no date, in no weather question
@@ -226,6 +238,46 @@ class QueryParser:
             decision = decision.with_reason(f"{decision.reason}; from context: {borrowed}")
         return decision, []
 
+    def _misheard_place(
+        self,
+        text: str,
+        clean: str,
+        today: dt.date,
+        context: Decision | None,
+        recent_places: list[Place] | None,
+        found: Mapping[str, PlaceMatch],
+    ) -> Decision | None:
+        """The decision of CLEAN with a place's name repaired that was misheard or mistyped into characters the
+        tokenizer cuts into words it knows (城都: 城 and 都, fillers; 呼和浩待: 呼, 和, 浩待), or None. The
+        characters right before the first date or word of the weather, where a place is said, are read as one
+        word and repaired by sound (rules/gazetteer.py repair), longest first; the repair must make a weather
+        question about that place. A word the tokenizer keeps whole is no such cut (孩子明天冷吗)."""
+        reader = self.reader
+        spans = reader.dates(clean, today)
+        end = spans[0].start if spans else len(clean)
+        aspect_of = reader.lexicon.aspect_of
+        weather = next((t for t in reader.tokenizer.split(clean[:end]) if t in aspect_of), None)
+        if weather is not None:
+            end = clean.find(weather)
+        slot = clean[:end]
+        for size in range(min(_MAX_PLACE_ATTEMPT_CHARS - 1, len(slot)), 1, -1):
+            word = slot[-size:]
+            if not all("\u4e00" <= ch <= "\u9fff" for ch in word) or reader.gazetteer.is_place_word(word):
+                continue
+            if any(len(t) > 1 and (t in reader.lexicon.role_of or reader.gazetteer.is_place_word(t))
+                   for t in reader.tokenizer.split(word)):  # fmt: skip
+                continue
+            place = reader.gazetteer.repair(word)
+            if place is None:
+                continue
+            rewritten = f"{clean[: end - size]}{place.display}{clean[end:]}"
+            decision, _ = self._parse(rewritten, today, context, recent_places, found, said=text)
+            # The repaired place must be the one place asked about: beside a known one (桂林漓江), a name is
+            # inside it, a river or a sight, never a second city that sounds alike (丽江).
+            if decision.route == "rule" and decision.places == [place] and reader.names_weather(rewritten, today):
+                return decision.with_reason(f"{decision.reason}; misheard place: {word}→{place.display}")
+        return None
+
     def _asked_in_context(
         self,
         text: str,
@@ -252,7 +304,7 @@ class QueryParser:
             filled = self._filled_from(asked, asked_spans, around, today)
             if filled is None:
                 continue
-            decision, _ = self._parse(filled, today, context, recent_places, found)
+            decision, _ = self._parse(filled, today, context, recent_places, found, said=text)
             if decision.route == "rule" or decision.reason == NO_PLACE_REASON:
                 return decision.with_reason(f"{decision.reason}; asked: {filled}; context: {around}")
         return None
@@ -450,6 +502,8 @@ class QueryParser:
             (first - 1) in reading.leader_at or (first - 1) in reading.link_at
         )
         if reading.places and not (next_to_conjunction or next_to_place or after_link):
+            if self._landmark_inside(reading, tokens, first, word):
+                return None
             return to_llm(f"unrecognised: {word}", [word])
         aspect_words = self.reader.lexicon.aspect_of
         first_aspect = next((i for i, t in enumerate(tokens) if t is not None and t in aspect_words), None)
@@ -489,8 +543,12 @@ class QueryParser:
             outer = next(m for index, _, m in reading.places if index in (first - 1, last + 1))
             inner = gazetteer.inside(outer, match.candidates)
             if inner is None:
-                return to_llm(f"unrecognised: {word}", [word])
+                landmark = self._landmark_inside(reading, tokens, first, word)
+                return None if landmark else to_llm(f"unrecognised: {word}", [word])
             match = PlaceMatch((inner,), match.via)
+        inert = match is None and next_to_place and not next_to_conjunction
+        if inert and self._landmark_inside(reading, tokens, first, word):
+            return None
         if match is None and (len(word) < 2 or next_to_place):
             return to_llm(f"unrecognised: {word}", [word])
         if match is None and not asks:
@@ -507,6 +565,44 @@ class QueryParser:
         reading.unknown.clear()
         self.reader.add_place(reading, first, word, match)
         return None
+
+    def _landmark_inside(self, reading: Reading, tokens: Tokens, first: int, word: str) -> bool:
+        """Whether WORD, not understood, at FIRST, names a landmark inside the place before it (西安大雁塔,
+        北京天安门广场, 南京明孝陵), and if so leave READING with that place alone. The landmark is what follows the
+        place (one-character words the tokenizer cut from its name too: 北京天坛公园) and, where that place
+        follows another, begins with its name (上海南京路, 上海东方明珠塔: streets and sights named after places,
+        inside the first). It ends with a landmark's suffix (塔, 公园, 路), and a one-character suffix has a
+        name of two characters or more before it (明孝陵, not 爬山): a word of its own asks nothing."""
+        places, lexicon = reading.places, self.reader.lexicon
+        at = next((n for n in range(len(places) - 1, -1, -1) if places[n][0] < first), None)
+        if at is None or not any(
+            t is not None
+            and t not in lexicon.degrees
+            and (t in lexicon.aspect_of or t in lexicon.cold or t in lexicon.hot)
+            for t in tokens
+        ):
+            return False  # 深圳平安大厦多高: 高 alone asks how tall the landmark is, not how warm the place
+        index = places[at][0]
+        between = tokens[index + 1 : first]
+        if len(between) > 2 or any(
+            token is None or len(token) != 1 or i in reading.conjunction_at
+            for i, token in enumerate(between, index + 1)
+        ):
+            return False
+        landmark = "".join(t for t in between if t is not None) + word
+        named_after = at > 0 and places[at - 1][0] == index - 1
+        if named_after:
+            landmark = places[at][1] + landmark
+        suffix = lexicon.landmark_suffix(landmark)
+        if suffix is None or (len(suffix) == 1 and len(landmark) < 3) or (len(word) == 1 and not named_after):
+            return False  # 爬山: a verb and its object; 南京路 alone: whose street it is, the question does not say
+        if named_after:
+            del places[at]
+            at -= 1
+        index, outer_word, outer = places[at]
+        places[at] = (index, outer_word, PlaceMatch(outer.candidates, "landmark", outer.beyond))
+        reading.unknown.clear()
+        return True
 
     def _repair_place(self, word: str, tokens: Tokens, first: int, last: int) -> PlaceMatch | None:
         """The place WORD is a homophone typo of; a typo can also turn a character into a word the router
