@@ -425,14 +425,19 @@ def test_enough_shadow_runs_set_the_baseline(tmp_path):
     assert report["actual_cost_usd"] == pytest.approx(12 * 0.0002) and report["saved_usd"] == pytest.approx(0.0)
 
 
-def test_misses_groups_plain_lookups_by_the_words_the_router_did_not_know(weather_server, llm_server, tmp_path):
-    env = {
+def _misses_env(weather_server, llm_server, tmp_path):
+    """The environment of a CLI run whose LLM answers and whose ledger `misses` reads."""
+    return {
         "HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url,
         "OPENAI_BASE_URL": llm_server.base_url,
         "OPENAI_API_KEY": KEY,
         "HYBRID_WEATHER_MODEL": "gpt-4o-mini",
         "HYBRID_WEATHER_LEDGER": str(tmp_path / "misses.db"),
     }
+
+
+def test_misses_groups_plain_lookups_by_the_words_the_router_did_not_know(weather_server, llm_server, tmp_path):
+    env = _misses_env(weather_server, llm_server, tmp_path)
     lookup = ("get_weather", {"place": "北京", "date": "明天"})
     llm_server.then(
         # 遛狗 is a word the router does not know; the model only looked the weather up: a miss, twice.
@@ -459,13 +464,7 @@ def test_misses_groups_plain_lookups_by_the_words_the_router_did_not_know(weathe
 def test_a_question_an_open_ended_word_sent_to_the_llm_is_no_miss(weather_server, llm_server, tmp_path):
     # 适合 sends a question to the LLM on purpose: answered with one lookup of one place and day, it is still
     # no plain lookup, and `misses` never proposes 适合 as a word to teach.
-    env = {
-        "HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url,
-        "OPENAI_BASE_URL": llm_server.base_url,
-        "OPENAI_API_KEY": KEY,
-        "HYBRID_WEATHER_MODEL": "gpt-4o-mini",
-        "HYBRID_WEATHER_LEDGER": str(tmp_path / "misses.db"),
-    }
+    env = _misses_env(weather_server, llm_server, tmp_path)
     lookup = ("get_weather", {"place": "北京", "date": "明天"})
     llm_server.then(tool_calls(lookup, prompt=400, completion=20), answer("适合。", prompt=500, completion=20))
     result = CliRunner().invoke(cli, ["北京明天适合爬山吗", "--today", "2026-11-29"], env=env, catch_exceptions=False)

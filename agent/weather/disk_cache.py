@@ -50,33 +50,27 @@ class DiskCache:
         return None if row is None else copies.decode(key, row[0], f"the {self.name} cache")
 
     def put(self, key: tuple[Any, ...], value: Any) -> None:
-        with self._lock:
-            db = self._open()
-            if db is None:
-                return
-            try:
-                with db:
-                    db.execute(
-                        "INSERT OR REPLACE INTO fetches (key, fetched_at, body) VALUES (?, ?, ?)",
-                        (copies.key_text(key), value.fetched_at, copies.encode(key, value)),
-                    )
-                    db.execute(
-                        "DELETE FROM fetches WHERE key NOT IN "
-                        "(SELECT key FROM fetches ORDER BY fetched_at DESC LIMIT ?)",
-                        (self.max_entries,),
-                    )
-            except sqlite3.Error as error:
-                self._give_up(error)
+        self._write(
+            ("INSERT OR REPLACE INTO fetches (key, fetched_at, body) VALUES (?, ?, ?)",
+             (copies.key_text(key), value.fetched_at, copies.encode(key, value))),
+            ("DELETE FROM fetches WHERE key NOT IN (SELECT key FROM fetches ORDER BY fetched_at DESC LIMIT ?)",
+             (self.max_entries,)),
+        )  # fmt: skip
 
     def discard(self, key: tuple[Any, ...]) -> None:
         """Forget KEY's row (a copy that failed its checks)."""
+        self._write(("DELETE FROM fetches WHERE key = ?", (copies.key_text(key),)))
+
+    def _write(self, *statements: tuple[str, tuple[Any, ...]]) -> None:
+        """Run STATEMENTS in one transaction; a file that fails turns the cache off (the answer never needs it)."""
         with self._lock:
             db = self._open()
             if db is None:
                 return
             try:
                 with db:
-                    db.execute("DELETE FROM fetches WHERE key = ?", (copies.key_text(key),))
+                    for sql, parameters in statements:
+                        db.execute(sql, parameters)
             except sqlite3.Error as error:
                 self._give_up(error)
 
