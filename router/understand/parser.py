@@ -207,7 +207,7 @@ class QueryParser:
         if len(unknown) > 1:
             return to_llm("unrecognised: " + " ".join(unknown), unknown), unknown
         if reading.unknown:
-            decided = self._place_attempt(reading, tokens, found_places, asks=self._asks(tokens, spans))
+            decided = self._place_attempt(reading, tokens, found_places, asks=self._asks(tokens, spans, said))
             if decided is not None:
                 return decided, unknown
         if reading.link_at and "distance" not in reading.aspects:
@@ -312,20 +312,18 @@ class QueryParser:
     def _asks_as_said(
         self, text: str, clean: str, today: dt.date, spans: list[DateSpan] | None = None, *, dates_ask: bool = True
     ) -> bool:
-        """Whether CLEAN, said as TEXT, asks: a question word or a forecast's noun (吗, 多少, 天气预报), an
-        A-not-A in TEXT (冷不冷, which normalize folds to 冷), or, where DATES_ASK, a date."""
-        reader = self.reader
-        spans = reader.dates(clean, today) if spans is None else spans
+        """Whether CLEAN, said as TEXT, asks (_asks)."""
+        spans = self.reader.dates(clean, today) if spans is None else spans
+        return self._asks(self.reader.tokens(clean, spans), spans, text, dates_ask=dates_ask)
+
+    def _asks(self, tokens: Tokens, spans: list[DateSpan], said: str, *, dates_ask: bool = True) -> bool:
+        """Whether a question asks for something: it holds a question word or a forecast's noun (吗, 多少, 天气
+        预报), an A-not-A as SAID (冷不冷, which normalize folds to 冷), or, where DATES_ASK, a date. A word of the
+        weather alone does not (阴天, 东京不太热: titles and remarks)."""
         if dates_ask and any(span.dates for span in spans):
             return True
-        asking = reader.lexicon.asking
-        return any(t in asking or asked_as_a_not_a(text, t) for t in reader.tokens(clean, spans) if t)
-
-    def _asks(self, tokens: Tokens, spans: list[DateSpan]) -> bool:
-        """Whether a question asks for something: it names a date, or holds a question word or a forecast's
-        noun (吗, 多少, 天气预报); a word of the weather alone does not (阴天, 东京不太热: titles and remarks)."""
         asking = self.reader.lexicon.asking
-        return any(span.dates for span in spans) or any(token in asking for token in tokens)
+        return any(t in asking or (said and asked_as_a_not_a(said, t)) for t in tokens if t)
 
     def _inert(self, around: str, today: dt.date) -> bool:
         """Whether the context AROUND a question only tells (who, why, where, thanks): it names no word of the
