@@ -4,7 +4,7 @@ and the part of the day (今晚, 明天早上, 上班路上).
 Spans are found on the normalised string, before segmentation: jieba splits 下周三 into 下/周三 and
 keeps 今天天气 as one token, so dates are matched here and cut out before the tokenizer runs.
 
-Conventions (README, "What the router does"): weeks start on Monday (ISO 8601, as Chinese calendars
+Conventions (docs/reading.md and docs/contracts.md): weeks start on Monday (ISO 8601, as Chinese calendars
 print them), so on Sunday 这周三 is three days back and 下周三 is three days ahead; a bare weekday or
 N号 is the next one, today included; a named day (春节, 中秋, 冬至) or a lunar date (农历十月廿五) is its
 most recent occurrence in a question said in the past (下雨了吗), its next in one said of the future (会下雨吗),

@@ -1,6 +1,6 @@
 """Turn a LedgerEntry into the row that is stored: masked, keyed-hashed, validated, never failing.
 
-Privacy model (README "What routing saved"): the query is stored with personal data masked (or not at
+Privacy model (docs/ledger.md, "Privacy"): the query is stored with personal data masked (or not at
 all with HYBRID_WEATHER_LEDGER_QUERIES=hash); every other text field is masked too, and in hash mode
 keeps nothing of the question's words. The hash is an HMAC-SHA256 of the masked query under a
 per-installation secret kept beside the ledger (mode 0600), so repeats can be counted but a phone number
