@@ -1,7 +1,7 @@
 """The console script `hybrid-weather`: the CLI, in a process that pauses the garbage collector.
 
 A one-shot run builds its tables once and exits: nothing it allocates is garbage before the end, and
-collecting while the tables are built cost about a fifth of a cold run. `chat` turns it back on.
+collecting while the tables are built would be a sizeable share of a cold run. `chat` turns it back on.
 SIGTERM exits through the same path as an error, so the ledger is flushed.
 
 At the end the process flushes its output, runs its exit handlers (the ledger's close among them) and

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 # Beside this module in every install pip makes (the package is never imported from a zip file), so the
-# tables are read without importlib.resources: ~7 ms of a cold CLI run's imports.
+# tables are read without importlib.resources, a noticeable part of a cold CLI run's imports.
 _DATA = Path(__file__).parent / "data"
 
 

@@ -4,7 +4,7 @@ and the part of the day (今晚, 明天早上, 上班路上).
 Spans are found on the normalised string, before segmentation: jieba splits 下周三 into 下/周三 and
 keeps 今天天气 as one token, so dates are matched here and cut out before the tokenizer runs.
 
-Conventions (README, "What the router does"): weeks start on Monday (ISO 8601, as Chinese calendars
+Conventions (docs/reading.md and docs/contracts.md): weeks start on Monday (ISO 8601, as Chinese calendars
 print them), so on Sunday 这周三 is three days back and 下周三 is three days ahead; a bare weekday or
 N号 is the next one, today included; a named day (春节, 中秋, 冬至) or a lunar date (农历十月廿五) is its
 most recent occurrence in a question said in the past (下雨了吗), its next in one said of the future (会下雨吗),
@@ -464,8 +464,8 @@ def _han_starts() -> re.Pattern[str]:
 @functools.cache
 def _han_pattern(first: str) -> re.Pattern[str]:
     """The kinds of Han date that can start with the character FIRST, as one pattern, compiled on first
-    use. One pattern of every kind tried all 13 at each position that may start a date: 2.2 -> 1.4 us a
-    question (find_dates on the dev set), and a cold run compiles a question's few, not all ~110."""
+    use. One pattern of every kind would try all 13 at each position that may start a date, and a cold run
+    compiles only the few a question needs, not all of them."""
     named, words = _han_words()
     # After 上个 or 下个 (上个中秋) any named day may follow.
     named = [w for w in named if w[0] == first or first in _NAMED_WHICH_STARTS]
@@ -507,7 +507,7 @@ class DateSpan(NamedTuple):
 
     `dates` is empty for an impossible date (2月30日) and for a part of the day alone (早上), which
     names `hours` instead; `name` is the named day it was (春节), for messages. A NamedTuple, not a frozen
-    dataclass: as immutable, and built in a third of the time (every question makes one or more).
+    dataclass: as immutable, and built much faster (every question makes one or more).
     """
 
     start: int

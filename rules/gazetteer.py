@@ -148,14 +148,14 @@ class Gazetteer:
         self._latin_windows: dict[tuple[int, int], list[str]] = {}
         self._areas: dict[str, str] = aliases["areas"]
         # Each word's match, made on its first lookup and kept: lookup() is on every question's path, and
-        # making all of them up front would cost the cold start ~20 ms.
+        # making all of them up front would be a noticeable part of a cold start.
         self._matches: dict[str, PlaceMatch] = {}
         # The same for runs of Latin words, which are any words (in, the, weather), so a bounded number of them.
-        # An English question reads each of its words as the start of a name: a seventh of its instructions.
+        # An English question reads each of its words as the start of a name, so the same runs come back.
         self._latin_matches = Kept(self._lookup_latin, _LATIN_RUNS_KEPT)
         self._repair_index: _PinyinIndex | None = None
-        # A misspelling is typed again and again, and a repair scans thousands of names (50-200 us where a
-        # question is 20): the repairs of the most recent words are kept.
+        # A misspelling is typed again and again, and a repair scans thousands of names (many times what
+        # reading a whole question costs): the repairs of the most recent words are kept.
         self._latin_repairs: Callable[[str], Place | None] = functools.lru_cache(_REPAIRS_KEPT)(self._repair_latin)
         self._pinyin_repairs: Callable[[str], Place | None] = functools.lru_cache(_REPAIRS_KEPT)(self._repair)
         self._local: _LocalPlaces | None = None
@@ -301,8 +301,8 @@ class Gazetteer:
 
     def _latin_near(self, length: int, limit: int) -> list[str]:
         """The Latin keys that a word of LENGTH can be within LIMIT edits of: those whose length is within
-        LIMIT of LENGTH (an edit changes a length by one at most). Scanning only these, not all 2,889, took
-        a misspelled name's repair from 146 to 53 us."""
+        LIMIT of LENGTH (an edit changes a length by one at most): a repair scans only these, not every
+        Latin key."""
         window = self._latin_windows.get((length, limit))
         if window is None:
             window = [key for key in self._latin if abs(len(key) - length) <= limit]
@@ -501,8 +501,8 @@ class _PinyinIndex:
     def _may_be_a_name(self, word: str, per_char: list[list[str]]) -> bool:
         """False when no reading of WORD, fuzzy and with every reading of each character, is a name's: what
         any stage of find() matches is one of these. A character with no sound at its place in a name of
-        its length ends it at once (明添, 霍格沃茨: 1 us, not 5-26); else the fuzzy readings are looked up
-        whole (一共: 17 -> 2 us), unless there are too many of them to be cheaper than find() itself."""
+        its length ends it at once (明添, 霍格沃茨); else the fuzzy readings are looked up whole (一共),
+        unless there are too many of them to be cheaper than find() itself."""
         places = self.fuzzy_at.get(len(word))
         if places is None:
             return False
@@ -523,7 +523,7 @@ _FUZZY_INITIALS = (("zh", "z"), ("ch", "c"), ("sh", "s"), ("l", "n"))
 _FUZZY_FINALS = (("iang", "ian"), ("uang", "uan"), ("ang", "an"), ("eng", "en"), ("ing", "in"))
 
 
-@functools.cache  # a few hundred syllables, each asked for again and again: 49 -> 26 us a four-character repair
+@functools.cache  # a few hundred syllables, each asked for again and again in every repair
 def _fuzzy_syllable(syllable: str) -> str:
     for a, b in _FUZZY_INITIALS:
         if syllable.startswith(a):

@@ -39,7 +39,7 @@ _SEPARATORS = '，。？！?!,;；~～“”‘’"（）()【】《》「」『
 
 @functools.cache
 def _han_and_separators() -> re.Pattern[str]:
-    # This and _a_not_a() are compiled on first use: a class over the Han block costs ~1 ms to compile
+    # This and _a_not_a() are compiled on first use: a class over the Han block is slow to compile
     # (re fills a table character by character), and a question of Han characters only needs neither.
     return re.compile(f"[\u4e00-\u9fff0-9{re.escape(_SEPARATORS)}]+")
 
@@ -86,7 +86,7 @@ class _Cleaners:
         self.sticker = re.compile(r"\[[^\[\]\s]{1,8}\]")
         # Runs of non-Han text that look like injected SQL or script, e.g. "'; DROP TABLE users; --". A match
         # starts at the start of a run of quotes, or at the keyword itself: a pattern that could start
-        # anywhere in a long run of quotes or spaces scanned it again from every position (1,600 took 80 ms).
+        # anywhere in a long run of quotes or spaces would scan it again from every position (quadratic).
         self.code_debris = re.compile(
             r"""(?:(?<!['"`;])['"`;]+\s*|\b)(?:""" + "|".join(_CODE_WORDS) + r""")\b"""
             r"""[^\u3400-\u9fff]*""",
@@ -105,8 +105,8 @@ class _Cleaners:
 
 @functools.cache
 def _cleaners() -> _Cleaners:
-    """Compiled on first use: ~8 ms of a cold CLI run (the code-debris pattern alone 5 ms), and most
-    questions are Han characters only."""
+    """Compiled on first use: compiling them is a sizeable part of a cold CLI run (the code-debris pattern
+    most of it), and most questions are Han characters only."""
     return _Cleaners()
 
 
@@ -120,8 +120,8 @@ def _t2s_table() -> tuple[dict[int, str], frozenset[str]]:
 def to_simplified(text: str) -> str:
     """Map traditional Han characters to simplified ones, character by character (OpenCC's t2s table)."""
     table, traditional = _t2s_table()
-    # Most questions are typed in simplified characters: a set check (0.35 us for ten characters) spares
-    # translate's dictionary lookup per character (0.63 us).
+    # Most questions are typed in simplified characters: a set check is cheaper than translate's
+    # dictionary lookup per character, which it spares them.
     return text if traditional.isdisjoint(text) else text.translate(table)
 
 
@@ -146,7 +146,7 @@ def asked_as_a_not_a(text: str, word: str) -> bool:
 
 
 def _without_a_not_a(text: str) -> str:
-    # re.sub costs 1.3 us even when nothing matches; a question without 不, 没 or 唔 has nothing to fold.
+    # re.sub costs a scan even when nothing matches; a question without 不, 没 or 唔 has nothing to fold.
     return _a_not_a().sub(r"\1", text) if "不" in text or "没" in text or "唔" in text else text
 
 
@@ -175,8 +175,8 @@ def _normalize_fully(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).lower()
     text = to_simplified(text)
     # Each pattern runs only where a character it cannot match without is there: a scan that finds nothing
-    # still costs ~1.5 us, and an English question went through eight (tests/test_normalize.py holds the
-    # guarded path to the patterns run one after another).
+    # still costs a pass over the text, and an English question would go through eight
+    # (tests/test_normalize.py holds the guarded path to the patterns run one after another).
     if clean.accented.search(text):
         text = clean.accented.sub(_fold_accent, text)
     if "@" in text:

@@ -36,8 +36,8 @@ class SoundAlikes:
         self._table: dict[str, str] = load_table("pinyin")["readings"]  # toned, comma-separated
         self._readings: dict[str, list[str]] = {}  # toneless, made for the characters that are asked about
         # The words each window sounds like, as rewrites tries them: the windows around a misheard word recur
-        # (天七 in 北京明天天七怎么样 and in 天七预报), and reading one through its characters' sounds was a fifth
-        # of a repaired question's instructions.
+        # (天七 in 北京明天天七怎么样 and in 天七预报), and reading one through its characters' sounds is a
+        # large part of a repair.
         self._sounds_of = Kept(self._words_sounding_like, _WINDOWS_KEPT)
         self._content = frozenset(content)
         self._words: dict[tuple[str, ...], set[str]] = defaultdict(set)

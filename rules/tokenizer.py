@@ -1,6 +1,6 @@
 """A jieba tokenizer that knows only the router's words.
 
-jieba's default dictionary costs ~0.8 s and ~94 MB at first use; the router needs none of it: it only
+jieba's default dictionary costs most of a second and tens of MB at first use; the router needs none of it: it only
 has to find its own words (places, dates, aspects, markers) and see what is left over. A Tokenizer with
 a prefix dictionary built straight from those words starts in milliseconds and never writes jieba's
 cache file.
@@ -21,7 +21,7 @@ _MEMO_SIZE = 4096
 # Han runs go through jieba; everything else is split on spaces here, because jieba's own handling of
 # Latin text breaks words at dictionary entries ("york" → y/or/k, since "or" is a conjunction). In
 # normalised text a Han character is one not in normalize's small alphabet of the rest: a class of that
-# alphabet compiles in an eighth of the time of one over the Han block (~2 ms of a cold start).
+# alphabet compiles far faster than one over the Han block, which a cold start would feel.
 _RUNS = re.compile(rf"[^{KEPT_BESIDES_HAN}\s]+|[{KEPT_BESIDES_HAN}]+")
 
 
@@ -91,11 +91,11 @@ def _import_jieba() -> ModuleType:
     """Import jieba without pkg_resources, and without its HMM tables until something uses them.
 
     jieba imports pkg_resources only to find its own files and falls back to plain paths without it;
-    pkg_resources costs ~50 ms and several MB at import, a quarter of a cold CLI run. It also loads
-    jieba.finalseg, the HMM for words no dictionary has (11 ms, most of it a 7 ms table), which the
+    pkg_resources costs a large share of a cold CLI run's time and memory at import. It also loads
+    jieba.finalseg, the HMM for words no dictionary has (most of it one large table), which the
     router never uses: a stand-in takes its place and imports it for whoever reads from it first (a
     program of the user's that calls jieba.cut with HMM in the same process still gets it). tempfile
-    (with shutil, bz2 and lzma, ~2 ms) is there only for jieba's cache file, which this tokenizer never
+    (with shutil, bz2 and lzma) is there only for jieba's cache file, which this tokenizer never
     writes: jieba gets a stand-in too, and every other importer the real module.
     """
     import importlib

@@ -419,3 +419,18 @@ def test_version_prints_the_packages_version():
     result = console("version")
     assert result.returncode == 0 and result.stdout.strip().endswith(f"version {version('hybrid-weather')}")
     assert console("--version").stdout.split()[-1] == result.stdout.split()[-1]
+
+
+def test_dash_dash_version_is_clicks_version_option_and_names_the_checkout_s_version():
+    # pyproject.toml is where the version is named; an install (editable or not) reports it, and
+    # `--version` answers before any question is read, whatever follows it.
+    import re
+    from pathlib import Path
+
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text("utf-8")
+    named = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
+    for args in (["--version"], ["--version", "上海今天天气"]):
+        result = console(*args)
+        assert result.returncode == 0, result.stderr
+        # The program's name is how it was started (the console script, or `python -m` here).
+        assert result.stdout.count("\n") == 1 and result.stdout.endswith(f", version {named}\n"), result.stdout

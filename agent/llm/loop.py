@@ -134,7 +134,7 @@ class LLMAgent:
 
     def _client_once(self) -> Any:
         if self._client is None:
-            import openai  # deferred: ~0.5 s and ~50 MB, paid only when a question needs the LLM
+            import openai  # deferred: a heavy import, paid only when a question needs the LLM
 
             from .. import guard
 

@@ -104,7 +104,7 @@ class ModelTable:
 
 @functools.cache
 def _shipped() -> dict[str, Any]:
-    # Beside this module in every install pip makes; importlib.resources would add ~7 ms to a cold CLI run.
+    # Beside this module in every install pip makes; importlib.resources would add to a cold CLI run's imports.
     table: dict[str, Any] = json.loads((Path(__file__).parent / "data" / "models.json").read_text("utf-8"))
     return table
 

@@ -114,7 +114,7 @@ class Tool:
         def run() -> None:
             try:
                 if inspect.iscoroutinefunction(self.function):
-                    import asyncio  # ~15 ms: only for async tools
+                    import asyncio  # an import cost only async tools need
 
                     try:
                         outcome.append(asyncio.run(asyncio.wait_for(self.function(**kwargs), context.seconds_left)))

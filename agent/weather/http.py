@@ -105,7 +105,7 @@ class ResilientClient:
         backoff_cap: float = WEATHER_RETRY.backoff_cap,
         breaker: CircuitBreaker | None = None,
     ) -> None:
-        import httpx2  # deferred: ~50 ms at import, and route() never needs it
+        import httpx2  # deferred: costly at import, and route() never needs it
 
         self.provider = provider
         self.connect_timeout = connect_timeout

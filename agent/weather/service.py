@@ -198,7 +198,7 @@ class WeatherService:
     async def _aget(
         self, kind: str, place: Place, today: dt.date, past_days: int, deadline: float, fetch: Fetch
     ) -> Fetched[Any]:
-        import asyncio  # not at module level: ~18 ms that synchronous programs never need
+        import asyncio  # not at module level: an import cost synchronous programs never need
 
         key, hit, future, leader = self._begin(kind, place, today, past_days)
         if hit is not None:

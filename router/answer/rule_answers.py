@@ -61,7 +61,7 @@ class RuleAnswerer:
         self, decision: Decision, today: dt.date, *, emoji: bool, started: float, deadline: float
     ) -> tuple[Answer, list[Fetched[Any]]]:
         """answer() for asyncio: the places are fetched concurrently."""
-        import asyncio  # not at module level: ~18 ms that synchronous programs never need
+        import asyncio  # not at module level: an import cost synchronous programs never need
 
         if decision.route == "clarify":
             return clarify_answer(decision, started), []
@@ -102,8 +102,8 @@ class RuleAnswerer:
     def _flat_json(self, item: Any) -> dict[str, Any] | None:
         """ITEM (a day, or the current weather, of a cached forecast) as --json shows it. The same cached
         items answer question after question: each is converted once and every answer gets a copy of its
-        own (their values are plain numbers and text, so a shallow copy is a whole one): 17,896-19,311 ->
-        20,848-22,221 asks/s in bench_ask."""
+        own (their values are plain numbers and text, so a shallow copy is a whole one): converting them
+        again for every answer was a visible share of a warm ask."""
         if item is None:
             return None
         known = self._flat_jsons.get(id(item))
@@ -115,7 +115,7 @@ class RuleAnswerer:
 
     def _render(self, shown: Decision, days: list[Any], facts: list[Facts], today: dt.date, emoji: bool) -> str:
         """render(SHOWN, FACTS, ...), kept per decision and fetched values (DAYS, which FACTS are made of):
-        bench_ask p50 19.1 -> 16.8 us."""
+        a warm ask asks the same question of the same cached days again and again."""
         key = (shown.aspect, tuple(shown.dates), shown.compare, shown.hours, shown.threshold, today, emoji,
                *map(id, days))  # fmt: skip
         known = self._texts.get(key)

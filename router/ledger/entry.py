@@ -43,7 +43,7 @@ class LedgerEntry(NamedTuple):
 StemKey = tuple[str, str, str, str | None, tuple[str, ...], int, str | None, bool | None, bool | None, float | None,
                 str]  # fmt: skip
 #: A rule or clarify answer's entry as Recorder.answered makes it: (started_at, latency_ms, its StemKey). A
-#: plain tuple: on the path of every answered request it is a third of a LedgerEntry's cost (whose 23 fields
+#: plain tuple: on the path of every answered request it costs far less than a LedgerEntry (whose 23 fields
 #: go through tuple.__new__), and the writer finds the row's stem by the key alone. Recorder makes one only
 #: of values of exact types (a str query; the rest typed by Answer and Decision), so no two keys that
 #: compare equal stand for rows stored differently (1 and 1.0, True and 1).

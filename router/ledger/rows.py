@@ -1,6 +1,6 @@
 """Turn a LedgerEntry into the row that is stored: masked, keyed-hashed, validated, never failing.
 
-Privacy model (README "What routing saved"): the query is stored with personal data masked (or not at
+Privacy model (docs/ledger.md, "Privacy"): the query is stored with personal data masked (or not at
 all with HYBRID_WEATHER_LEDGER_QUERIES=hash); every other text field is masked too, and in hash mode
 keeps nothing of the question's words. The hash is an HMAC-SHA256 of the masked query under a
 per-installation secret kept beside the ledger (mode 0600), so repeats can be counted but a phone number
@@ -33,7 +33,7 @@ QUERY_STORAGE = ("masked", "hash")
 #: The stored columns, in order; the table has more (query_sha256 of old rows) that are no longer written.
 #: A row may stop after the first ANSWER_WIDTH of them: the columns a rule answer leaves empty come last,
 #: and a row that leaves them all empty omits them (stored as NULL). sqlite3 binds a NULL through its
-#: adapter look-up, ~0.2 us each under the interpreter lock; 13 of them were a fifth of a rule row's write.
+#: adapter look-up under the interpreter lock, and a rule row would otherwise bind a dozen of them.
 COLUMNS = (
     "id", "datetime_utc", "route", "reason", "aspect", "places", "provider", "cache_hit", "stale", "cost_usd",
     "baseline_cost_usd", "baseline_method", "latency_ms", "outcome", "query", "query_hmac", "days",
@@ -162,7 +162,7 @@ class RowFormat:
     def batch(self, entries: list[Entry]) -> Batch:
         """The rows of ENTRIES: a rule or clarify answer's by its stem (see Batch), the others in full."""
         # Whether this is a forked child, asked once a batch: os.getpid() is a system call (glibc no longer
-        # keeps the pid), a quarter of the writer's time under the interpreter lock when asked for each row.
+        # keeps the pid), too dear to make for each row while the writer holds the interpreter lock.
         if os.getpid() != self._random_pid:  # a forked child: its own sequence of ids, not its parent's
             self._random, self._random_pid = random.Random(), os.getpid()
         if len(self._stem_numbers) > _MEMO_SIZE:  # between batches only: a batch's stems are one list
@@ -375,8 +375,8 @@ def padded(row: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def utc_isoformat(timestamp: float) -> str:
-    """datetime.fromtimestamp(TIMESTAMP, timezone.utc).isoformat(timespec="microseconds"), in a third of its
-    time (1.5 us, a third of a row's formatting): the date and time to the second are kept per second,
+    """datetime.fromtimestamp(TIMESTAMP, timezone.utc).isoformat(timespec="microseconds"), made cheaper
+    (that call was a large share of a row's formatting): the date and time to the second are kept per second,
     and the microseconds rounded as datetime rounds them (half to even, a carry into the next second)."""
     fraction, whole = math.modf(timestamp)
     micro = round(fraction * 1e6)

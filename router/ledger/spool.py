@@ -137,6 +137,6 @@ def spool_path(ledger: str, home: Path | None = None) -> Path:
 
 
 def _temporary_folder() -> Path:
-    import tempfile  # only here: a SQLite ledger in a folder it can write (the CLI's) needs none of its ~2 ms
+    import tempfile  # only here: a SQLite ledger in a folder it can write (the CLI's) needs none of its import cost
 
     return Path(tempfile.gettempdir())

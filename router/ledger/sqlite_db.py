@@ -22,13 +22,12 @@ _BUSY_TIMEOUT_MS = 1_000
 # A batch is written as multi-row INSERTs, each one execute() whose parameters sqlite3 binds in C: a full
 # batch (512 rows, DEFAULT_BATCH_SIZE) of one width (rule answers all stop at rows.ANSWER_WIDTH) is one
 # statement, one release of the interpreter lock; rows of each width go together, split in powers of two,
-# so a handful of statement shapes stay in sqlite3's statement cache (preparing a 512-row statement costs
-# ~6 ms; a cached one, nothing). Not the alternatives:
+# so a handful of statement shapes stay in sqlite3's statement cache (preparing a 512-row statement is
+# costly; a cached one is free). Not the alternatives:
 # - not executemany: sqlite3 lets go of the interpreter around every row's step, and a writer thread that
-#   must win it back after each row from a busy request thread (an event loop) managed 157 rows/s;
+#   must win it back after each row from a busy request thread (an event loop) falls far behind;
 # - not one statement over a JSON list (json_each + json_extract per column): SQLite parsing the JSON
-#   cost ~13 us a row: 23.3 -> 10.3 us a row in 500-row batches, the rollup trigger included;
-#   bench_ledger.py 29,002 -> 47,316 rows/s from 8 threads.
+#   costs more a row than binding the values does.
 # The rollup trigger still runs for each row, inside SQLite.
 _MOST_ROWS = 512  # in one statement, where SQLite allows 512 x 30 parameters (3.32 and later: 32,766)
 # A short row (a rule or clarify answer, rows.Batch) is bound as four numbers: its time, its latency, its
@@ -38,7 +37,7 @@ _MOST_ROWS = 512  # in one statement, where SQLite allows 512 x 30 parameters (3
 # rows.utc_isoformat make them in Python (tests/test_ledger_stems.py holds the two to each other), all of it
 # while sqlite3 has let go of the interpreter lock. Formatting the id and the time in Python and binding
 # them as text was most of what a rule row cost the writer under the lock, which every request thread waits
-# for (callgrind, bench_ledger_instructions.py: 34,862 instructions a row under the lock before).
+# for.
 _STEM_COLUMNS = stem_of(COLUMNS[:ANSWER_WIDTH])
 # A short row's values from its bound numbers: the id is the hex of the milliseconds (truncated, as
 # int(started * 1000)) and of the tail; the time is datetime's, whose microseconds are the fraction of the
@@ -241,7 +240,7 @@ class SQLiteDatabase:
                 self._stems_of(db).keep(batch.stems)
             statements = _statements(db, batch, once)
             # One statement (a full batch) is a transaction of its own: BEGIN and COMMIT would each let go of
-            # the GIL and wait to win it back from a busy request thread (bench_ask: ~5 ms each, a batch).
+            # the GIL and wait a whole switch interval to win it back from a busy request thread.
             explicit = len(statements) > 1
             if explicit:
                 db.execute("BEGIN IMMEDIATE")

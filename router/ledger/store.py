@@ -272,10 +272,10 @@ class Ledger:
         # Not Thread.join() nor is_alive(): a signal handler's exception (SIGTERM → SystemExit) that lands
         # inside is_alive() can leave a live thread marked stopped (CPython's cleanup for bpo-45274
         # releases the thread's own lock), and join() then returns at once while the writer still holds
-        # the queue's last rows, which the exit then drops (seen once in CI: 957 rows). The writer says
+        # the queue's last rows, which the exit then drops. The writer says
         # itself when it is done.
         # Polled from 0.1 ms, doubling to 5 ms: a one-shot CLI run's writer is done in a millisecond or two,
-        # and a fixed 5 ms pause was most of what close() cost it (cold demo ask ~3 ms).
+        # and a fixed 5 ms pause would be most of what close() costs it.
         deadline, pause = time.monotonic() + timeout, 0.0001
         while self._writer_running and time.monotonic() < deadline:
             time.sleep(pause)

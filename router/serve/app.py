@@ -54,7 +54,7 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_LOGIN_BYTES = 4 * 1024
 #: Ledger rows a worker holds in memory at the most. An asyncio worker that waits for room in the queue
 #: stalls every request it is serving, so it gets more room than a library caller (1,000): at the rule
-#: path's measured peak (~2,000 answers/s a worker) that is 5 s of rows — what a SIGKILL of a worker can
+#: path's peak rate that is a few seconds of rows — what a SIGKILL of a worker can
 #: lose; SIGTERM loses none — where several workers share one SQLite file and wait for its write lock.
 LEDGER_QUEUE = 10_000
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")

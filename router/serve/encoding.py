@@ -1,5 +1,5 @@
-"""JSON in and out of the service with orjson: encoding an answer with the standard library cost more than
-the bare framework's whole request (the bench_serve profile: ~20 us of a rule answer's ~170)."""
+"""JSON in and out of the service with orjson: encoding an answer with the standard library is a sizeable
+share of a rule answer's time over HTTP; orjson's is a small one."""
 
 from __future__ import annotations
 

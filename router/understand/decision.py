@@ -63,8 +63,8 @@ class Decision:
 
     def with_reason(self, reason: str) -> Decision:
         """This Decision with another REASON (a repair or a borrowed context said in it): what
-        dataclasses.replace does in a third of its time (2.9 -> 0.9 us). tests/test_devset.py checks it keeps
-        every field."""
+        dataclasses.replace does, without its per-call introspection of the fields (a repair or a borrowed
+        context makes one on the hot path). tests/test_devset.py checks it keeps every field."""
         return assembled(
             self.route, self.cities, self.dates, self.aspect, reason, self.places, self.compare, self.clarification,
             self.hours, self.unknown_words, self.unknown_place, self.threshold,
@@ -103,8 +103,8 @@ def assembled(
     threshold: Threshold | None = None,
 ) -> Decision:
     """Decision(...) for the router's own hot path, in field order: filled through the slots' setters,
-    since a frozen dataclass's __init__ calls object.__setattr__ for each of the twelve fields (1.4 us; this
-    takes 0.8 us, and every route() makes one or two)."""
+    since a frozen dataclass's __init__ calls object.__setattr__ for each of the twelve fields, and every
+    route() makes one or two."""
     decision = _new_decision(Decision)
     _route(decision, route)
     _cities(decision, cities)

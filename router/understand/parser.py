@@ -75,8 +75,8 @@ class QueryParser:
         # bounded.
         self._alone = functools.lru_cache(maxsize=MEMO_SIZE)(self._decide_text)
         # The hashes of the (question, day) pairs asked once. Most distinct questions are asked once: keeping
-        # each pushed an older one out of the memo and freed it (1.3 us of every new question), and handed out
-        # a copy (0.9 us). A hash shared by two questions only keeps the second one early.
+        # each would push an older one out of the memo and free it, and hand out a copy, on every new
+        # question's path. A hash shared by two questions only keeps the second one early.
         self._seen: set[int] = set()
 
     def parse(
