@@ -322,8 +322,12 @@ class QueryParser:
         weather alone does not (阴天, 东京不太热: titles and remarks)."""
         if dates_ask and any(span.dates for span in spans):
             return True
-        asking = self.reader.lexicon.asking
-        return any(t in asking or (said and asked_as_a_not_a(said, t)) for t in tokens if t)
+        lexicon = self.reader.lexicon
+        if any(t in lexicon.asking for t in tokens if t):
+            return True
+        # Only a word of the weather is asked as A-not-A here (冷不冷, 下不下雨), each looked for once in SAID.
+        weather = {t for t in tokens if t and lexicon.role_of.get(t) in ("aspect", "temperature")}
+        return bool(said) and any(asked_as_a_not_a(said, word) for word in weather)
 
     def _inert(self, around: str, today: dt.date) -> bool:
         """Whether the context AROUND a question only tells (who, why, where, thanks): it names no word of the
