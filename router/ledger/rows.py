@@ -325,7 +325,7 @@ def _all_short(entries: list[Entry], numbers: dict[StemKey, int | None], first: 
 
     Made in a few passes of loops in C (map, zip, sum): the writer runs this under the interpreter lock that
     every request thread waits for, and a loop in Python over the entries was most of what it held the lock
-    for (bench_ledger_instructions.py)."""
+    for."""
     try:
         # A LedgerEntry's third field is its query, a string, never a stem's key (a tuple): it finds no number.
         found = list(map(numbers.get, map(_KEY, entries)))
