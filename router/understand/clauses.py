@@ -2,9 +2,9 @@
 
 Real messages wrap one question in context: thanks (好的收到), who and why (我在苏州上班, 孩子明天春游), travel
 facts (下周三飞成都), order and room numbers. The parser reads a whole message first; when words it does not
-know stop it, it reads each end of the message that can be the question on its own — from a clause
-boundary, a date or a place on — and what comes before is context
-(docs/reading.md says when context is inert and when it sends the message to the LLM).
+know stop it, it reads each end of the message that starts at a clause boundary as the question on its
+own, and what comes before is context (docs/reading.md says when context is inert and when it sends the
+message to the LLM).
 """
 
 from __future__ import annotations
@@ -21,10 +21,8 @@ class PlaceSpan(NamedTuple):
     end: int
 
 
-#: Most places one message's question is tried from: each is one more parse, of a message the LLM would
-#: take otherwise.
-MAX_CLAUSE_TRIES = 12
-#: Most clauses of a message whose question is looked for among context: more is a text, not a message.
+#: Most clause boundaries of a message whose question is looked for among context: each is one more parse
+#: of a message the LLM would take otherwise, and more is a text, not a message.
 MAX_CLAUSES = 8
 
 
@@ -58,7 +56,7 @@ def question_starts(clean: str) -> list[int]:
     place may lose what its clause said of it (北京人在|上海). The question runs to the message's end: what
     follows a question adds to it (我打算跑马拉松, 要不要去迪士尼), so it is never context."""
     boundaries = [i + 1 for i, char in enumerate(clean) if char == " "]
-    return boundaries[:MAX_CLAUSE_TRIES] if len(boundaries) < MAX_CLAUSES else []
+    return boundaries if len(boundaries) < MAX_CLAUSES else []
 
 
 def clauses(text: str) -> list[str]:
