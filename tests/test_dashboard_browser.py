@@ -82,10 +82,15 @@ def test_behind_keys_the_browser_signs_in_and_sees_the_dashboard(tmp_path, llm_s
         assert browser.get_cookies() == []
 
         def sign_in(key):
+            from selenium.webdriver.support import expected_conditions
+            from selenium.webdriver.support.wait import WebDriverWait
+
             field = browser.find_element("id", "key")
             field.clear()
             field.send_keys(key)
             browser.find_element("id", "sign-in").click()
+            # click() returns before the answer's page is shown: wait until the form it left is gone.
+            WebDriverWait(browser, 10).until(expected_conditions.staleness_of(field))
 
         sign_in("not-a-key")
         assert "not accepted" in browser.find_element("id", "problem").text
