@@ -111,3 +111,28 @@ class LedgerUnavailable(HybridWeatherError):
     """
 
     exit_code = 2
+
+
+def install_hint(extra: str) -> str:
+    """The pip command that adds EXTRA to this installation, as part of a message: from a checkout
+    (an editable or local-directory install) it names the checkout, since `hybrid-weather[extra]` from an
+    index would replace the checkout's code with the released one, or fail where the index has no copy."""
+    import importlib.metadata  # deferred: only a message about a missing extra needs it
+    import json
+    from urllib.parse import unquote, urlparse
+
+    # The first copy an installer wrote: run from a checkout, the path finds the checkout's own build
+    # metadata first, which no installer wrote and which records no origin.
+    copies = importlib.metadata.distributions(name="hybrid-weather")
+    installed = next((copy for copy in copies if copy.read_text("INSTALLER") is not None), None)
+    origin = installed.read_text("direct_url.json") if installed else None
+    try:
+        source = json.loads(origin) if origin else {}
+    except ValueError:
+        source = {}
+    url = source.get("url", "") if isinstance(source, dict) else ""
+    if url.startswith("file://") and "dir_info" in source:
+        checkout = unquote(urlparse(url).path)
+        editable = "-e " if source["dir_info"].get("editable") else ""
+        return f"pip install {editable}'{checkout}[{extra}]'"
+    return f"pip install 'hybrid-weather[{extra}]'"

@@ -22,6 +22,7 @@ from hybrid_weather.agent.errors import (
     LLMUnavailable,
     UpstreamConnectError,
     WeatherUnavailable,
+    install_hint,
 )
 from hybrid_weather.agent.weather import PROVIDERS
 from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range
@@ -547,7 +548,7 @@ def _serve(host: str, port: int, workers: int, grace: int) -> None:
         from .serve.access import Rate, load_keys
         from .serve.connection import HeadDeadlineProtocol
     except ImportError:
-        raise ConfigurationError("serve needs its server: pip install 'hybrid-weather[serve]'") from None
+        raise ConfigurationError(f"serve needs its server: {install_hint('serve')}") from None
     from .settings import Settings
 
     settings = Settings.from_env()  # a setting that is wrong fails here, once, not in every worker

@@ -434,3 +434,26 @@ def test_dash_dash_version_is_clicks_version_option_and_names_the_checkout_s_ver
         assert result.returncode == 0, result.stderr
         # The program's name is how it was started (the console script, or `python -m` here).
         assert result.stdout.count("\n") == 1 and result.stdout.endswith(f", version {named}\n"), result.stdout
+
+
+@pytest.mark.parametrize(
+    ("origin", "hint"),
+    [
+        (None, "pip install 'hybrid-weather[serve]'"),  # a wheel from an index records no origin
+        ({"url": "file:///src/hw", "dir_info": {"editable": True}}, "pip install -e '/src/hw[serve]'"),
+        ({"url": "file:///src/my%20hw", "dir_info": {}}, "pip install '/src/my hw[serve]'"),
+        ({"url": "https://example.org/hw.whl", "archive_info": {}}, "pip install 'hybrid-weather[serve]'"),
+    ],
+)
+def test_the_install_hint_names_the_checkout_the_package_came_from(origin, hint, tmp_path, monkeypatch):
+    # An install's dist-info, found first on the path, as pip writes it (PEP 610's direct_url.json).
+    info = tmp_path / "hybrid_weather-9.9.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hybrid-weather\nVersion: 9.9\n")
+    (info / "INSTALLER").write_text("pip\n")
+    if origin is not None:
+        (info / "direct_url.json").write_text(json.dumps(origin))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from hybrid_weather.agent.errors import install_hint
+
+    assert install_hint("serve") == hint

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, install_hint
 from . import copies
 
 logger = logging.getLogger("hybrid_weather")
@@ -87,7 +87,7 @@ class SharedCache:
             import redis  # deferred: only a fleet that set HYBRID_WEATHER_CACHE_URL needs it
         except ImportError:
             raise ConfigurationError(
-                "HYBRID_WEATHER_CACHE_URL needs the Redis client: pip install 'hybrid-weather[fleet]'"
+                f"HYBRID_WEATHER_CACHE_URL needs the Redis client: {install_hint('fleet')}"
             ) from None
 
         self.url = url
