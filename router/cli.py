@@ -505,12 +505,15 @@ def misses(days: int, as_json: bool) -> None:
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Worker processes.")
 @click.option("--grace", default=10, show_default=True, type=click.IntRange(0, 600),
               help="Seconds in-flight requests get to finish at shutdown (SIGTERM, Ctrl-C).")  # fmt: skip
-def serve(host: str, port: int, workers: int, grace: int) -> None:
+@click.option("--certfile", type=click.Path(dir_okay=False), help="Serve HTTPS: the certificate chain (PEM).")
+@click.option("--keyfile", type=click.Path(dir_okay=False), help="Serve HTTPS: the certificate's private key (PEM).")
+def serve(host: str, port: int, workers: int, grace: int, certfile: str | None, keyfile: str | None) -> None:
     """Serve the router over HTTP, with an OpenAI-compatible endpoint (README: "Serving over HTTP").
 
     \b
         hybrid-weather serve --port 8080 --workers 2
         curl -s localhost:8080/v1/ask -d '{"query": "上海今天天气"}'
+        hybrid-weather serve --host 0.0.0.0 --port 8443 --certfile cert.pem --keyfile key.pem
 
     Each worker process keeps one router. SIGTERM or Ctrl-C stops accepting, lets requests in flight
     finish (up to --grace seconds) and flushes the ledger.
@@ -532,13 +535,31 @@ def serve(host: str, port: int, workers: int, grace: int) -> None:
             metrics_dir = tempfile.mkdtemp(prefix="hybrid-weather-metrics-")
             os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
         try:
-            _serve(host, port, workers, grace)
+            _serve(host, port, workers, grace, _tls(certfile, keyfile))
         finally:
             if metrics_dir:
                 shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
-def _serve(host: str, port: int, workers: int, grace: int) -> None:
+def _tls(certfile: str | None, keyfile: str | None) -> tuple[str, str] | None:
+    """uvicorn's TLS settings for --certfile and --keyfile, checked here, once: a pair that does not load
+    is an error naming the option, not a traceback in every worker."""
+    if certfile is None and keyfile is None:
+        return None
+    if certfile is None or keyfile is None:
+        raise ConfigurationError("HTTPS needs both --certfile and --keyfile (PEM files)")
+    import ssl
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(certfile, keyfile)
+    except (OSError, ssl.SSLError) as error:
+        reason = getattr(error, "strerror", None) or getattr(error, "reason", None) or str(error)
+        raise ConfigurationError(f"cannot use --certfile {certfile} with --keyfile {keyfile}: {reason}; both must "
+                                 "be readable PEM files, the key matching the certificate") from None  # fmt: skip
+    return certfile, keyfile
+
+
+def _serve(host: str, port: int, workers: int, grace: int, tls: tuple[str, str] | None) -> None:
     import copy
 
     try:
@@ -559,7 +580,8 @@ def _serve(host: str, port: int, workers: int, grace: int) -> None:
         spend = "spend the model key (OPENAI_API_KEY) and " if settings.openai_api_key else ""
         click.echo(f"warning: no API keys and --host {host}: anyone who can reach port {sock.getsockname()[1]} "
                    f"can {spend}read the ledger's reports; set HYBRID_WEATHER_API_KEYS", err=True)  # fmt: skip
-    click.echo(f"hybrid-weather serving on http://{host}:{sock.getsockname()[1]} "
+    scheme = "https" if tls else "http"
+    click.echo(f"hybrid-weather serving on {scheme}://{host}:{sock.getsockname()[1]} "
                f"({workers} worker{'s' * (workers > 1)})", err=True)  # fmt: skip
     # The service's own warnings (a client cut off or gone, an unexpected error) go where uvicorn's go, in
     # every worker: the one-shot commands' silencing of the library (cli()) is not for a server.
@@ -567,7 +589,8 @@ def _serve(host: str, port: int, workers: int, grace: int) -> None:
     log_config["loggers"]["hybrid_weather"] = {"handlers": ["default"], "level": "WARNING", "propagate": False}
     config = uvicorn.Config("hybrid_weather.router.serve:create_app", factory=True, workers=workers,
                             timeout_graceful_shutdown=grace, access_log=False, log_level="warning", lifespan="on",
-                            http=HeadDeadlineProtocol, log_config=log_config)  # fmt: skip
+                            http=HeadDeadlineProtocol, log_config=log_config,
+                            ssl_certfile=tls[0] if tls else None, ssl_keyfile=tls[1] if tls else None)  # fmt: skip
     with contextlib.closing(sock):
         if workers > 1:
             Multiprocess(config, sockets=[sock]).run()

@@ -72,6 +72,8 @@ class Settings:
     pass_through: bool = False
     header_timeout: float = DEFAULT_HEADER_TIMEOUT  #: seconds `serve` waits for a request's head
     body_timeout: float = DEFAULT_BODY_TIMEOUT  #: seconds `serve` waits for a request's body, after its head
+    #: Web origins whose pages may call `serve` from a browser (CORS); none unless the operator names them.
+    cors_origins: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -135,6 +137,7 @@ class Settings:
             pass_through=_switch(env, "HYBRID_WEATHER_PASS_THROUGH"),
             header_timeout=_seconds(env, "HYBRID_WEATHER_HEADER_TIMEOUT", DEFAULT_HEADER_TIMEOUT),
             body_timeout=_seconds(env, "HYBRID_WEATHER_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT),
+            cors_origins=_origins(env, "HYBRID_WEATHER_CORS_ORIGINS"),
         )
 
     def ledger_location(self) -> str | None:
@@ -201,6 +204,32 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     if not 0 < value <= 86_400:
         raise ConfigurationError(f"{name}={text!r}: use a number of seconds above 0, e.g. {default:g}")
     return value
+
+
+def _origins(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """The web origins in variable NAME (comma-separated), each scheme://host[:port] as a browser sends it
+    in its Origin header, or * for any page; an error naming NAME for anything else (a path, a typo)."""
+    from urllib.parse import urlsplit
+
+    origins = []
+    for text in (env.get(name) or "").split(","):
+        origin = text.strip().rstrip("/")
+        if not origin:
+            continue
+        if origin != "*":
+            try:
+                parts = urlsplit(origin)
+                usable = parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.path
+                _ = parts.port  # raises ValueError for a port that is not a number
+            except ValueError:
+                usable = False
+            if not usable or parts.query or parts.fragment or "@" in parts.netloc:
+                raise ConfigurationError(
+                    f"{name}: {origin!r} is not a web origin; use scheme://host[:port] as the browser shows it, "
+                    "e.g. https://app.example.com,http://localhost:3000 (or * for any page)"
+                )
+        origins.append(origin)
+    return tuple(origins)
 
 
 def _base_url(env: Mapping[str, str], name: str, schemes: tuple[str, ...] = ("http", "https")) -> str | None:

@@ -3,6 +3,7 @@
 import contextlib
 import json
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -16,20 +17,24 @@ KEY = "sk-test-upstream-live-42"
 
 
 @contextlib.contextmanager
-def serving(tmp_path, llm_server, workers=1, **env):
+def serving(tmp_path, llm_server, workers=1, tls=None, **env):
+    """The server on a free port of 127.0.0.1 with a demo provider and a fresh ledger; TLS, a (certfile,
+    keyfile) pair, serves HTTPS (the server's `context` then trusts that certificate)."""
     port = free_port()
     ledger = tmp_path / "ledger.db"
     values = {"HYBRID_WEATHER_PROVIDER": "demo", "HYBRID_WEATHER_LEDGER": str(ledger), "OPENAI_API_KEY": KEY,
               "OPENAI_BASE_URL": llm_server.base_url, "HYBRID_WEATHER_MODEL": "gpt-4o-mini", **env}  # fmt: skip
     process = subprocess.Popen(
-        [sys.executable, "-m", "hybrid_weather.router", "serve", "--port", str(port), "--workers", str(workers)],
+        [sys.executable, "-m", "hybrid_weather.router", "serve", "--port", str(port), "--workers", str(workers),
+         *(["--certfile", str(tls[0]), "--keyfile", str(tls[1])] if tls else [])],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(**values),
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+    context = ssl.create_default_context(cafile=str(tls[0])) if tls else None
     deadline = time.monotonic() + 30
     while True:
         try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=1) as response:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=1, context=context) as response:
                 if response.status == 200:
                     break
         except (urllib.error.URLError, ConnectionError, TimeoutError):
@@ -38,7 +43,7 @@ def serving(tmp_path, llm_server, workers=1, **env):
             process.kill()
             raise AssertionError(f"the server did not start: {process.communicate()[1][-2000:]}")
         time.sleep(0.1)
-    server = type("Server", (), {"url": url, "process": process, "ledger": ledger})
+    server = type("Server", (), {"url": url, "process": process, "ledger": ledger, "context": context})
     try:
         yield server
     finally:

@@ -248,3 +248,61 @@ def test_serve_warns_once_when_anyone_can_spend_the_model_key(monkeypatch, tmp_p
         assert "HYBRID_WEATHER_API_KEYS" in warnings[0] and host in warnings[0]
     else:
         assert warnings == []
+
+
+def test_browsers_on_the_configured_origins_may_call_and_no_other(tmp_path):
+    page, stranger = "https://app.example.com", "https://evil.example.net"
+    preflight = {"access-control-request-method": "POST",
+                 "access-control-request-headers": "authorization,content-type"}  # fmt: skip
+    closed, closed_router = client_for(tmp_path / "closed", api_keys="k1")
+    with closed:  # nothing is allowed until the operator names an origin
+        answer_ = closed.post("/v1/ask", json={"query": "上海今天天气"},
+                              headers={"origin": page, "authorization": "Bearer k1"})  # fmt: skip
+        assert answer_.status_code == 200 and "access-control-allow-origin" not in answer_.headers
+        asked = closed.options("/v1/ask", headers={"origin": page, **preflight})
+        assert "access-control-allow-origin" not in asked.headers
+    closed_router.close()
+    client, router = client_for(tmp_path, api_keys="k1", cors_origins=(page, "http://localhost:3000"))
+    with client:
+        # The preflight carries no key (a browser never sends one there) and is answered before the guard.
+        allowed = client.options("/v1/ask", headers={"origin": page, **preflight})
+        assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == page
+        assert {"authorization", "content-type"} <= set(allowed.headers["access-control-allow-headers"].split(", "))
+        assert "access-control-allow-credentials" not in allowed.headers  # keys travel as headers, not cookies
+        refused = client.options("/v1/ask", headers={"origin": stranger, **preflight})
+        assert refused.status_code == 400 and "access-control-allow-origin" not in refused.headers
+        answer_ = client.post("/v1/ask", json={"query": "上海今天天气"},
+                              headers={"origin": page, "authorization": "Bearer k1"})  # fmt: skip
+        assert answer_.status_code == 200 and answer_.headers["access-control-allow-origin"] == page
+        assert "x-hybrid-weather-route" in answer_.headers["access-control-expose-headers"]
+        # The page can read why it was refused, too: a 401 carries the origin's headers.
+        unauthorised = client.post("/v1/ask", json={"query": "上海今天天气"}, headers={"origin": page})
+        error_of(unauthorised, 401, "invalid_api_key")
+        assert unauthorised.headers["access-control-allow-origin"] == page
+        other = client.post("/v1/ask", json={"query": "上海今天天气"},
+                            headers={"origin": stranger, "authorization": "Bearer k1"})  # fmt: skip
+        assert "access-control-allow-origin" not in other.headers  # answered, but the stranger's page cannot read it
+    router.close()
+
+
+@pytest.mark.parametrize(
+    ("value", "origins"),
+    [
+        ("", ()),
+        ("https://app.example.com", ("https://app.example.com",)),
+        (" https://a.example.com/ , http://localhost:3000 ", ("https://a.example.com", "http://localhost:3000")),
+        ("*", ("*",)),
+    ],
+)
+def test_cors_origins_are_read_as_a_browser_writes_them(value, origins):
+    assert Settings.from_env({"HYBRID_WEATHER_CORS_ORIGINS": value}).cors_origins == origins
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["app.example.com", "https://app.example.com/path", "ftp://files.example.com", "https://:80", "https://a:b"],
+)
+def test_a_cors_origin_that_is_not_one_is_refused_naming_the_variable(value):
+    with pytest.raises(ConfigurationError, match="HYBRID_WEATHER_CORS_ORIGINS") as error:
+        Settings.from_env({"HYBRID_WEATHER_CORS_ORIGINS": f"https://ok.example.com,{value}"})
+    assert "scheme://host[:port]" in str(error.value)

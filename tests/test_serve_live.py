@@ -5,6 +5,7 @@ one worker and summed over two, a port in use, and clients that are slow or hang
 
 import http.client
 import json
+import shutil
 import signal
 import socket
 import sqlite3
@@ -249,3 +250,55 @@ def test_slow_clients_are_cut_off_and_a_hang_up_is_one_line(tmp_path, llm_server
     log = server.process.stderr.read()
     assert "Traceback" not in log and "Exception in ASGI application" not in log, log
     assert len([line for line in log.splitlines() if "went away" in line]) == 1, log
+
+
+def _certificate(folder):
+    """A self-signed certificate for 127.0.0.1 and its key, made with the openssl command for this test."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl command to make a test certificate with: apt-get install openssl")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=30)  # fmt: skip
+    return cert, key
+
+
+def test_serve_speaks_https_with_the_operators_certificate(tmp_path, llm_server):
+    import httpx2 as httpx  # the HTTP client the openai SDK is built on
+
+    cert, key = _certificate(tmp_path)
+    with serving(tmp_path, llm_server, tls=(cert, key), workers=2) as server:
+        assert server.url.startswith("https://")
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0,
+                               http_client=httpx.Client(verify=server.context))  # fmt: skip
+        completion = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "上海今天天气"}]
+        )
+        assert "上海今天" in completion.choices[0].message.content
+        # The certificate is what keeps the key private: a client that does not trust it is refused, and
+        # plain HTTP on the same port gets no answer.
+        untrusting = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
+        with pytest.raises(openai.APIConnectionError):
+            untrusting.models.list()
+        with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+            urllib.request.urlopen(server.url.replace("https://", "http://") + "/healthz", timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--certfile", "CERT"], "both --certfile and --keyfile"),
+        (["--certfile", "CERT", "--keyfile", "CERT"], "cannot use --certfile"),  # a certificate is no key
+        (["--certfile", "/nonexistent/cert.pem", "--keyfile", "KEY"], "/nonexistent/cert.pem"),
+    ],
+)
+def test_a_certificate_that_does_not_load_is_one_clear_error(tmp_path, args, message):
+    from conftest import subprocess_env
+
+    cert, key = _certificate(tmp_path)
+    args = [{"CERT": str(cert), "KEY": str(key)}.get(arg, arg) for arg in args]
+    command = [sys.executable, "-m", "hybrid_weather.router", "serve", "--port", "0", *args]
+    result = subprocess.run(command, capture_output=True, text=True, env=subprocess_env(), timeout=30)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+    assert "serving on" not in result.stderr

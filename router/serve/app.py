@@ -58,6 +58,9 @@ MAX_LOGIN_BYTES = 4 * 1024
 #: lose; SIGTERM loses none — where several workers share one SQLite file and wait for its write lock.
 LEDGER_QUEUE = 10_000
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+#: Headers a page on an allowed origin may send, and read, across origins (HYBRID_WEATHER_CORS_ORIGINS).
+CORS_REQUEST_HEADERS = ["authorization", "content-type"]
+CORS_EXPOSED_HEADERS = ["x-hybrid-weather-route", "x-request-id", "retry-after"]
 #: Days a report may cover.
 MAX_REPORT_DAYS = 3_650
 
@@ -431,12 +434,22 @@ def create_app(router: HybridRouter | None = None, *, settings: Settings | None 
     ]
     from .dashboard import login_page
 
+    middleware = [
+        Middleware(BodyDeadline, seconds=service.settings.body_timeout),
+        Middleware(Guard, access=service.access, login_page=login_page),
+    ]
+    if service.settings.cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        # Outermost: a browser's preflight (OPTIONS, no key) is answered here, and every answer the guard or
+        # an endpoint gives (a 401 or a 429 included) carries the headers a page needs to read it. No
+        # credentials: a page sends its key as a Bearer header, never the dashboard's cookie.
+        middleware.insert(0, Middleware(CORSMiddleware, allow_origins=list(service.settings.cors_origins),
+                                        allow_methods=["GET", "POST"], allow_headers=CORS_REQUEST_HEADERS,
+                                        expose_headers=CORS_EXPOSED_HEADERS, max_age=600))  # fmt: skip
     app = Starlette(
         routes=routes,
-        middleware=[
-            Middleware(BodyDeadline, seconds=service.settings.body_timeout),
-            Middleware(Guard, access=service.access, login_page=login_page),
-        ],
+        middleware=middleware,
         lifespan=service.lifespan,
         exception_handlers={
             ApiError: _api_error,
