@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 _LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
                     30)  # fmt: skip
 
+#: Tool names that get a label of their own in a worker; later ones count as "other".
+MAX_TOOL_LABELS = 32
+
 
 class Metrics:
     """The service's counters and histograms; one per worker process."""
@@ -44,7 +47,10 @@ class Metrics:
         self.tokens = Counter("hybrid_weather_llm_tokens", "LLM tokens, by kind (prompt, completion)", ["kind"],
                               registry=own)  # fmt: skip
         self.cost = Counter("hybrid_weather_llm_cost_usd", "What the LLM answers cost (USD)", registry=own)
+        self.tool_calls = Counter("hybrid_weather_tool_calls", "Tool calls the LLM made, by tool and outcome (ok, "
+                                  "error, reused)", ["tool", "outcome"], registry=own)  # fmt: skip
         self._children: dict[tuple[str, str], tuple[Any, Any]] = {}
+        self._tool_names: set[str] = set()
         self.saved = Counter("hybrid_weather_saved_usd", "What answering without a model saved against the all-LLM "
                              "baseline (USD)", registry=own)  # fmt: skip
 
@@ -65,10 +71,21 @@ class Metrics:
         if answer.llm is not None:
             self.tokens.labels("prompt").inc(answer.llm.usage.prompt_tokens)
             self.tokens.labels("completion").inc(answer.llm.usage.completion_tokens)
+            for loop in answer.llm.loops:
+                for tool in loop.tools:
+                    outcome = "reused" if tool.reused else "ok" if tool.ok else "error"
+                    self.tool_calls.labels(self._tool_label(tool.name), outcome).inc()
         if answer.cost_usd:
             self.cost.inc(answer.cost_usd)
         if saved_usd:
             self.saved.inc(saved_usd)
+
+    def _tool_label(self, name: str) -> str:
+        """NAME as a label, or "other" once MAX_TOOL_LABELS names have one: a model can call a tool by any
+        name it makes up, and every label value is a series Prometheus keeps."""
+        if name not in self._tool_names and len(self._tool_names) < MAX_TOOL_LABELS:
+            self._tool_names.add(name)
+        return name if name in self._tool_names else "other"
 
     def dropped_copy(self, cache: str) -> None:
         """WeatherService.on_drop: one copy CACHE gave back failed its checks."""
