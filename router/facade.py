@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from hybrid_weather.agent.errors import (
     CircuitOpen,
+    ConfigurationError,
     HybridWeatherError,
     InvalidQuestion,
     UpstreamConnectError,
@@ -148,11 +149,19 @@ class HybridRouter:
         return self._route(text, today or today_in_china(), session)
 
     def ask(
-        self, text: str, *, today: dt.date | None = None, session: Session | None = None, emoji: bool = True
+        self,
+        text: str,
+        *,
+        today: dt.date | None = None,
+        session: Session | None = None,
+        emoji: bool = True,
+        model: str | None = None,
     ) -> Answer:
         """Answer TEXT. Raises WeatherUnavailable (no data, not even stale), LLMUnavailable, or InvalidQuestion
-        (TEXT longer than rules.MAX_QUESTION_CHARS: nothing asked, nothing recorded)."""
-        request = self._begin(text, today, session)
+        (TEXT longer than rules.MAX_QUESTION_CHARS: nothing asked, nothing recorded). MODEL: a model of the
+        price table to answer with if TEXT needs one, instead of the configured one (ConfigurationError for
+        a name the table lacks)."""
+        request = self._begin(text, today, session, model)
         with self._recorded(request):
             request.decision = self._locate(request)
             if request.decision.route != "llm":
@@ -165,12 +174,18 @@ class HybridRouter:
         return self._finish(request, answer)
 
     async def aask(
-        self, text: str, *, today: dt.date | None = None, session: Session | None = None, emoji: bool = True
+        self,
+        text: str,
+        *,
+        today: dt.date | None = None,
+        session: Session | None = None,
+        emoji: bool = True,
+        model: str | None = None,
     ) -> Answer:
         """ask() for asyncio programs: places are fetched concurrently, the event loop never blocks."""
         import asyncio
 
-        request = self._begin(text, today, session)
+        request = self._begin(text, today, session, model)
         loop = asyncio.get_running_loop()
         with self._recorded(request):
             if request.decision.unknown_place is not None:
@@ -217,7 +232,11 @@ class HybridRouter:
         recent = list(session.recent_places) if isinstance(session, Session) else None
         return self.parts.parser.parse(text if isinstance(text, str) else str(text), today, context, recent, found)
 
-    def _begin(self, text: str, today: dt.date | None, session: Session | None) -> _Request:
+    def known_model(self, model: str) -> bool:
+        """Whether MODEL is one this router can answer with: the configured one or one of the price table."""
+        return model == self.parts.model or (not self.models.problem and self.models.get(model) is not None)
+
+    def _begin(self, text: str, today: dt.date | None, session: Session | None, model: str | None) -> _Request:
         # The deadline counts from the call, routing included: a first ask that loads the gazetteer still
         # ends when the caller was promised, not that long after it.
         arrived, started, deadline = time.time(), time.perf_counter(), time.monotonic() + self.deadline
@@ -227,9 +246,14 @@ class HybridRouter:
                 f"the question is {len(text):,} characters long; ask it in at most {MAX_QUESTION_CHARS:,} "
                 "(a weather question needs a few dozen)"
             )
+        if model is not None and not self.known_model(model):
+            raise ConfigurationError(
+                f"model {model!r} is not in the price table; name one of the shipped models.json or "
+                "add it to $HYBRID_WEATHER_HOME/models.json"
+            )
         today = today or today_in_china()
         decision = self._route(text, today, session)
-        return _Request(text, today, session, decision, arrived, started, deadline)
+        return _Request(text, today, session, decision, arrived, started, deadline, model)
 
     def _locate(self, request: _Request) -> Decision:
         """For a place the gazetteer lacks, ask the provider's geocoder and, if it finds one, read again."""
@@ -256,7 +280,7 @@ class HybridRouter:
         return self._finish(request, answer)
 
     def _ask_llm(self, request: _Request) -> Answer:
-        agent, session = self.agent, request.session
+        agent, session = self.parts.agent_for(request.model), request.session
         masked = self.settings.llm_sees == "masked"  # personal data stays on this machine unless told otherwise
         text = mask_personal_data(request.text) if masked else request.text
         history = session.llm_history(masked=masked) if session else None
@@ -290,6 +314,7 @@ class HybridRouter:
                 raise
             # A typed failure, or an ask cut short (Ctrl-C, SIGTERM, a cancelled task): a row says what happened.
             recorder, decision, agent = self.parts.recorder, request.decision, built(self.parts, "agent")
+            model = request.model or (agent.model if agent is not None else None)
             if recorder is not None:
                 recorder.failed(
                     request.text,
@@ -298,7 +323,7 @@ class HybridRouter:
                     arrived=request.arrived,
                     latency_ms=elapsed_ms(request.started),
                     provider=self.weather.provider.name if decision.route == "rule" else None,
-                    model=agent.model if agent is not None and decision.route == "llm" else None,
+                    model=model if decision.route == "llm" else None,
                     session_id=request.session.id if request.session is not None else None,
                 )
             raise
@@ -321,6 +346,7 @@ class _Request:
     arrived: float  #: time.time(), for the ledger
     started: float  #: time.perf_counter(), for latency
     deadline: float  #: time.monotonic() by which the answer must be in: the call's start + HybridRouter.deadline
+    model: str | None = None  #: the model the caller named, if any (else the configured one)
 
 
 def _checked_tools(tools: Sequence[Any]) -> tuple[Any, ...]:

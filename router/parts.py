@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,8 @@ class Parts:
         #: Fraction of rule answers also sent through the LLM in the background (a measured baseline).
         self.shadow_rate = shadow_rate
         self._http_options, self._llm_options = http_options, llm_options
+        self._agents: dict[str, LLMAgent] = {}  #: the loops of models callers named, besides the configured one
+        self._agents_lock = threading.Lock()
 
     @lazy_part
     def settings(self) -> Settings:
@@ -148,13 +151,26 @@ class Parts:
 
     @lazy_part
     def agent(self) -> LLMAgent:
-        """The LLM loop; raises LLMUnavailable when no API key is configured."""
+        """The LLM loop of the configured model; raises LLMUnavailable when no API key is configured."""
+        return self._make_agent(self.model)
+
+    def agent_for(self, model: str | None) -> LLMAgent:
+        """The LLM loop of MODEL, a model of the price table a caller named (the drop-in endpoint's
+        `model`), made on first use and kept; the configured one for None or the configured name."""
+        if model is None or model == self.model:
+            return self.agent
+        with self._agents_lock:
+            agent = self._agents.get(model)
+            if agent is None:
+                agent = self._agents[model] = self._make_agent(model)
+            return agent
+
+    def _make_agent(self, model: str) -> LLMAgent:
         from hybrid_weather.agent.llm import LLMAgent, ToolBox
 
         settings = self.settings
         if self.models.problem:
             raise ConfigurationError(self.models.problem)
-        model = self.model
         facts = self.models.get(model)
         if facts and facts.retires_on and facts.retires_on <= today_in_china().isoformat():
             logger.warning(
@@ -199,3 +215,6 @@ class Parts:
             part = built(self, name)
             if part is not None:
                 part.close()
+            if name == "agent":
+                for agent in self._agents.values():
+                    agent.close()

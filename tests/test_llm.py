@@ -471,3 +471,17 @@ def test_a_question_an_open_ended_word_sent_to_the_llm_is_no_miss(weather_server
     assert result.exit_code == 0, result.output
     report = json.loads(CliRunner().invoke(cli, ["misses", "--json"], env=env, catch_exceptions=False).output)
     assert report["plain_lookups"] == 0 and report["words"] == []
+
+
+def test_a_caller_may_name_another_model_of_the_table_and_no_model_outside_it(weather_server, llm_server):
+    from hybrid_weather.agent.errors import ConfigurationError
+
+    with make_router(weather_server, llm_server) as router:
+        llm_server.then(answer("适合。", prompt=300, completion=10))
+        named = router.ask("北京明天适合出游吗", today=TODAY, model="deepseek-chat")
+        assert named.model == "deepseek-chat" and llm_server.requests[-1]["model"] == "deepseek-chat"
+        assert named.cost_usd == router.models.cost("deepseek-chat", named.llm.usage)  # priced as that model
+        with pytest.raises(ConfigurationError, match="not in the price table"):
+            router.ask("北京明天适合出游吗", today=TODAY, model="no-such-model")
+        assert router.ask("上海今天天气", today=TODAY, model="deepseek-chat").route == "rule"
+        assert [row["model"] for row in ledger_rows(router)] == ["deepseek-chat", None]

@@ -60,12 +60,12 @@ def test_the_sdk_sees_missing_keys_and_rate_limits_as_typed_errors(tmp_path, llm
     with serving(tmp_path, llm_server, HYBRID_WEATHER_API_KEYS="team-key", HYBRID_WEATHER_RATE_LIMIT="2/min") as server:
         anonymous = openai.OpenAI(base_url=f"{server.url}/v1", api_key="wrong", max_retries=0)
         with pytest.raises(openai.AuthenticationError):
-            anonymous.chat.completions.create(model="m", messages=[{"role": "user", "content": "上海今天天气"}])
+            anonymous.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "上海天气"}])
         member = openai.OpenAI(base_url=f"{server.url}/v1", api_key="team-key", max_retries=0)
         for _ in range(2):
-            member.chat.completions.create(model="m", messages=[{"role": "user", "content": "上海今天天气"}])
+            member.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "上海今天天气"}])
         with pytest.raises(openai.RateLimitError) as limited:
-            member.chat.completions.create(model="m", messages=[{"role": "user", "content": "上海今天天气"}])
+            member.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "上海今天天气"}])
         assert int(limited.value.response.headers["retry-after"]) >= 1
     assert KEY not in server.process.stderr.read()
 
@@ -302,3 +302,36 @@ def test_a_certificate_that_does_not_load_is_one_clear_error(tmp_path, args, mes
     result = subprocess.run(command, capture_output=True, text=True, env=subprocess_env(), timeout=30)
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
     assert "serving on" not in result.stderr
+
+
+def test_the_drop_in_answers_with_the_model_the_client_names_or_says_it_has_none(tmp_path, llm_server):
+    with serving(tmp_path, llm_server) as server:  # configured: gpt-4o-mini
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
+        llm_server.then(answer("北京明天多云，适合出游。", prompt=500, completion=20))
+        named = client.chat.completions.create(
+            model="qwen-plus", messages=[{"role": "user", "content": "北京明天适合出游吗"}]
+        )
+        assert named.model == "qwen-plus" and llm_server.requests[-1]["model"] == "qwen-plus"
+        llm_server.then(answer("适合。", prompt=500, completion=20))
+        configured = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "上海明天适合跑步吗"}]
+        )
+        assert configured.model == "gpt-4o-mini" and llm_server.requests[-1]["model"] == "gpt-4o-mini"
+        # A rule question needs no model, whichever the client names; the rules' own name is the default.
+        rule = client.chat.completions.create(model="qwen-plus", messages=[{"role": "user", "content": "上海今天天气"}])
+        assert rule.model == "hybrid-weather-rules"
+        llm_server.then(answer("适合。", prompt=500, completion=20))
+        rules_name = client.chat.completions.create(
+            model="hybrid-weather-rules", messages=[{"role": "user", "content": "广州明天适合爬山吗"}]
+        )
+        assert rules_name.model == "gpt-4o-mini"
+        asked = len(llm_server.requests)
+        question = [{"role": "user", "content": "北京明天适合出游吗"}]
+        for unknown in ("gpt-9-imaginary", "m", "qwen-plus "):
+            with pytest.raises(openai.NotFoundError) as missing:
+                client.chat.completions.create(model=unknown, messages=question)
+            assert missing.value.code == "model_not_found" and "gpt-4o-mini" in missing.value.message
+        assert len(llm_server.requests) == asked  # nothing was sent on to any model
+    with sqlite3.connect(server.ledger) as db:
+        models = [row[0] for row in db.execute("SELECT model FROM requests WHERE route = 'llm' ORDER BY id")]
+    assert models == ["qwen-plus", "gpt-4o-mini", "gpt-4o-mini"]

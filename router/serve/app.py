@@ -141,8 +141,9 @@ class Service:
         question = chat.text_of(messages[-1].get("content"))
         if len(question) > MAX_QUERY_CHARS:
             raise invalid(f"the last message is longer than {MAX_QUERY_CHARS} characters", "query_too_long")
+        model = chat.requested_model(body, self.router)
         session = chat.session_from(self.router, messages, today or today_in_china())
-        answer = await self._answer("chat", question, today, session)
+        answer = await self._answer("chat", question, today, session, model)
         headers = {"x-hybrid-weather-route": answer.route}
         if body.get("stream"):
             options = body.get("stream_options")
@@ -252,10 +253,12 @@ class Service:
             session.remember(question, reply, self.router.route(question, today=today, session=session))
         return session
 
-    async def _answer(self, endpoint: str, query: str, today: dt.date | None, session: Session | None) -> Any:
+    async def _answer(
+        self, endpoint: str, query: str, today: dt.date | None, session: Session | None, model: str | None = None
+    ) -> Any:
         started = time.perf_counter()
         try:
-            answer = await self.router.aask(query, today=today, session=session)
+            answer = await self.router.aask(query, today=today, session=session, model=model)
         except HybridWeatherError as error:
             self.metrics.failed(endpoint, "-", type(error).__name__, time.perf_counter() - started)
             if isinstance(error, WeatherUnavailable):

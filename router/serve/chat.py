@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .encoding import dumps
-from .errors import invalid
+from .errors import ApiError, invalid
 
 if TYPE_CHECKING:
     from hybrid_weather.agent.llm.models import Usage
@@ -111,6 +111,22 @@ def session_from(router: HybridRouter, messages: list[dict[str, Any]], today: dt
                                                                                      session=session))  # fmt: skip
             question = None
     return session
+
+
+def requested_model(body: dict[str, Any], router: HybridRouter) -> str | None:
+    """The model BODY names, to answer with when the question needs one; None (the configured model) when it
+    names none or the rules' own name. Any other name the router cannot answer with is OpenAI's 404
+    model_not_found: a client that asked for one model is never answered by another without knowing."""
+    name = body.get("model")
+    if name is None or name == RULES_MODEL:
+        return None
+    if not isinstance(name, str) or not name.strip():
+        raise invalid("'model' must be the name of a model, e.g. " + router.parts.model, "invalid_model")
+    if not router.known_model(name):
+        raise ApiError(404, "invalid_request_error", f"The model `{name[:100]}` does not exist here: this service "
+                       f"answers with {router.parts.model} or another model of its price table (models.json)",
+                       "model_not_found")  # fmt: skip
+    return name
 
 
 def completion(answer: Answer) -> dict[str, Any]:

@@ -9,6 +9,7 @@ _ERROR_CODES = {
     "401": "A valid API key is required (Authorization: Bearer KEY; for a GET, the dashboard's login cookie too)",
     "403": "The request would go to the model as it came, and pass-through is off (HYBRID_WEATHER_PASS_THROUGH)",
     "408": "The body did not arrive within the body timeout (HYBRID_WEATHER_BODY_TIMEOUT); the connection is closed",
+    "404": "The model the request names is not one this service answers with (model_not_found)",
     "413": "The body is larger than 64 KiB",
     "422": "The request is JSON but not what this endpoint takes",
     "429": "Rate limit reached; retry-after says when to try again",
@@ -114,7 +115,11 @@ SCHEMAS: dict[str, Any] = {
         "type": "object",
         "required": ["messages"],
         "properties": {
-            "model": {"type": "string"},
+            "model": {
+                "type": "string",
+                "description": "A model of the service's price table, or its "
+                "configured one; any other is 404 model_not_found",
+            },
             "messages": {
                 "type": "array",
                 "minItems": 1,
@@ -212,7 +217,7 @@ OPENAPI: dict[str, Any] = {
                             },
                         },
                     },
-                    **_errors("400", *_LIMITED, "403", "408", "413", "422", "503", "504"),
+                    **_errors("400", *_LIMITED, "403", "404", "408", "413", "422", "503", "504"),
                 },
             }
         },
