@@ -74,10 +74,24 @@ def test_dev_set_is_large_and_covers_every_category():
     assert len(weather_traps) >= 40
 
 
-def test_route_accuracy_at_least_99_percent(router):
-    wrong = [w for case in CASES if (w := _wrong(router, case))]
-    accuracy = 1 - len(wrong) / len(CASES)
-    assert accuracy >= 0.99, f"accuracy {accuracy:.1%}; wrong:\n" + "\n".join(wrong)
+#: The questions of the dev set known to be decided wrongly today, each with why. The test fails on any other
+#: (a new mistake) and on one of these read right (then it leaves this list): a floor of 99 % would let
+#: six new mistakes pass unseen.
+KNOWN_MISSES = {
+    # The mountain's name is also its district's: the gazetteer's district 泰安市泰山区 is read, where the
+    # label asks for the city whose forecast point is the mountain's.
+    "泰山明早几点日出": "district 泰山区 read, city 泰安市 labelled",
+}
+
+
+def test_the_dev_set_is_decided_right_but_for_its_known_misses(router):
+    wrong = {case["query"]: why for case in CASES if (why := _wrong(router, case))}
+    new = {query: why for query, why in wrong.items() if query not in KNOWN_MISSES}
+    assert new == {}, f"{len(new)} questions newly decided wrongly:\n" + "\n".join(new.values())
+    fixed = sorted(set(KNOWN_MISSES) - set(wrong))
+    assert fixed == [], f"now decided right, take them out of KNOWN_MISSES: {fixed}"
+    assert set(KNOWN_MISSES) <= {case["query"] for case in CASES}
+    print(f"dev set: {len(CASES) - len(wrong)} of {len(CASES)} right ({1 - len(wrong) / len(CASES):.2%})")
 
 
 def test_no_open_ended_trap_takes_the_rule_route(router):
