@@ -9,7 +9,6 @@ from corpus import TODAY, trap_corpus, weather_corpus
 from hybrid_weather.router import HybridRouter
 
 
-
 def test_generated_weather_questions_precision_and_recall():
     router = HybridRouter(provider="demo", ledger="off")
     cases = weather_corpus()

@@ -87,6 +87,46 @@ def test_admin_changes_since_2017(router):
     assert cities(router, "那曲明天天气") == ["那曲市"]
 
 
+def _after(router, *questions):
+    from hybrid_weather.router import Session
+
+    session = Session()
+    for text in questions:
+        session.remember(text, "", router.route(text, today=TODAY, session=session))
+    return session
+
+
+@pytest.mark.parametrize(
+    "asked, text",
+    [
+        (["北京、上海和广州明天天气"], "这两个城市周三哪个更热"),  # three in one question, "these two"
+        (["北京、上海和广州明天天气"], "这俩城市后天哪个冷"),
+        (["北京、上海和广州明天天气"], "两地后天会下雨吗"),
+        (["成都和重庆、西安明天热吗"], "这两座城市后天呢"),
+        (["北京和上海明天天气"], "这三个城市周三哪个更热"),  # two asked about, "these three"
+    ],
+)
+def test_a_count_that_fits_no_set_of_places_asked_about_asks_which(router, asked, text):
+    decision = router.route(text, today=TODAY, session=_after(router, *asked))
+    assert decision.route == "clarify" and decision.cities == [], decision.reason
+    count = "两" if "两" in text or "俩" in text else "三"
+    assert f"{count}个" in decision.clarification and "请说出地名" in decision.clarification
+
+
+@pytest.mark.parametrize(
+    "asked, text, cities",
+    [
+        (["北京、上海和广州明天天气"], "这三个城市周三哪个更热", ["北京市", "上海市", "广州市"]),
+        (["北京、上海和广州明天天气"], "这几个城市周三哪个更热", ["北京市", "上海市", "广州市"]),
+        (["北京和上海明天天气"], "这两个城市周三哪个更热", ["北京市", "上海市"]),
+        (["北京明天天气", "上海和广州明天天气"], "这三个城市周三哪个更热", ["北京市", "上海市", "广州市"]),
+    ],
+)
+def test_a_count_that_fits_the_places_asked_about_takes_them(router, asked, text, cities):
+    decision = router.route(text, today=TODAY, session=_after(router, *asked))
+    assert decision.route == "rule" and decision.cities == cities, decision.reason
+
+
 @pytest.mark.parametrize(
     "typo,city",
     [
@@ -166,13 +206,7 @@ def test_world_cities_and_latin_input_resolve_to_chinese_names(router, text, cit
 
 
 def _after_three_cities(router):
-    from hybrid_weather.router import Session
-
-    session = Session()
-    for text in ("北京明天天气", "上海明天天气", "广州明天天气"):
-        decision = router.route(text, today=TODAY, session=session)
-        session.remember(text, "", decision)
-    return session
+    return _after(router, "北京明天天气", "上海明天天气", "广州明天天气")
 
 
 @pytest.mark.parametrize(

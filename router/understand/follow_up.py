@@ -20,6 +20,26 @@ def is_follow_up(clean: str) -> bool:
     return any(word in clean for word in _FOLLOW_UP_WORDS)
 
 
+#: How a count is said in a clarifying question (两个, not 二个).
+_COUNT_WORDS = {2: "两", 3: "三", 4: "四", 5: "五"}
+
+
+def which_places(reading: Reading, context: Decision, recent: list[Place]) -> str | None:
+    """The question to ask back when READING counts the places it means (这两个城市, 这俩, 三地) and the
+    conversation gives no one set of that many: three places asked about last and "these two", or four
+    asked for where only three were ever named. None when the count fits, or none was said."""
+    count = reading.count
+    if reading.places or not count or len(context.places) < 2 or count == len(context.places):
+        return None
+    if count > len(context.places) and len(recent) >= count:
+        return None  # 这三个城市 after 北京, then 上海和广州: the last three asked about (borrow_context)
+    names = "、".join(place.display for place in context.places)
+    said = _COUNT_WORDS.get(count, str(count))
+    if count < len(context.places):
+        return f"您说的{said}个地方是{names}中的哪{said}个？请说出地名。"
+    return f"上次只问了{names}，您说的{said}个地方还有哪里？请说出地名。"
+
+
 def borrow_context(
     reading: Reading, dates: list[dt.date], context: Decision, recent: list[Place], follow_up: bool
 ) -> tuple[list[dt.date], str]:
@@ -32,7 +52,7 @@ def borrow_context(
         return dates, ""
     borrowed = []
     if not reading.places:
-        if reading.compare and len(context.places) < 2:
+        if reading.compare and len(context.places) < 2 or (reading.count or 0) > len(context.places):
             count = DEFAULT_FOLLOW_UP_PLACES if reading.count is None else reading.count
             places = recent[-count:] if count else list(recent)
         else:

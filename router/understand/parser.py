@@ -32,7 +32,7 @@ from hybrid_weather.rules import (
 
 from .clauses import PlaceSpan, clauses, place_spans, question_starts
 from .decision import Comparison, Decision, assembled, clarify, open_ended, to_llm
-from .follow_up import borrow_context, is_follow_up
+from .follow_up import borrow_context, is_follow_up, which_places
 
 #: Most places one question may name; more is asked to be split up.
 MAX_PLACES = 5
@@ -230,9 +230,10 @@ class QueryParser:
         dates = list(spans[0].dates) if len(spans) == 1 else sorted({d for span in spans for d in span.dates})
         borrowed = ""
         if context is not None and context.route == "rule":
-            dates, borrowed = borrow_context(
-                reading, dates, context, recent_places or list(context.places), follow_up=is_follow_up(clean)
-            )
+            recent = recent_places or list(context.places)
+            if (question := which_places(reading, context, recent)) is not None:
+                return clarify(f"which {reading.count} of the places asked about", question), []
+            dates, borrowed = borrow_context(reading, dates, context, recent, follow_up=is_follow_up(clean))
         decision = self._decide(reading, dates, today, spans, choice=choice)
         if borrowed and decision.route == "rule":
             decision = decision.with_reason(f"{decision.reason}; from context: {borrowed}")
