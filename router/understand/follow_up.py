@@ -52,7 +52,7 @@ def borrow_context(
         return dates, ""
     borrowed = []
     if not reading.places:
-        if reading.compare and len(context.places) < 2 or (reading.count or 0) > len(context.places):
+        if (reading.compare and len(context.places) < 2) or (reading.count or 0) > len(context.places):
             count = DEFAULT_FOLLOW_UP_PLACES if reading.count is None else reading.count
             places = recent[-count:] if count else list(recent)
         else:
