@@ -304,3 +304,28 @@ def test_serve_runs_its_server_with_the_garbage_collector_on(monkeypatch, tmp_pa
             gc.enable()
     assert result.exit_code == 0, result.output
     assert collecting == [True]
+
+
+def test_v1_ask_is_the_cli_json_object_and_a_model_failure_keeps_the_weather_part(tmp_path, llm_server):
+    import subprocess
+    import sys
+
+    from conftest import subprocess_env
+
+    client, router = client_for(tmp_path, llm_server)
+    day = TODAY.isoformat()
+    with client:
+        served = client.post("/v1/ask", json={"query": "魔都明天会下雨吗", "today": day}).json()
+        # The script is spent: the model answers 500 to every retry.
+        failed = client.post("/v1/ask", json={"query": "北京明天适合出游吗", "today": day})
+    router.close()
+    env = subprocess_env(HYBRID_WEATHER_PROVIDER="demo", HYBRID_WEATHER_HOME=str(tmp_path / "cli"))
+    command = [sys.executable, "-m", "hybrid_weather.router", "魔都明天会下雨吗", "--json", "--today", day]
+    cli = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    printed = json.loads(cli.stdout)
+    assert set(served) == set(printed) and served["decision"] == printed["decision"]
+    assert served["answer"] == printed["answer"]  # no emoji: the same text a program reads from --json
+    assert not any(0x1F300 <= ord(char) <= 0x1FAFF or 0x2600 <= ord(char) <= 0x27BF for char in served["answer"])
+    assert failed.status_code == 503 and failed.json()["error"]["code"] == "llm_unavailable"
+    partial = failed.json()["partial"]
+    assert set(partial) == set(printed) and partial["route"] == "rule" and partial["decision"]["cities"] == ["北京市"]

@@ -115,7 +115,15 @@ class Service:
         query = _query(body)
         today = _today(body)
         session = await self._session(body.get("session_id"), today or today_in_china())
-        answer = await self._answer("ask", query, today, session)
+        try:
+            answer = await self._answer("ask", query, today, session, emoji=False)
+        except ApiError as error:
+            if error.code in ("llm_unavailable", "llm_timeout"):
+                # As the CLI's --json: what the rules can say of the question's weather, beside the error.
+                partial = await run_in_threadpool(self.router.weather_part, query, today=today, emoji=False)
+                if partial is not None:
+                    error.extra["partial"] = partial.to_json(query)
+            raise
         if session is not None:
             await run_in_threadpool(self.sessions.save, session.id, session.turns)
         return JSONResponse(answer.to_json(query))
@@ -254,11 +262,18 @@ class Service:
         return session
 
     async def _answer(
-        self, endpoint: str, query: str, today: dt.date | None, session: Session | None, model: str | None = None
+        self,
+        endpoint: str,
+        query: str,
+        today: dt.date | None,
+        session: Session | None,
+        model: str | None = None,
+        *,
+        emoji: bool = True,
     ) -> Any:
         started = time.perf_counter()
         try:
-            answer = await self.router.aask(query, today=today, session=session, model=model)
+            answer = await self.router.aask(query, today=today, session=session, model=model, emoji=emoji)
         except HybridWeatherError as error:
             self.metrics.failed(endpoint, "-", type(error).__name__, time.perf_counter() - started)
             if isinstance(error, WeatherUnavailable):

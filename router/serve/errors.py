@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from hybrid_weather.agent.errors import (
     BudgetExhausted,
@@ -25,9 +26,10 @@ class ApiError(Exception):
         super().__init__(message)
         self.status, self.kind, self.message, self.code = status, kind, message, code
         self.headers = headers or {}
+        self.extra: dict[str, Any] = {}  #: keys beside "error" in the body (/v1/ask's partial answer)
 
     def response(self) -> JSONResponse:
-        body = {"error": {"type": self.kind, "message": self.message, "code": self.code}}
+        body = {"error": {"type": self.kind, "message": self.message, "code": self.code}, **self.extra}
         return JSONResponse(body, status_code=self.status, headers=self.headers)
 
 

@@ -63,7 +63,12 @@ SCHEMAS: dict[str, Any] = {
                 "type": "object",
                 "required": ["type", "message", "code"],
                 "properties": {"type": {"type": "string"}, "message": {"type": "string"}, "code": _NULLABLE_STRING},
-            }
+            },
+            "partial": {
+                **_ref("Answer"),
+                "description": "/v1/ask when the model failed: the question's plain "
+                "weather part, answered by the rules (as the CLI's --json)",
+            },
         },
     },
     "AskRequest": {
