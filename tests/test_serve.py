@@ -253,10 +253,10 @@ def test_a_session_goes_on_in_another_worker(tmp_path):
 
 
 def test_session_turns_are_stored_masked_and_expire(tmp_path):
-    from hybrid_weather.router.serve.sessions import SessionStore
+    from hybrid_weather.router.serve.sessions import SqliteSessions
 
-    store = SessionStore(tmp_path / "s.db", idle_s=0.2)
-    store.save("s", [("我的电话13812345678，上海明天天气", "晴")])
+    store = SqliteSessions(tmp_path / "s.db", idle_s=0.2)
+    store.add("s", "我的电话13812345678，上海明天天气", "晴")
     assert store.turns("s") == [("我的电话[phone]，上海明天天气", "晴")]
     assert b"13812345678" not in (tmp_path / "s.db").read_bytes() + (tmp_path / "s.db-wal").read_bytes()
     import time

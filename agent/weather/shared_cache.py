@@ -155,6 +155,25 @@ class SharedCache:
         waited = self._call(self._take, keys=[f"{self.prefix}{bucket}"], args=[per_s, burst])
         return None if waited is None else int(waited) / 1000
 
+    def read_list(self, name: str) -> list[str] | None:
+        """The items of the list NAME (under the prefix), oldest first; None while Redis is down."""
+        items = self._call(self._client.lrange, f"{self.prefix}{name}", 0, -1)
+        return None if items is None else [item.decode("utf-8", "replace") for item in items]
+
+    def append_list(self, name: str, item: str, *, keep: int, idle_s: float) -> None:
+        """Append ITEM to the list NAME, keep its newest KEEP items, and let it expire IDLE_S after this
+        append: one transaction, so appends from many hosts at once each land (a conversation's turns)."""
+        key = f"{self.prefix}{name}"
+
+        def append() -> Any:
+            with self._client.pipeline(transaction=True) as pipe:
+                pipe.rpush(key, item)
+                pipe.ltrim(key, -keep, -1)
+                pipe.pexpire(key, max(1, int(idle_s * 1000)))
+                return pipe.execute()
+
+        self._call(append)
+
     def close(self) -> None:
         self._client.close()
 

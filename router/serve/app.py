@@ -44,7 +44,7 @@ from .errors import ApiError, from_library, hide_addresses, invalid
 from .guard import HEADER_TIMEOUT_STATE, BodyDeadline, Guard
 from .metrics import Metrics
 from .openapi import OPENAPI
-from .sessions import SessionStore
+from .sessions import open_sessions
 
 logger = logging.getLogger("hybrid_weather")
 
@@ -84,7 +84,8 @@ class Service:
             )
         self.access = Access(load_keys(self.settings.api_keys, self.settings.api_keys_file),
                              Rate.parse(self.settings.rate_limit), shared)  # fmt: skip
-        self.sessions = SessionStore(self.router.parts.settings.home_dir() / "serve-sessions.db")
+        # The fleet's conversations are where its cache is (Redis), so a follow-up may reach any host.
+        self.sessions = open_sessions(self.router.parts.settings.home_dir(), shared)
         self._upstream: Any = None  # httpx.AsyncClient for pass-through requests, made on first use
         # The upstreams' host names, kept out of what clients read (errors.hide_addresses).
         self.hidden_hosts = tuple(
@@ -125,7 +126,7 @@ class Service:
                     error.extra["partial"] = partial.to_json(query)
             raise
         if session is not None:
-            await run_in_threadpool(self.sessions.save, session.id, session.turns)
+            await run_in_threadpool(self.sessions.add, session.id, query, answer.text)
         return JSONResponse(answer.to_json(query))
 
     async def route(self, request: Request) -> Response:

@@ -1,10 +1,17 @@
-"""Conversations of /v1/ask that every worker of a host can continue: a small SQLite file of turns.
+"""Conversations of /v1/ask that any worker can continue: turns in Redis for a fleet, else a SQLite file.
 
-A follow-up (那北京呢？) may reach another worker process than the question before it, so a session lives
-in $HYBRID_WEATHER_HOME/serve-sessions.db, not in one worker's memory: each request that names a
-session reads its turns, replays them through the router (no I/O, microseconds a turn) and writes them
-back with the new one. Questions are stored with personal data masked; a session idle for
-SESSION_IDLE_S is deleted, and past MAX_SESSIONS the least recently used go first.
+A follow-up (那北京呢？) may reach another worker process, or another host, than the question before it, so
+a session never lives in one worker's memory: each request that names a session reads its turns, replays
+them through the router (no I/O, microseconds a turn) and appends its own. Appending one turn, never
+writing the list back, is what keeps two concurrent follow-ups from losing one. Questions are stored with
+personal data masked; a session idle for SESSION_IDLE_S is gone.
+
+- With HYBRID_WEATHER_CACHE_URL (a fleet), `RedisSessions`: one list per session, `<prefix>session:<id>`,
+  appended, trimmed to MAX_TURNS and given its idle expiry in one transaction; every host reads the same.
+  A Redis that cannot be reached makes a follow-up a new question (one warning, shared_cache.py), never
+  an error.
+- Else `SqliteSessions`: $HYBRID_WEATHER_HOME/serve-sessions.db, shared by the workers of one host; past
+  MAX_SESSIONS the least recently used go first.
 """
 
 from __future__ import annotations
@@ -15,17 +22,70 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from hybrid_weather.rules import mask_personal_data
 
-#: Sessions kept at the most, and how long an idle one is kept (seconds).
+if TYPE_CHECKING:
+    from hybrid_weather.agent.weather.shared_cache import SharedCache
+
+#: Sessions kept at the most (SQLite; Redis keeps what its expiry leaves), how long an idle one is kept
+#: (seconds), and the turns kept of one: the router's replay reads the newest that fit the LLM's budget.
 MAX_SESSIONS = 10_000
 SESSION_IDLE_S = 1_800.0
-# Saves between two clean-ups of idle and surplus sessions.
+MAX_TURNS = 50
+# Appends between two clean-ups of idle and surplus SQLite sessions.
 _CLEAN_EVERY = 200
 
+Turn = tuple[str, str]  #: (question, answer)
 
-class SessionStore:
+
+class SessionStore(Protocol):
+    def turns(self, session_id: str) -> list[Turn]:
+        """The turns of SESSION_ID, oldest first; none for a new or expired session."""
+
+    def add(self, session_id: str, question: str, answer: str) -> None:
+        """Append one turn to SESSION_ID (its question masked), and keep the session another idle period."""
+
+    def close(self) -> None: ...
+
+
+def open_sessions(home: Path, shared: SharedCache | None) -> SessionStore:
+    """The fleet's sessions in Redis when SHARED (its cache) is configured, else the host's SQLite file."""
+    if shared is not None:
+        return RedisSessions(shared)
+    return SqliteSessions(home / "serve-sessions.db")
+
+
+def _turns(raw: object) -> list[Turn]:
+    with contextlib.suppress(ValueError, TypeError):
+        return [(str(q), str(a)) for q, a in raw]  # type: ignore[attr-defined]
+    return []
+
+
+class RedisSessions:
+    """Turns of each session in the fleet's Redis. Thread-safe (redis-py's pool)."""
+
+    def __init__(self, shared: SharedCache, *, idle_s: float = SESSION_IDLE_S, max_turns: int = MAX_TURNS) -> None:
+        self.shared, self.idle_s, self.max_turns = shared, idle_s, max_turns
+
+    def turns(self, session_id: str) -> list[Turn]:
+        raw = self.shared.read_list(f"session:{session_id}") or []
+        turns: list[Turn] = []
+        for item in raw:
+            with contextlib.suppress(ValueError):
+                turns += _turns([json.loads(item)])
+        return turns
+
+    def add(self, session_id: str, question: str, answer: str) -> None:
+        turn = json.dumps([mask_personal_data(question), answer], ensure_ascii=False)
+        self.shared.append_list(f"session:{session_id}", turn, keep=self.max_turns, idle_s=self.idle_s)
+
+    def close(self) -> None:
+        """The Redis client is the cache's, closed with it."""
+
+
+class SqliteSessions:
     """Turns of each session, shared by the processes that open the same file. Thread-safe."""
 
     def __init__(self, path: Path, *, max_sessions: int = MAX_SESSIONS, idle_s: float = SESSION_IDLE_S) -> None:
@@ -41,29 +101,40 @@ class SessionStore:
         self._lock = threading.Lock()
         self._saves = 0
 
-    def turns(self, session_id: str) -> list[tuple[str, str]]:
-        """The (question, answer) turns of SESSION_ID, oldest first; none for a new or expired session."""
+    def turns(self, session_id: str) -> list[Turn]:
         with self._lock:
             row = self._db.execute(
                 "SELECT turns FROM sessions WHERE id = ? AND touched >= ?", (session_id, time.time() - self.idle_s)
             ).fetchone()
-        if row is None:
-            return []
-        with contextlib.suppress(ValueError, TypeError):
-            return [(str(q), str(a)) for q, a in json.loads(row[0])]
-        return []
+        return [] if row is None else self._decode(row[0])
 
-    def save(self, session_id: str, turns: list[tuple[str, str]]) -> None:
-        masked = [(mask_personal_data(q), a) for q, a in turns]
+    def add(self, session_id: str, question: str, answer: str) -> None:
         with self._lock:
-            self._db.execute(
-                "INSERT INTO sessions VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET turns = excluded.turns,"
-                " touched = excluded.touched",
-                (session_id, json.dumps(masked, ensure_ascii=False), time.time()),
-            )
-            self._saves += 1
-            if self._saves % _CLEAN_EVERY == 0:
-                self._clean()
+            # BEGIN IMMEDIATE takes the file's write lock before the read: another worker's append to the
+            # same session waits for this one, then reads it, so neither is lost.
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute(
+                    "SELECT turns FROM sessions WHERE id = ? AND touched >= ?", (session_id, time.time() - self.idle_s)
+                ).fetchone()
+                turns = ([] if row is None else self._decode(row[0])) + [(mask_personal_data(question), answer)]
+                self._db.execute(
+                    "INSERT INTO sessions VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET turns = excluded.turns,"
+                    " touched = excluded.touched",
+                    (session_id, json.dumps(turns[-MAX_TURNS:], ensure_ascii=False), time.time()),
+                )
+                self._saves += 1
+                if self._saves % _CLEAN_EVERY == 0:
+                    self._clean()
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _decode(self, text: str) -> list[Turn]:
+        with contextlib.suppress(ValueError):
+            return _turns(json.loads(text))
+        return []
 
     def _clean(self) -> None:
         self._db.execute("DELETE FROM sessions WHERE touched < ?", (time.time() - self.idle_s,))
