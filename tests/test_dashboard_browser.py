@@ -108,3 +108,57 @@ def test_behind_keys_the_browser_signs_in_and_sees_the_dashboard(tmp_path, llm_s
         browser.delete_all_cookies()
         browser.get(f"{server.url}/")
         assert browser.find_elements("id", "requests") == [] and browser.find_elements("id", "key")
+
+
+#: Each rendered label's size in CSS pixels: an SVG label's font size times its chart's scale on screen.
+_LABEL_SIZES = """
+const sizes = [];
+for (const t of document.querySelectorAll('svg text')) {
+  sizes.push([t.textContent, parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a]);
+}
+for (const e of document.querySelectorAll('h1, h2, p, td, th, .figure, small, span')) {
+  if (e.textContent.trim()) sizes.push([e.textContent.slice(0, 30), parseFloat(getComputedStyle(e).fontSize)]);
+}
+return sizes;
+"""
+
+
+def _as_phone(browser):
+    """The browser as a phone 390 CSS pixels wide (Chrome's device emulation, as its DevTools do)."""
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})  # fmt: skip
+
+
+def test_on_a_phone_with_one_day_of_data_every_label_is_readable(tmp_path, llm_server, browser):
+    import re
+
+    _as_phone(browser)
+    with serving(tmp_path, llm_server) as server:
+        for query in ["上海今天天气", "北京明天天气", "明天冷吗"]:
+            post(f"{server.url}/v1/ask", {"query": query})
+        browser.get(f"{server.url}/?days=30")
+        assert browser.execute_script("return window.innerWidth") == 390
+        small = [(text, size) for text, size in browser.execute_script(_LABEL_SIZES) if size < 12]
+        assert small == []
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        # One day is one bar among a week's slots, not a block as wide as the chart.
+        chart = browser.find_element("css selector", "svg[aria-label='requests per day by route']")
+        bar = max(browser.find_elements("css selector", "rect.bar"), key=lambda rect: rect.size["width"])
+        assert bar.size["width"] < chart.size["width"] / 5
+        # Money at one precision everywhere; the misses (no LLM answer here) say there are none.
+        page = browser.find_element("tag name", "body").text
+        amounts = re.findall(r"\$[\d,]+(?:\.\d+)?", page)
+        assert amounts and all(re.fullmatch(r"\$[\d,]+\.\d{6}", amount) for amount in amounts), amounts
+        assert page.count("no data in this window") == 1
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shot = ARTIFACTS / "dashboard-phone.png"
+        assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 5_000
+
+
+def test_an_empty_window_says_so_in_every_section(tmp_path, llm_server, browser):
+    _as_phone(browser)
+    with serving(tmp_path, llm_server) as server:
+        browser.get(f"{server.url}/?days=1")
+        page = browser.find_element("tag name", "body").text
+        assert page.count("no data in this window") == 4  # requests, spend, latency, misses
+        assert browser.find_elements("css selector", "svg") == []

@@ -8,7 +8,20 @@ from html import escape
 from typing import Any
 
 _COLOURS = {"rule": "#2f9e44", "clarify": "#f59f00", "llm": "#e03131"}
-_WIDTH, _HEIGHT, _PAD = 640, 220, 36
+# The charts' coordinates. A chart is drawn as wide as the page up to MAX_CHART_PX, so its user unit is
+# about a pixel on a phone (390 px) and at most 1.4 on a desktop: a label of _FONT units stays readable on
+# both (12 px or more), where a wider drawing shrank its labels to 6 px on a phone.
+_WIDTH, _HEIGHT, _PAD, _FONT = 400, 200, 30, 14
+MAX_CHART_PX = 560
+#: Days a chart of days has room for at least: one day of data is one bar among slots, not the full width.
+_MIN_SLOTS = 7
+#: What a section says when its window holds nothing to draw.
+NO_DATA = '<p class="empty">no data in this window</p>'
+
+
+def _usd(value: float) -> str:
+    """Money, everywhere on the page, at one precision: a rule answer's baseline is a fraction of a cent."""
+    return f"${value:,.6f}"
 
 
 def _svg(body: str, label: str, height: int = _HEIGHT) -> str:
@@ -16,13 +29,17 @@ def _svg(body: str, label: str, height: int = _HEIGHT) -> str:
             f'preserveAspectRatio="xMidYMid meet">{body}</svg>')  # fmt: skip
 
 
+def _text(x: float, y: float, text: str, anchor: str = "start") -> str:
+    return f'<text x="{x:.1f}" y="{y:.1f}" font-size="{_FONT}" text-anchor="{anchor}">{escape(text)}</text>'
+
+
 def _routes_over_time(timeline: dict[str, dict[str, int]]) -> str:
     """Stacked bars: requests per day by route."""
     days = list(timeline)
     if not days:
-        return "<p>No requests in this window.</p>"
+        return NO_DATA
     peak = max(sum(v.values()) for v in timeline.values()) or 1
-    slot = (_WIDTH - 2 * _PAD) / len(days)
+    slot = (_WIDTH - 2 * _PAD) / max(len(days), _MIN_SLOTS)
     marks = []
     for i, day in enumerate(days):
         y = float(_HEIGHT - _PAD)
@@ -35,10 +52,9 @@ def _routes_over_time(timeline: dict[str, dict[str, int]]) -> str:
                 f'x="{_PAD + i * slot + 1:.1f}" y="{y:.1f}" width="{max(1.0, slot - 2):.1f}" height="{height:.1f}" '
                 f'fill="{colour}"><title>{day} {route}: {count}</title></rect>'
             )
-        if len(days) <= 10 or i % max(1, len(days) // 6) == 0:
-            marks.append(f'<text x="{_PAD + (i + 0.5) * slot:.1f}" y="{_HEIGHT - 12}" text-anchor="middle" '
-                         f'font-size="11">{day[5:]}</text>')  # fmt: skip
-    marks.append(f'<text x="{_PAD}" y="16" font-size="11">peak {peak} requests/day</text>')
+        if i % max(1, -(-len(days) // 5)) == 0:  # at most five dates, each about 40 units wide
+            marks.append(_text(_PAD + (i + 0.5) * slot, _HEIGHT - 10, day[5:], "middle"))
+    marks.append(_text(_PAD, 16, f"peak {peak} requests/day"))
     return _svg("".join(marks), "requests per day by route")
 
 
@@ -46,9 +62,9 @@ def _spend(rows: dict[str, dict[str, float]]) -> str:
     """Per day: what was spent (solid) against what an all-LLM design would have (outline)."""
     days = list(rows)
     if not days:
-        return ""
+        return NO_DATA
     peak = max(max(v["baseline_cost_usd"], v["actual_cost_usd"]) for v in rows.values()) or 1.0
-    slot = (_WIDTH - 2 * _PAD) / len(days)
+    slot = (_WIDTH - 2 * _PAD) / max(len(days), _MIN_SLOTS)
     marks = []
     for i, day in enumerate(days):
         for kind, offset, style in (("baseline_cost_usd", 0.0, 'fill="none" stroke="#495057"'),
@@ -59,31 +75,30 @@ def _spend(rows: dict[str, dict[str, float]]) -> str:
                 f'<rect class="spend {kind}" data-day="{day}" data-value="{value}" '
                 f'x="{_PAD + (i + offset) * slot + 1:.1f}" y="{_HEIGHT - _PAD - height:.1f}" '
                 f'width="{max(1.0, slot / 2 - 2):.1f}" height="{height:.1f}" {style}>'
-                f"<title>{day} {kind.replace('_cost_usd', '')}: ${value:.6f}</title></rect>"
+                f"<title>{day} {kind.replace('_cost_usd', '')}: {_usd(value)}</title></rect>"
             )
-    marks.append(f'<text x="{_PAD}" y="16" font-size="11">peak ${peak:.6f}/day</text>')
+    marks.append(_text(_PAD, 16, f"peak {_usd(peak)}/day"))
     return _svg("".join(marks), "spend against the all-LLM baseline per day")
 
 
 def _latency(latency: dict[str, dict[str, float | None]]) -> str:
     rows = [(route, v["p50"] or 0.0, v["p95"] or 0.0) for route, v in latency.items()]
     if not rows:
-        return ""
+        return NO_DATA
     peak = max(p95 for _, _, p95 in rows) or 1.0
-    height = 28 * len(rows) + 10
+    # Each route: its name and figures on one line, its bars on the next (a phone has no room for both).
+    height = 44 * len(rows) + 6
     marks = []
     for i, (route, p50, p95) in enumerate(rows):
-        y = 8 + i * 28
+        y = 4 + i * 44
+        marks.append(_text(4, y + 14, f"{route}: p50 {p50:g} · p95 {p95:g} ms"))
         for kind, value, opacity in (("p95", p95, "0.35"), ("p50", p50, "1")):
-            width = (_WIDTH - 260) * value / peak
+            width = (_WIDTH - 8) * value / peak
             marks.append(
-                f'<rect class="latency {kind}" data-route="{route}" data-value="{value}" x="80" y="{y}" '
-                f'width="{max(1.0, width):.1f}" height="18" fill="{_COLOURS.get(route, "#868e96")}" '
+                f'<rect class="latency {kind}" data-route="{route}" data-value="{value}" x="4" y="{y + 20}" '
+                f'width="{max(1.0, width):.1f}" height="16" fill="{_COLOURS.get(route, "#868e96")}" '
                 f'fill-opacity="{opacity}"><title>{route} {kind}: {value} ms</title></rect>'
             )
-        marks.append(f'<text x="4" y="{y + 14}" font-size="12">{route}</text>')
-        marks.append(f'<text x="{_WIDTH - 4}" y="{y + 14}" font-size="11" text-anchor="end">p50 {p50:g} · p95 '
-                     f"{p95:g} ms</text>")  # fmt: skip
     return _svg("".join(marks), "latency per route", height)
 
 
@@ -93,9 +108,14 @@ def render(savings: dict[str, Any], misses: dict[str, Any]) -> str:
     headline = f"{saved_pct:.1f}%" if saved_pct is not None else "–"
     words = "".join(
         f'<tr class="miss"><td>{escape(w["word"])}</td><td data-value="{w["count"]}">{w["count"]}</td>'
-        f"<td>${w['cost_usd']:.6f}</td><td>{escape(' | '.join(w['examples']))}</td></tr>"
+        f"<td>{_usd(w['cost_usd'])}</td><td>{escape(' | '.join(w['examples']))}</td></tr>"
         for w in misses["words"][:10]
     )
+    misses_table = (
+        f"<table><tr><th>word</th><th>requests</th><th>cost</th><th>examples</th></tr>{words}</table>" if words
+        else NO_DATA
+    )  # fmt: skip
+    spend = _spend(savings["groups"]["rows"]) if savings["groups"]["by"] == "day" else NO_DATA
     by_route = " · ".join(f"{route} {n}" for route, n in savings["by_route"].items())
     legend = " ".join(f'<span style="color:{c}">■</span> {r}' for r, c in _COLOURS.items())
     return f"""<!doctype html>
@@ -108,26 +128,27 @@ h1 {{ font-size: 1.3em; }} h2 {{ font-size: 1.05em; margin-top: 1.6em; }}
 .figures {{ display: flex; flex-wrap: wrap; gap: 12px; }}
 .figure {{ flex: 1 1 140px; background: #f1f3f5; border-radius: 8px; padding: 10px; }}
 .figure b {{ display: block; font-size: 1.5em; }}
-svg {{ width: 100%; height: auto; background: #fff; }}
+svg {{ display: block; width: 100%; max-width: {MAX_CHART_PX}px; height: auto; background: #fff; }}
+.empty {{ color: #868e96; }}
 table {{ border-collapse: collapse; width: 100%; font-size: .9em; }} td, th {{ border-bottom: 1px solid #dee2e6;
 padding: 4px; text-align: left; vertical-align: top; }}
 </style></head><body>
 <h1>What routing saved · last {savings["days"]} days</h1>
 <div class="figures">
-<div class="figure">saved<b id="saved-pct">{headline}</b>${savings["saved_usd"]:.6f}</div>
-<div class="figure">spent<b id="spent">${savings["actual_cost_usd"]:.4f}</b>all-LLM
-<span id="baseline">${savings["baseline_cost_usd"]:.4f}</span></div>
+<div class="figure">saved<b id="saved-pct">{headline}</b>{_usd(savings["saved_usd"])}</div>
+<div class="figure">spent<b id="spent">{_usd(savings["actual_cost_usd"])}</b>all-LLM
+<span id="baseline">{_usd(savings["baseline_cost_usd"])}</span></div>
 <div class="figure">requests<b id="requests">{savings["requests"]}</b>{by_route}</div>
 </div>
 <h2>Requests by route, per day</h2><p>{legend}</p>
 {_routes_over_time(savings["timeline"])}
 <h2>Spend against the all-LLM baseline, per day</h2>
 <p><span style="color:#1c7ed6">■</span> spent <span>□</span> all-LLM baseline</p>
-{_spend(savings["groups"]["rows"]) if savings["groups"]["by"] == "day" else ""}
+{spend}
 <h2>Latency per route</h2>
 {_latency(savings["latency_ms"])}
 <h2>Top misses: plain lookups the LLM answered</h2>
-<table><tr><th>word</th><th>requests</th><th>cost</th><th>examples</th></tr>{words}</table>
+{misses_table}
 <p><small>Baseline: {escape(savings["baseline_method"])}. Data: <a href="v1/savings?days={savings["days"]}">
 /v1/savings</a>, <a href="v1/misses?days={savings["days"]}">/v1/misses</a>.</small></p>
 </body></html>"""
