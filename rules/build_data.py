@@ -361,7 +361,8 @@ _TERM_KEYS = {
 }
 
 
-def build_calendar() -> dict[str, Any]:
+# Above ruff's complexity bound on purpose: one pass over the calendar source, each kind of day in turn.
+def build_calendar() -> dict[str, Any]:  # noqa: C901
     """Named days' dates for CALENDAR_YEARS, and the words that name them."""
     import datetime as dt
 
@@ -429,7 +430,8 @@ def build_lunar_years() -> dict[str, Any]:
     return {"columns": ["year", "first", "leap", "months"], "rows": rows}
 
 
-def main(argv: list[str]) -> int:
+# Above ruff's complexity bound on purpose: the build's steps in order.
+def main(argv: list[str]) -> int:  # noqa: C901
     if argv == ["calendar"]:
         write_calendar()
         return 0

@@ -135,7 +135,8 @@ class Reader:
         tokens.extend(self.tokenizer.split(clean[position:]))
         return tokens
 
-    def read(self, tokens: Tokens, clean: str = "") -> Reading:
+    # Above ruff's complexity bound on purpose: one branch per token role, the reader's whole grammar in one place.
+    def read(self, tokens: Tokens, clean: str = "") -> Reading:  # noqa: C901
         """Give every token its role; runs of tokens with none are collected as unknown. CLEAN, the normalised
         text of TOKENS, lets a made-up name with a unit's suffix be read as one (see _made_up_names)."""
         reading = Reading()

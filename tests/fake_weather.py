@@ -242,7 +242,8 @@ class FakeWeather:
 
     # -- HTTP ----------------------------------------------------------------------------------------
 
-    def _handler_class(self):
+    # Above ruff's complexity bound on purpose: one branch per injected fault.
+    def _handler_class(self):  # noqa: C901
         fake = self
         routes = {
             "/v1/forecast": self.forecast,
@@ -270,7 +271,8 @@ class FakeWeather:
                     with fake._lock:
                         fake.in_flight -= 1
 
-            def _answer(self, url, query, fault):
+            # Above ruff's complexity bound on purpose: one branch per injected fault.
+            def _answer(self, url, query, fault):  # noqa: C901
                 if fake.delay:
                     time.sleep(fake.delay)
                 if fault and fault.startswith("slow:"):

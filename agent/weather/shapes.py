@@ -403,7 +403,8 @@ def checked(data: Shape, label: str, *, place: Place | None = None, source: str 
     return data
 
 
-def _problem(record: Any) -> str | None:
+# Above ruff's complexity bound on purpose: one check per documented field of the reply, read top to bottom.
+def _problem(record: Any) -> str | None:  # noqa: C901
     """What is wrong with RECORD (one of the shapes), or None. Its place and time are left to checked(), which
     knows what was asked."""
     for (name, hint, optional, rule), value in zip(_layout(type(record)), record, strict=True):

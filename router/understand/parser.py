@@ -100,7 +100,9 @@ class QueryParser:
             self._seen.add(key)
         return _sure_of_the_sign(self._decide_text(text, today, context, recent_places, found_places), text)
 
-    def _decide_text(
+    # Above ruff's complexity bound on purpose: the reading rules in their order of precedence, which a split would
+    # hide.
+    def _decide_text(  # noqa: C901
         self,
         text: str,
         today: dt.date,
@@ -158,7 +160,9 @@ class QueryParser:
                         return shared.with_reason(f"{shared.reason}; 天气 said with the date's 天")
         return decision
 
-    def _parse(
+    # Above ruff's complexity bound on purpose: the reading rules in their order of precedence, which a split would
+    # hide.
+    def _parse(  # noqa: C901
         self,
         clean: str,
         today: dt.date,
@@ -486,7 +490,8 @@ class QueryParser:
         ]
         return kept, bool(excluded_places)
 
-    def _place_attempt(
+    # Above ruff's complexity bound on purpose: the ways a place is found, tried in order.
+    def _place_attempt(  # noqa: C901
         self, reading: Reading, tokens: Tokens, found: Mapping[str, PlaceMatch], *, asks: bool
     ) -> Decision | None:
         """Handle the one unknown run: a typo of a place, a place found elsewhere, one we lack, or content.
@@ -627,7 +632,9 @@ class QueryParser:
                     return PlaceMatch((repaired,), "pinyin")
         return None
 
-    def _decide(
+    # Above ruff's complexity bound on purpose: the decision's rules in their order of precedence, which a split would
+    # hide.
+    def _decide(  # noqa: C901
         self, reading: Reading, dates: list[dt.date], today: dt.date, spans: list[DateSpan], *, choice: bool = False
     ) -> Decision:
         """The decision READING makes; CHOICE: it offers its places as alternatives (北京冷还是上海冷), which
