@@ -26,7 +26,7 @@ from hybrid_weather.agent.errors import (
     UpstreamTimeout,
     WeatherUnavailable,
 )
-from hybrid_weather.agent.llm.models import ModelTable
+from hybrid_weather.agent.llm.models import ModelTable, sampling_problem
 from hybrid_weather.agent.weather import WeatherService
 from hybrid_weather.rules import (
     MAX_QUESTION_CHARS,
@@ -156,12 +156,13 @@ class HybridRouter:
         session: Session | None = None,
         emoji: bool = True,
         model: str | None = None,
+        sampling: dict[str, Any] | None = None,
     ) -> Answer:
         """Answer TEXT. Raises WeatherUnavailable (no data, not even stale), LLMUnavailable, or InvalidQuestion
         (TEXT longer than rules.MAX_QUESTION_CHARS: nothing asked, nothing recorded). MODEL: a model of the
         price table to answer with if TEXT needs one, instead of the configured one (ConfigurationError for
-        a name the table lacks)."""
-        request = self._begin(text, today, session, model)
+        a name the table lacks); SAMPLING, its temperature and max_tokens for this request."""
+        request = self._begin(text, today, session, model, sampling)
         with self._recorded(request):
             request.decision = self._locate(request)
             if request.decision.route != "llm":
@@ -181,11 +182,12 @@ class HybridRouter:
         session: Session | None = None,
         emoji: bool = True,
         model: str | None = None,
+        sampling: dict[str, Any] | None = None,
     ) -> Answer:
         """ask() for asyncio programs: places are fetched concurrently, the event loop never blocks."""
         import asyncio
 
-        request = self._begin(text, today, session, model)
+        request = self._begin(text, today, session, model, sampling)
         loop = asyncio.get_running_loop()
         with self._recorded(request):
             if request.decision.unknown_place is not None:
@@ -236,7 +238,14 @@ class HybridRouter:
         """Whether MODEL is one this router can answer with: the configured one or one of the price table."""
         return model == self.parts.model or (not self.models.problem and self.models.get(model) is not None)
 
-    def _begin(self, text: str, today: dt.date | None, session: Session | None, model: str | None) -> _Request:
+    def _begin(
+        self,
+        text: str,
+        today: dt.date | None,
+        session: Session | None,
+        model: str | None,
+        sampling: dict[str, Any] | None = None,
+    ) -> _Request:
         # The deadline counts from the call, routing included: a first ask that loads the gazetteer still
         # ends when the caller was promised, not that long after it.
         arrived, started, deadline = time.time(), time.perf_counter(), time.monotonic() + self.deadline
@@ -251,9 +260,14 @@ class HybridRouter:
                 f"model {model!r} is not in the price table; name one of the shipped models.json or "
                 "add it to $HYBRID_WEATHER_HOME/models.json"
             )
+        for field, value in (sampling or {}).items():
+            if field not in ("temperature", "max_tokens"):
+                raise ConfigurationError(f"sampling: {field!r} is not a setting; give temperature or max_tokens")
+            if problem := sampling_problem(field, value):
+                raise ConfigurationError(f"sampling: {problem}")
         today = today or today_in_china()
         decision = self._route(text, today, session)
-        return _Request(text, today, session, decision, arrived, started, deadline, model)
+        return _Request(text, today, session, decision, arrived, started, deadline, model, sampling)
 
     def _locate(self, request: _Request) -> Decision:
         """For a place the gazetteer lacks, ask the provider's geocoder and, if it finds one, read again."""
@@ -284,7 +298,7 @@ class HybridRouter:
         masked = self.settings.llm_sees == "masked"  # personal data stays on this machine unless told otherwise
         text = mask_personal_data(request.text) if masked else request.text
         history = session.llm_history(masked=masked) if session else None
-        result = agent.run(text, history=history, today=request.today)
+        result = agent.run(text, history=history, today=request.today, sampling=request.sampling)
         cost = self.models.cost(agent.model, result.usage)
         provider = self.weather.provider
         return llm_answer(
@@ -347,6 +361,7 @@ class _Request:
     started: float  #: time.perf_counter(), for latency
     deadline: float  #: time.monotonic() by which the answer must be in: the call's start + HybridRouter.deadline
     model: str | None = None  #: the model the caller named, if any (else the configured one)
+    sampling: dict[str, Any] | None = None  #: the caller's temperature and max_tokens, if any
 
 
 def _checked_tools(tools: Sequence[Any]) -> tuple[Any, ...]:

@@ -485,3 +485,49 @@ def test_a_caller_may_name_another_model_of_the_table_and_no_model_outside_it(we
             router.ask("北京明天适合出游吗", today=TODAY, model="no-such-model")
         assert router.ask("上海今天天气", today=TODAY, model="deepseek-chat").route == "rule"
         assert [row["model"] for row in ledger_rows(router)] == ["deepseek-chat", None]
+
+
+def _router_with_table(weather_server, llm_server, home, table):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "models.json").write_text(json.dumps(table), "utf-8")
+    settings = Settings(open_meteo_url=weather_server.url, openai_api_key=KEY, openai_base_url=llm_server.base_url,
+                        model="gpt-4o-mini", home=home)  # fmt: skip
+    return HybridRouter(settings=settings, ledger="off", http_options=FAST_HTTP, llm_options=FAST_LLM)
+
+
+def test_a_models_temperature_and_max_tokens_reach_the_model_and_a_request_may_set_its_own(
+    weather_server, llm_server, tmp_path
+):
+    table = {"models": {"gpt-4o-mini": {"temperature": 0.2, "max_tokens": 300}}}
+    with _router_with_table(weather_server, llm_server, tmp_path / "home", table) as router:
+        llm_server.then(answer("适合。"), answer("适合。"))
+        router.ask("北京明天适合出游吗", today=TODAY)
+        sent = llm_server.requests[-1]
+        assert (sent["temperature"], sent["max_tokens"]) == (0.2, 300)
+        router.ask("北京明天适合出游吗", today=TODAY, sampling={"temperature": 0.9})
+        sent = llm_server.requests[-1]
+        assert (sent["temperature"], sent["max_tokens"]) == (0.9, 300)  # the request's own, the table's rest
+        from hybrid_weather.agent.errors import ConfigurationError
+
+        for wrong in ({"temperature": 2.5}, {"max_tokens": 0}, {"max_tokens": 1.5}, {"top_k": 3}):
+            with pytest.raises(ConfigurationError, match="sampling"):
+                router.ask("北京明天适合出游吗", today=TODAY, sampling=wrong)
+        assert len(llm_server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    "facts, named",
+    [({"temperature": 3}, "gpt-4o-mini.temperature"), ({"max_tokens": -1}, "gpt-4o-mini.max_tokens"),
+     ({"temperature": "hot"}, "gpt-4o-mini.temperature")],
+)  # fmt: skip
+def test_a_model_setting_out_of_bounds_is_refused_naming_the_model_and_field(
+    weather_server, llm_server, tmp_path, facts, named
+):
+    from hybrid_weather.agent.errors import ConfigurationError
+
+    table = {"models": {"gpt-4o-mini": facts}}
+    with _router_with_table(weather_server, llm_server, tmp_path / "home", table) as router:
+        assert router.ask("上海今天天气", today=TODAY).route == "rule"  # rule answers need no model
+        with pytest.raises(ConfigurationError, match=named.replace(".", r"\.")):
+            router.ask("北京明天适合出游吗", today=TODAY)
+    assert llm_server.requests == []

@@ -118,7 +118,10 @@ class LLMAgent:
         self.model = model
         self.base_url = base_url
         self._api_key = api_key
-        self.request_options = dict((facts.request_options or {}) if facts else {})
+        self.request_options = {
+            **((facts.request_options or {}) if facts else {}),
+            **(facts.sampling() if facts else {}),
+        }
         self.max_loops = max_loops
         self.token_budget = token_budget
         self.deadline = deadline
@@ -158,8 +161,18 @@ class LLMAgent:
 
     # -- the loop ----------------------------------------------------------------------------------
 
-    def run(self, question: str, *, history: list[dict[str, Any]] | None = None, today: dt.date) -> AgentResult:
+    def run(
+        self,
+        question: str,
+        *,
+        history: list[dict[str, Any]] | None = None,
+        today: dt.date,
+        sampling: dict[str, Any] | None = None,
+    ) -> AgentResult:
+        """Answer QUESTION. SAMPLING (temperature, max_tokens) overrides the model's table settings for
+        this request's calls."""
         deadline = time.monotonic() + self.deadline
+        options = {**self.request_options, **(sampling or {})}
         messages: list[dict[str, Any]] = [
             {
                 "role": "system",
@@ -176,7 +189,7 @@ class LLMAgent:
         places: list[str] = []
         for number in range(1, self.max_loops + 1):
             try:
-                reply, attempts, latency = self._call(messages, deadline)
+                reply, attempts, latency = self._call(messages, deadline, options)
             except LLMUnavailable as error:
                 error.attempts += sum(loop.attempts for loop in loops)
                 raise
@@ -245,7 +258,9 @@ class LLMAgent:
 
     # Above ruff's complexity bound on purpose: one attempt's every fault (status, timeout, body) handled where it
     # happens, in order.
-    def _call(self, messages: list[dict[str, Any]], deadline: float) -> tuple[Reply, int, float]:  # noqa: C901
+    def _call(  # noqa: C901
+        self, messages: list[dict[str, Any]], deadline: float, options: dict[str, Any]
+    ) -> tuple[Reply, int, float]:
         client = self._client_once()
         openai, guard = self._openai, self._guard
         attempt = 0
@@ -265,7 +280,7 @@ class LLMAgent:
                             messages=messages,
                             tools=self.tools.schemas,
                             timeout=timeout,
-                            **self.request_options,
+                            **options,
                         )
                     reply = read_reply(raw.http_response.content, serial=next(self._serials))
                     return reply, attempt, (time.perf_counter() - started) * 1000

@@ -21,6 +21,29 @@ class ModelFacts(NamedTuple):
     source: str | None = None
     retires_on: str | None = None
     request_options: dict[str, Any] | None = None
+    temperature: float | None = None  #: sent with every call to this model (None: the endpoint's default)
+    max_tokens: int | None = None  #: a cap on each reply's tokens (None: the endpoint's default)
+
+    def sampling(self) -> dict[str, Any]:
+        """The settings this model's calls carry: temperature and max_tokens where the table sets them."""
+        return {k: v for k, v in (("temperature", self.temperature), ("max_tokens", self.max_tokens)) if v is not None}
+
+
+#: What temperature and max_tokens may be, in the table and in a request on the drop-in endpoint (OpenAI's
+#: own bounds for temperature; a reply of more than MAX_REPLY_TOKENS is no weather answer).
+TEMPERATURE_RANGE = (0.0, 2.0)
+MAX_REPLY_TOKENS = 32_768
+
+
+def sampling_problem(field: str, value: Any) -> str | None:
+    """What is wrong with VALUE as FIELD (temperature or max_tokens), or None."""
+    if field == "temperature":
+        low, high = TEMPERATURE_RANGE
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            return f"temperature must be a number from {low:g} to {high:g}"
+    elif isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPLY_TOKENS:
+        return f"max_tokens must be a whole number from 1 to {MAX_REPLY_TOKENS:,}"
+    return None
 
 
 #: Token counts above this are not counts but faults (a request is capped at thousands).
@@ -80,6 +103,8 @@ class ModelTable:
                 f.get("source"),
                 f.get("retires_on"),
                 f.get("request_options"),
+                f.get("temperature"),
+                f.get("max_tokens"),
             )
             for name, f in models.items()
         }
@@ -132,4 +157,7 @@ def _override(path: Path) -> dict[str, Any] | str | None:
             value = facts.get(price)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
                 return f"{name}.{price} must be a number of USD per 1M tokens, 0 or more (or null)"
+        for field in ("temperature", "max_tokens"):
+            if facts.get(field) is not None and (problem := sampling_problem(field, facts[field])):
+                return f"{name}.{problem}"
     return user

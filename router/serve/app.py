@@ -150,9 +150,9 @@ class Service:
         question = chat.text_of(messages[-1].get("content"))
         if len(question) > MAX_QUERY_CHARS:
             raise invalid(f"the last message is longer than {MAX_QUERY_CHARS} characters", "query_too_long")
-        model = chat.requested_model(body, self.router)
+        model, sampling = chat.requested_model(body, self.router), chat.requested_sampling(body)
         session = chat.session_from(self.router, messages, today or today_in_china())
-        answer = await self._answer("chat", question, today, session, model)
+        answer = await self._answer("chat", question, today, session, model, sampling=sampling)
         headers = {"x-hybrid-weather-route": answer.route}
         if body.get("stream"):
             options = body.get("stream_options")
@@ -271,10 +271,13 @@ class Service:
         model: str | None = None,
         *,
         emoji: bool = True,
+        sampling: dict[str, Any] | None = None,
     ) -> Any:
         started = time.perf_counter()
         try:
-            answer = await self.router.aask(query, today=today, session=session, model=model, emoji=emoji)
+            answer = await self.router.aask(
+                query, today=today, session=session, model=model, emoji=emoji, sampling=sampling
+            )
         except HybridWeatherError as error:
             self.metrics.failed(endpoint, "-", type(error).__name__, time.perf_counter() - started)
             if isinstance(error, WeatherUnavailable):

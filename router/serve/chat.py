@@ -129,6 +129,23 @@ def requested_model(body: dict[str, Any], router: HybridRouter) -> str | None:
     return name
 
 
+def requested_sampling(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The temperature and max_tokens (or max_completion_tokens, its newer name) BODY sets, passed on to the
+    model within bounds; 422 for a value outside them, rather than a silent clamp the client cannot see."""
+    from hybrid_weather.agent.llm.models import sampling_problem
+
+    sampling = {}
+    for field, name in (("temperature", "temperature"), ("max_tokens", "max_tokens"),
+                        ("max_tokens", "max_completion_tokens")):  # fmt: skip
+        value = body.get(name)
+        if value is None:
+            continue
+        if problem := sampling_problem(field, value):
+            raise invalid(problem.replace("max_tokens", name, 1), f"invalid_{name}")
+        sampling[field] = value
+    return sampling or None
+
+
 def completion(answer: Answer) -> dict[str, Any]:
     """ANSWER as a chat.completion object: the rules' answers name no model and use no tokens."""
     return {

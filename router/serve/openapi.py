@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hybrid_weather.agent.llm.models import MAX_REPLY_TOKENS, TEMPERATURE_RANGE
+
 _ERROR_CODES = {
     "400": "The body is not JSON",
     "401": "A valid API key is required (Authorization: Bearer KEY; for a GET, the dashboard's login cookie too)",
@@ -125,6 +127,9 @@ SCHEMAS: dict[str, Any] = {
                 "description": "A model of the service's price table, or its "
                 "configured one; any other is 404 model_not_found",
             },
+            "temperature": {"type": "number", "minimum": TEMPERATURE_RANGE[0], "maximum": TEMPERATURE_RANGE[1]},
+            "max_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_REPLY_TOKENS},
+            "max_completion_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_REPLY_TOKENS},
             "messages": {
                 "type": "array",
                 "minItems": 1,
