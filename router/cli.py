@@ -303,6 +303,8 @@ def _explanation(answer: Answer) -> str:
         f"decision: {decision.route} · {','.join(decision.cities) or '-'} · {days} · {decision.aspect or '-'}",
         f"reason:   {decision.reason}",
     ]
+    for model, why in answer.fallbacks:
+        lines.append(f"fallback: {model} failed ({why}) → next model")
     if answer.llm is not None:
         lines.extend(_call_chain(answer))
     elif answer.source:
@@ -325,6 +327,7 @@ def _explanation_json(answer: Answer) -> dict[str, Any]:
         "provider_ms": round(answer.provider_ms, 3) if cache else None,
         "total_ms": round(answer.latency_ms, 3),
         "call_chain": answer.data if answer.llm is not None else None,
+        "fallbacks": [{"model": model, "error": why} for model, why in answer.fallbacks],
     }
 
 

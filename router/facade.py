@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -22,6 +23,7 @@ from hybrid_weather.agent.errors import (
     ConfigurationError,
     HybridWeatherError,
     InvalidQuestion,
+    LLMUnavailable,
     UpstreamConnectError,
     UpstreamTimeout,
     WeatherUnavailable,
@@ -49,6 +51,9 @@ if TYPE_CHECKING:  # the LLM loop and the ledger (sqlite3) load when first used
     from hybrid_weather.agent.llm import LLMAgent
 
     from .ledger import Ledger, SpoolLedger
+
+
+logger = logging.getLogger("hybrid_weather")
 
 
 class HybridRouter:
@@ -294,16 +299,31 @@ class HybridRouter:
         return self._finish(request, answer)
 
     def _ask_llm(self, request: _Request) -> Answer:
-        agent, session = self.parts.agent_for(request.model), request.session
+        session = request.session
         masked = self.settings.llm_sees == "masked"  # personal data stays on this machine unless told otherwise
         text = mask_personal_data(request.text) if masked else request.text
         history = session.llm_history(masked=masked) if session else None
-        result = agent.run(text, history=history, today=request.today, sampling=request.sampling)
+        # A model the caller named answers alone; else the configured one, then each fallback in turn when
+        # the one before failed after its retries (or could not be reached at all).
+        chain = [request.model] if request.model else self.parts.model_chain
+        failed: list[tuple[str, str]] = []
+        for name in chain:
+            try:
+                agent = self.parts.agent_for(name)
+                result = agent.run(text, history=history, today=request.today, sampling=request.sampling)
+                break
+            except LLMUnavailable as error:
+                if len(failed) == len(chain) - 1:
+                    raise
+                failed.append((name, str(error)))
+                logger.warning("model %s failed (%s); asking %s", name, error, chain[len(failed)])
         cost = self.models.cost(agent.model, result.usage)
         provider = self.weather.provider
-        return llm_answer(
+        answer = llm_answer(
             request.decision, result, model=agent.model, cost_usd=cost, provider=provider, started=request.started
         )
+        answer.fallbacks = tuple(failed)
+        return answer
 
     def _shadow(self, request: _Request, fetched: list[Any]) -> None:
         if self.parts.shadow_rate > 0 and self.parts.shadow is not None:

@@ -116,9 +116,14 @@ class Parts:
 
     @property
     def model(self) -> str:
-        """The model LLM answers use and the all-LLM baseline is priced on: HYBRID_WEATHER_MODEL, else the
-        price table's default."""
-        return self.settings.model or self.models.default_model
+        """The model LLM answers use and the all-LLM baseline is priced on: HYBRID_WEATHER_MODEL's first,
+        else the price table's default."""
+        return self.model_chain[0]
+
+    @property
+    def model_chain(self) -> list[str]:
+        """The configured model, then the fallbacks HYBRID_WEATHER_MODEL=primary,fallback,… names."""
+        return self.settings.models() or [self.models.default_model]
 
     @lazy_part
     def ledger(self) -> Ledger | SpoolLedger | None:
@@ -180,8 +185,8 @@ class Parts:
         return LLMAgent(
             tools,
             model=model,
-            api_key=settings.openai_api_key,
-            base_url=settings.openai_base_url,
+            api_key=settings.api_key(facts.api_key_env if facts else None),
+            base_url=(facts.base_url if facts else None) or settings.openai_base_url,
             facts=facts,
             **self._llm_options,
         )

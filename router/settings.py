@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hybrid_weather.agent.errors import ConfigurationError
@@ -72,6 +72,8 @@ class Settings:
     pass_through: bool = False
     header_timeout: float = DEFAULT_HEADER_TIMEOUT  #: seconds `serve` waits for a request's head
     body_timeout: float = DEFAULT_BODY_TIMEOUT  #: seconds `serve` waits for a request's body, after its head
+    #: Every *_API_KEY variable, for the models of models.json whose api_key_env names their own key.
+    model_keys: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     #: Web origins whose pages may call `serve` from a browser (CORS); none unless the operator names them.
     cors_origins: tuple[str, ...] = ()
 
@@ -138,7 +140,18 @@ class Settings:
             header_timeout=_seconds(env, "HYBRID_WEATHER_HEADER_TIMEOUT", DEFAULT_HEADER_TIMEOUT),
             body_timeout=_seconds(env, "HYBRID_WEATHER_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT),
             cors_origins=_origins(env, "HYBRID_WEATHER_CORS_ORIGINS"),
+            model_keys=tuple(
+                sorted((name, value) for name, value in env.items() if name.endswith("_API_KEY") and value)
+            ),
         )
+
+    def models(self) -> list[str]:
+        """HYBRID_WEATHER_MODEL as a list: the primary model, then its fallbacks in order (empty: unset)."""
+        return [name.strip() for name in (self.model or "").split(",") if name.strip()]
+
+    def api_key(self, variable: str | None) -> str | None:
+        """The key in VARIABLE (one of model_keys), or OPENAI_API_KEY's for None."""
+        return self.openai_api_key if variable is None else dict(self.model_keys).get(variable)
 
     def ledger_location(self) -> str | None:
         """Where the ledger lives: a path, ":memory:", or None for "off" (any case)."""

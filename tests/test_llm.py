@@ -531,3 +531,47 @@ def test_a_model_setting_out_of_bounds_is_refused_naming_the_model_and_field(
         with pytest.raises(ConfigurationError, match=named.replace(".", r"\.")):
             router.ask("北京明天适合出游吗", today=TODAY)
     assert llm_server.requests == []
+
+
+def test_a_fallback_model_answers_when_the_primary_fails_each_on_its_own_endpoint_and_key(
+    weather_server, tmp_path, monkeypatch
+):
+    from click.testing import CliRunner
+
+    from fake_openai import FakeOpenAI
+
+    primary, fallback = FakeOpenAI().start(), FakeOpenAI().start()
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "models.json").write_text(json.dumps({"models": {
+        "deepseek-chat": {"base_url": fallback.base_url, "api_key_env": "DEEPSEEK_API_KEY"}}}), "utf-8")  # fmt: skip
+    env = {"HYBRID_WEATHER_HOME": str(home), "HYBRID_WEATHER_MODEL": "gpt-4o-mini,deepseek-chat",
+           "OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": primary.base_url, "DEEPSEEK_API_KEY": "sk-deepseek-own-1",
+           "HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url,
+           "HYBRID_WEATHER_LEDGER": str(tmp_path / "l.db")}  # fmt: skip
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        for step in ({"status": 500},) * 5:
+            primary.then(step)
+        fallback.then(answer("适合出游。", prompt=300, completion=12))
+        with HybridRouter(llm_options=FAST_LLM) as router:
+            got = router.ask("北京明天适合出游吗", today=TODAY)
+            assert got.model == "deepseek-chat" and got.text == "适合出游。"
+            assert [model for model, _ in got.fallbacks] == ["gpt-4o-mini"]
+            assert got.cost_usd == router.models.cost("deepseek-chat", got.llm.usage)
+            rows = ledger_rows(router)
+        assert [row["model"] for row in rows] == ["deepseek-chat"]
+        assert fallback.headers[-1]["authorization"] == "Bearer sk-deepseek-own-1"  # its own key, not OpenAI's
+        assert len(primary.requests) >= 2  # retried before the fallback was asked
+        # --explain shows the hop; with every model failing, the last error is the answer (exit 4).
+        fallback.then(answer("适合出游。"))
+        for step in ({"status": 500},) * 5:
+            primary.then(step)
+        shown = CliRunner().invoke(cli, ["北京明天适合出游吗", "--explain", "--today", TODAY.isoformat()])
+        assert "fallback: gpt-4o-mini failed" in shown.output and "model deepseek-chat" in shown.output
+        failed = CliRunner().invoke(cli, ["北京明天适合出游吗", "--today", TODAY.isoformat()])
+        assert failed.exit_code == 4
+    finally:
+        primary.stop()
+        fallback.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,6 +24,8 @@ class ModelFacts(NamedTuple):
     request_options: dict[str, Any] | None = None
     temperature: float | None = None  #: sent with every call to this model (None: the endpoint's default)
     max_tokens: int | None = None  #: a cap on each reply's tokens (None: the endpoint's default)
+    base_url: str | None = None  #: this model's own OpenAI-compatible endpoint (None: OPENAI_BASE_URL's)
+    api_key_env: str | None = None  #: the variable holding this model's key (None: OPENAI_API_KEY)
 
     def sampling(self) -> dict[str, Any]:
         """The settings this model's calls carry: temperature and max_tokens where the table sets them."""
@@ -105,6 +108,8 @@ class ModelTable:
                 f.get("request_options"),
                 f.get("temperature"),
                 f.get("max_tokens"),
+                f.get("base_url"),
+                f.get("api_key_env"),
             )
             for name, f in models.items()
         }
@@ -151,13 +156,25 @@ def _override(path: Path) -> dict[str, Any] | str | None:
     if not isinstance(user.get("default_model", ""), str):
         return "default_model must be a model name"
     for name, facts in user.get("models", {}).items():
-        if not isinstance(facts, dict):
-            return f"model {name!r} must be an object of prices"
-        for price in ("input", "cached_input", "output"):
-            value = facts.get(price)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-                return f"{name}.{price} must be a number of USD per 1M tokens, 0 or more (or null)"
-        for field in ("temperature", "max_tokens"):
-            if facts.get(field) is not None and (problem := sampling_problem(field, facts[field])):
-                return f"{name}.{problem}"
+        if problem := _facts_problem(name, facts):
+            return problem
     return user
+
+
+def _facts_problem(name: str, facts: Any) -> str | None:
+    """What is wrong with model NAME's entry FACTS in the user's table, or None."""
+    if not isinstance(facts, dict):
+        return f"model {name!r} must be an object of prices"
+    for price in ("input", "cached_input", "output"):
+        value = facts.get(price)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            return f"{name}.{price} must be a number of USD per 1M tokens, 0 or more (or null)"
+    base_url, key_env = facts.get("base_url"), facts.get("api_key_env")
+    if base_url is not None and not (isinstance(base_url, str) and re.match(r"https?://[^/\s]+", base_url)):
+        return f"{name}.base_url must be an http(s):// URL"
+    if key_env is not None and not (isinstance(key_env, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*_API_KEY", key_env)):
+        return f"{name}.api_key_env must name a variable ending in _API_KEY (the key itself is never in the file)"
+    for field in ("temperature", "max_tokens"):
+        if facts.get(field) is not None and (problem := sampling_problem(field, facts[field])):
+            return f"{name}.{problem}"
+    return None

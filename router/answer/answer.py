@@ -30,6 +30,8 @@ class Answer:
     attribution: str | None = None
     model: str | None = None  #: the LLM that answered (llm route)
     llm: AgentResult | None = None  #: the loop's trace: tokens, time and tools per loop
+    #: The models that failed before `model` answered (HYBRID_WEATHER_MODEL's fallbacks): (model, why).
+    fallbacks: tuple[tuple[str, str], ...] = ()
 
     def to_json(self, query: str) -> dict[str, Any]:
         """The `--json` object (docs/contracts.md)."""
