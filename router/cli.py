@@ -578,6 +578,9 @@ def _serve(host: str, port: int, workers: int, grace: int, tls: tuple[str, str] 
     settings = Settings.from_env()  # a setting that is wrong fails here, once, not in every worker
     keys = load_keys(settings.api_keys, settings.api_keys_file)
     Rate.parse(settings.rate_limit)
+    from .serve.budgets import Budgets
+
+    Budgets.parse(settings.key_budgets)
     sock = _listen(host, port)  # before saying "serving on": a port in use is an error, not a server
     if not keys and not _is_loopback(host):
         spend = "spend the model key (OPENAI_API_KEY) and " if settings.openai_api_key else ""

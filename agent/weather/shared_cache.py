@@ -174,6 +174,30 @@ class SharedCache:
 
         self._call(append)
 
+    def add_float(self, name: str, amount: float, ttl_s: float) -> float | None:
+        """Add AMOUNT to the counter NAME (under the prefix), kept TTL_S after it was made: its new value,
+        or None while Redis is down (the caller counts for itself)."""
+        key = f"{self.prefix}{name}"
+
+        def add() -> Any:
+            with self._client.pipeline(transaction=True) as pipe:
+                pipe.incrbyfloat(key, amount)
+                pipe.expire(key, max(1, int(ttl_s)), nx=True)
+                return pipe.execute()[0]
+
+        value = self._call(add)
+        return None if value is None else float(value)
+
+    def read_float(self, name: str) -> float | None:
+        """The counter NAME's value (0 when there is none), or None while Redis is down."""
+        value = self._call(self._client.get, f"{self.prefix}{name}")
+        if value is None:
+            return None if self.down else 0.0
+        try:
+            return float(value)
+        except ValueError:
+            return 0.0
+
     def close(self) -> None:
         self._client.close()
 

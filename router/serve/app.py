@@ -39,6 +39,7 @@ from ..session import Session
 from ..settings import Settings
 from . import chat
 from .access import COOKIE, COOKIE_MAX_AGE_S, Access, Rate, load_keys
+from .budgets import Budgets
 from .encoding import JSONResponse, loads
 from .errors import ApiError, from_library, hide_addresses, invalid
 from .guard import HEADER_TIMEOUT_STATE, BodyDeadline, Guard
@@ -84,6 +85,7 @@ class Service:
             )
         self.access = Access(load_keys(self.settings.api_keys, self.settings.api_keys_file),
                              Rate.parse(self.settings.rate_limit), shared)  # fmt: skip
+        self.budgets = Budgets.parse(self.settings.key_budgets, shared)
         # The fleet's conversations are where its cache is (Redis), so a follow-up may reach any host.
         self.sessions = open_sessions(self.router.parts.settings.home_dir(), shared)
         self._upstream: Any = None  # httpx.AsyncClient for pass-through requests, made on first use
@@ -117,7 +119,7 @@ class Service:
         today = _today(body)
         session = await self._session(body.get("session_id"), today or today_in_china())
         try:
-            answer = await self._answer("ask", query, today, session, emoji=False)
+            answer = await self._answer("ask", query, today, session, emoji=False, caller=_caller(request))
         except ApiError as error:
             if error.code in ("llm_unavailable", "llm_timeout"):
                 # As the CLI's --json: what the rules can say of the question's weather, beside the error.
@@ -152,7 +154,7 @@ class Service:
             raise invalid(f"the last message is longer than {MAX_QUERY_CHARS} characters", "query_too_long")
         model, sampling = chat.requested_model(body, self.router), chat.requested_sampling(body)
         session = chat.session_from(self.router, messages, today or today_in_china())
-        answer = await self._answer("chat", question, today, session, model, sampling=sampling)
+        answer = await self._answer("chat", question, today, session, model, sampling=sampling, caller=_caller(request))
         headers = {"x-hybrid-weather-route": answer.route}
         if body.get("stream"):
             options = body.get("stream_options")
@@ -272,8 +274,14 @@ class Service:
         *,
         emoji: bool = True,
         sampling: dict[str, Any] | None = None,
+        caller: str = "-",
     ) -> Any:
         started = time.perf_counter()
+        budgets = self.budgets
+        # A key over its budget may still ask what the rules answer: only a question bound for the model
+        # (routing is microseconds, no I/O) is refused.
+        if budgets is not None and self.router.route(query, today=today, session=session).route == "llm":
+            await run_in_threadpool(budgets.check, caller)
         try:
             answer = await self.router.aask(
                 query, today=today, session=session, model=model, emoji=emoji, sampling=sampling
@@ -284,6 +292,8 @@ class Service:
                 self.metrics.upstream.labels(self.settings.provider, "error").inc()
             raise from_library(error, self.hidden_hosts) from None
         self.metrics.answered(endpoint, answer, self._saved(answer))
+        if budgets is not None and answer.route == "llm":
+            await run_in_threadpool(budgets.spend, caller, answer)
         return answer
 
     def _saved(self, answer: Any) -> float | None:
@@ -384,6 +394,11 @@ class Service:
             cost = self.router.parts.models.cost(model, usage) if usage is not None and model else None
             recorder.passed_through(query, reason, model=model, usage=usage, outcome=outcome,
                                     cost_usd=cost if outcome == "ok" else 0.0, **timing)  # fmt: skip
+
+
+def _caller(request: Request) -> str:
+    """Who asked, as the guard named them (a key's hash prefix, or the client's address without keys)."""
+    return str(getattr(request.state, "caller", None) or "-")
 
 
 def _query(body: dict[str, Any]) -> str:
