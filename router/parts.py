@@ -181,7 +181,12 @@ class Parts:
             logger.warning(
                 "model %s was retired on %s; set HYBRID_WEATHER_MODEL to a current one", model, facts.retires_on
             )
-        tools = ToolBox(self.weather, self.parser.reader, deadline_s=self.deadline, extra=self._tools)
+        travel = None
+        if settings.amap_key:  # travel times come from AMap's route planning, which needs its key
+            from hybrid_weather.agent.llm.travel import TravelTimes
+
+            travel = TravelTimes(settings.amap_key, settings.amap_url, **self._http_options)
+        tools = ToolBox(self.weather, self.parser.reader, deadline_s=self.deadline, extra=self._tools, travel=travel)
         return LLMAgent(
             tools,
             model=model,

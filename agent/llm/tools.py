@@ -20,6 +20,7 @@ from hybrid_weather.rules import Place, Reader, contains_personal_data, find_dat
 from ..errors import WeatherUnavailable
 from ..weather import Fetched, WeatherService, past_days_for, to_jsonable
 from .registry import MAX_RESULT_CHARS, Tool, ToolContext, ToolError, build_tool, to_content, tool_of
+from .travel import TravelTimes
 
 logger = logging.getLogger("hybrid_weather")
 
@@ -27,6 +28,9 @@ logger = logging.getLogger("hybrid_weather")
 PlaceName = Annotated[str, "地点名称，如“上海”“北京朝阳区”“东京”，一次一个地点"]
 #: A day or days, as the built-in tools describe them to the model.
 DateWords = Annotated[str | None, "日期或范围，如“今天”“明天”“周六”“2026-12-01”“未来三天”；不填表示今天"]
+
+#: How to travel, as the travel_time tool describes it to the model.
+TravelMode = Annotated[str, "出行方式：driving（驾车）或 transit（公共交通）；不填为驾车"]
 
 #: The tools that look up the weather: an LLM answer that only called these, about one place and day,
 #: is one the rules could have given (the ledger's plain_lookup).
@@ -48,13 +52,21 @@ class ToolBox:
     rules' reader, and the tools a library user registered (registry.py). Thread-safe."""
 
     def __init__(
-        self, service: WeatherService, reader: Reader, deadline_s: float = 5.0, extra: Sequence[Any] = ()
+        self,
+        service: WeatherService,
+        reader: Reader,
+        deadline_s: float = 5.0,
+        extra: Sequence[Any] = (),
+        travel: TravelTimes | None = None,
     ) -> None:
         self.service = service
         self.reader = reader  #: the rules' own place reading: names, nicknames, hierarchy, typos
         self.deadline_s = deadline_s
+        self.travel = travel  #: AMap's route planning, with AMAP_KEY; without it there is no travel_time tool
         builtin = [build_tool(self.get_weather), build_tool(self.get_air_quality),
                    build_tool(self.get_current_weather), build_tool(self.distance)]  # fmt: skip
+        if travel is not None:
+            builtin.append(build_tool(self.travel_time))
         self._builtin = frozenset(t.name for t in builtin)
         self._tools: dict[str, Tool] = {t.name: t for t in builtin}
         for given in extra:
@@ -128,6 +140,19 @@ class ToolBox:
         first, second = self._place(from_place, context.deadline), self._place(to_place, context.deadline)
         km = great_circle_km(first.latitude, first.longitude, second.latitude, second.longitude)
         return {"from": first.name, "to": second.name, "straight_line_km": round(km, 1)}
+
+    def travel_time(
+        self, from_place: str, to_place: str, context: ToolContext, mode: TravelMode = "driving"
+    ) -> dict[str, Any]:
+        """两地之间的出行时间和路程（高德路径规划）：驾车或公共交通，单位分钟和公里。
+
+        Args:
+            from_place: 起点名称，如“北京”
+            to_place: 终点名称，如“天津”
+        """
+        assert self.travel is not None  # the tool exists only with it
+        first, second = self._place(from_place, context.deadline), self._place(to_place, context.deadline)
+        return self.travel.plan(first, second, mode or "driving", context.deadline)
 
     def _days(self, name: str, date: str | None, context: ToolContext, *, air: bool) -> dict[str, Any]:
         place = self._place(name, context.deadline)
