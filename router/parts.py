@@ -27,6 +27,7 @@ from .understand import QueryParser
 
 if TYPE_CHECKING:  # the LLM loop, the ledger (sqlite3) and shadow runs load when first used
     from hybrid_weather.agent.llm import LLMAgent
+    from hybrid_weather.agent.llm.travel import TravelTimes
 
     from .answer.shadow import ShadowRunner
     from .ledger import Ledger, Recorder, SpoolLedger
@@ -170,6 +171,16 @@ class Parts:
                 agent = self._agents[model] = self._make_agent(model)
             return agent
 
+    @lazy_part
+    def travel(self) -> TravelTimes | None:
+        """AMap's route planning for the LLM's travel_time tool, one client for every model's loop; None
+        without AMAP_KEY (then the tool is absent)."""
+        if not self.settings.amap_key:
+            return None
+        from hybrid_weather.agent.llm.travel import TravelTimes
+
+        return TravelTimes(self.settings.amap_key, self.settings.amap_url, **self._http_options)
+
     def _make_agent(self, model: str) -> LLMAgent:
         from hybrid_weather.agent.llm import LLMAgent, ToolBox
 
@@ -181,12 +192,8 @@ class Parts:
             logger.warning(
                 "model %s was retired on %s; set HYBRID_WEATHER_MODEL to a current one", model, facts.retires_on
             )
-        travel = None
-        if settings.amap_key:  # travel times come from AMap's route planning, which needs its key
-            from hybrid_weather.agent.llm.travel import TravelTimes
-
-            travel = TravelTimes(settings.amap_key, settings.amap_url, **self._http_options)
-        tools = ToolBox(self.weather, self.parser.reader, deadline_s=self.deadline, extra=self._tools, travel=travel)
+        tools = ToolBox(self.weather, self.parser.reader, deadline_s=self.deadline, extra=self._tools,
+                        travel=self.travel)  # fmt: skip
         return LLMAgent(
             tools,
             model=model,
@@ -221,10 +228,8 @@ class Parts:
 
     def close(self) -> None:
         """Close the parts that were built, in the order that loses nothing: shadow runs, ledger, clients."""
-        for name in ("shadow", "ledger", "agent", "weather"):
-            part = built(self, name)
+        parts = [built(self, "shadow"), built(self, "ledger"), built(self, "agent"), *self._agents.values(),
+                 built(self, "travel"), built(self, "weather")]  # fmt: skip
+        for part in parts:
             if part is not None:
                 part.close()
-            if name == "agent":
-                for agent in self._agents.values():
-                    agent.close()

@@ -160,9 +160,6 @@ class LLMAgent:
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
-        travel = getattr(self.tools, "travel", None)
-        if travel is not None:
-            travel.close()
 
     # -- the loop ----------------------------------------------------------------------------------
 
@@ -184,7 +181,7 @@ class LLMAgent:
                 "content": SYSTEM_PROMPT.format(
                     today=today.isoformat(), weekday=weekday_char(today), time_zone=CHINA_TZ_NAME
                 )
-                + ("" if getattr(self.tools, "travel", None) is not None else NO_TRAVEL_NOTE),
+                + ("" if self.tools.travel is not None else NO_TRAVEL_NOTE),
             },
             *(history or []),
             {"role": "user", "content": question},

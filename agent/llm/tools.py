@@ -62,7 +62,8 @@ class ToolBox:
         self.service = service
         self.reader = reader  #: the rules' own place reading: names, nicknames, hierarchy, typos
         self.deadline_s = deadline_s
-        self.travel = travel  #: AMap's route planning, with AMAP_KEY; without it there is no travel_time tool
+        #: AMap's route planning, with AMAP_KEY (without it there is no travel_time tool); its maker closes it.
+        self.travel = travel
         builtin = [build_tool(self.get_weather), build_tool(self.get_air_quality),
                    build_tool(self.get_current_weather), build_tool(self.distance)]  # fmt: skip
         if travel is not None:
