@@ -7,9 +7,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hybrid_weather.agent.errors import ConfigurationError
 from hybrid_weather.agent.weather import DEFAULT_CACHE_TTL, DEFAULT_PROVIDER, PROVIDERS
+
+if TYPE_CHECKING:
+    from urllib.parse import SplitResult
 
 #: How a PostgreSQL ledger's location starts (HYBRID_WEATHER_LEDGER=postgresql://…).
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -224,21 +228,14 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
 def _origins(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     """The web origins in variable NAME (comma-separated), each scheme://host[:port] as a browser sends it
     in its Origin header, or * for any page; an error naming NAME for anything else (a path, a typo)."""
-    from urllib.parse import urlsplit
-
     origins = []
     for text in (env.get(name) or "").split(","):
         origin = text.strip().rstrip("/")
         if not origin:
             continue
         if origin != "*":
-            try:
-                parts = urlsplit(origin)
-                usable = parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.path
-                _ = parts.port  # raises ValueError for a port that is not a number
-            except ValueError:
-                usable = False
-            if not usable or parts.query or parts.fragment or "@" in parts.netloc:
+            parts = _url_parts(origin, ("http", "https"))
+            if parts is None or parts.path or parts.query or parts.fragment or "@" in parts.netloc:
                 raise ConfigurationError(
                     f"{name}: {origin!r} is not a web origin; use scheme://host[:port] as the browser shows it, "
                     "e.g. https://app.example.com,http://localhost:3000 (or * for any page)"
@@ -249,18 +246,22 @@ def _origins(env: Mapping[str, str], name: str) -> tuple[str, ...]:
 
 def _base_url(env: Mapping[str, str], name: str, schemes: tuple[str, ...] = ("http", "https")) -> str | None:
     """The base URL in variable NAME, or None; one that is not scheme://host… is an error naming NAME."""
-    from urllib.parse import urlsplit
-
     value = (env.get(name) or "").strip()
     if not value:
         return None
-    try:
-        parts = urlsplit(value)
-        usable = parts.scheme in schemes and bool(parts.hostname)
-        _ = parts.port  # raises ValueError for a port that is not a number
-    except ValueError:
-        usable = False
-    if not usable:
+    if _url_parts(value, schemes) is None:
         shape = "http(s)://host[:port][/path]" if schemes[0] == "http" else f"{schemes[0]}://host[:port][/db]"
         raise ConfigurationError(f"{name} is not a usable URL; use {shape}")
     return value
+
+
+def _url_parts(value: str, schemes: tuple[str, ...]) -> SplitResult | None:
+    """VALUE split, when it is scheme://host… with one of SCHEMES and a port that is a number; else None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        _ = parts.port  # raises ValueError for a port that is not a number
+    except ValueError:
+        return None
+    return parts if parts.scheme in schemes and parts.hostname else None
