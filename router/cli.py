@@ -662,7 +662,7 @@ def status(as_json: bool) -> None:
     process that opens the ledger, or this one when the ledger answers again, writes them in, once each.
     """
     from .ledger import SpoolLedger
-    from .ledger.savings import plural
+    from .ledger.reports.savings import plural
 
     with _errors_as_exit_codes(), HybridRouter() as router:
         store = router.ledger
@@ -710,8 +710,8 @@ def migrate(target: str, source: str | None, as_json: bool) -> None:
     """
     from pathlib import Path
 
-    from .ledger.savings import plural
-    from .ledger.transfer import copy_to_postgres
+    from .ledger.reports.savings import plural
+    from .ledger.store.transfer import copy_to_postgres
     from .settings import Settings, is_postgres
 
     with _errors_as_exit_codes():

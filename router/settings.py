@@ -179,7 +179,7 @@ class Settings:
         for a SQLite ledger: beside its file)."""
         if not is_postgres(location):
             return None
-        from .ledger.spool import spool_path
+        from .ledger.store.spool import spool_path
 
         return spool_path(location, self.home_dir())
 

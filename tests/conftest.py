@@ -108,10 +108,9 @@ def subprocess_env(**values: str) -> dict[str, str]:
     return {**os.environ, **values}
 
 
-def rows_of_every_width(started_at: float):
-    """Ledger entries whose rows take each width (rows.ANSWER_WIDTH): rule answers, which leave the LLM's
-    columns empty and omit them, beside requests that fill one or more of those columns — and what each
-    must store in them, by query."""
+def entries_of_every_kind(started_at: float):
+    """Ledger entries of each kind of request: rule answers, which leave the LLM's columns empty, beside
+    requests that fill one or more of those columns — and what each must store in them, by query."""
     from hybrid_weather.agent.llm import Usage
     from hybrid_weather.router.ledger import LedgerEntry
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from hybrid_weather.router.ledger.handoff import Handoff
+from hybrid_weather.router.ledger.store.handoff import Handoff
 
 
 def _taken_in_thread(handoff: Handoff[int], interval: float) -> tuple[list[list[int]], threading.Thread]:

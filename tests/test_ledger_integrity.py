@@ -19,8 +19,8 @@ from hybrid_weather.agent.llm import ModelTable, Usage
 from hybrid_weather.router import HybridRouter, LLMUnavailable, Settings
 from hybrid_weather.router.cli import cli
 from hybrid_weather.router.ledger import Ledger, LedgerEntry, savings_report
-from hybrid_weather.router.ledger.spool import Spool, spool_path
-from hybrid_weather.router.ledger.store import DEFAULT_BATCH_SIZE, DEFAULT_QUEUE_SIZE
+from hybrid_weather.router.ledger.store.spool import Spool, spool_path
+from hybrid_weather.router.ledger.store.writer import DEFAULT_BATCH_SIZE, DEFAULT_QUEUE_SIZE
 
 from conftest import FAST_LLM, TODAY, subprocess_env
 from fake_openai import answer, tool_calls

@@ -20,7 +20,7 @@ import pytest
 from hybrid_weather.agent.llm.models import ModelTable, Usage
 from hybrid_weather.router.ledger import MIGRATIONS, Ledger, LedgerEntry
 
-from conftest import rows_of_every_width, service_missing, subprocess_env
+from conftest import entries_of_every_kind, service_missing, subprocess_env
 from fake_weather import free_port
 
 BASE_URL = os.environ.get("HYBRID_WEATHER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -119,9 +119,9 @@ def test_the_schema_is_created_on_first_use_with_the_same_migrations_in_postgres
     assert stored(pg_url, "SELECT count(*) FROM _hybrid_weather_migrations")[0][0] == len(MIGRATIONS)
 
 
-def test_rows_of_every_width_in_one_batch_store_every_column(pg_url):
+def test_entries_of_every_kind_in_one_batch_store_every_column(pg_url):
     # Rule rows omit the columns only LLM, failed or session requests fill; COPY takes them whole.
-    entries, expected = rows_of_every_width(time.time())
+    entries, expected = entries_of_every_kind(time.time())
     ledger = Ledger(pg_url)
     for entry in entries:
         ledger.record(entry)

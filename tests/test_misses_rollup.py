@@ -11,7 +11,7 @@ import pytest
 from test_ledger_postgres import admin, pg_url, stored  # noqa: F401  (fixtures)
 
 from hybrid_weather.router.ledger import Ledger, LedgerEntry, misses_report
-from hybrid_weather.router.ledger.rollup import dialect_of, iso, moment, query
+from hybrid_weather.router.ledger.store.rollup import dialect_of, iso, moment, query
 
 
 def raw_misses(db, days, now):

@@ -1,4 +1,4 @@
-"""Recording: one row per request in the cost ledger, and the reports read from it (savings, simulate).
+"""Recording: one row per request in the cost ledger (recorder → store), and the reports read from it.
 
 Imported only when a request is first recorded or a report is asked for: `route()` never needs it.
 """
@@ -7,11 +7,9 @@ from hybrid_weather.rules.privacy import mask_personal_data
 
 from .baseline import Baseline, default_baseline_cost, default_baseline_usage
 from .entry import LedgerEntry
-from .migrations import MIGRATIONS, migrate
-from .misses import misses_report, render_misses
 from .recorder import Recorder
-from .savings import render_report, savings_report, simulate
-from .store import Ledger, SpoolLedger
+from .reports import misses_report, render_misses, render_report, savings_report, simulate
+from .store import MIGRATIONS, Ledger, SpoolLedger, migrate
 
 __all__ = [
     "MIGRATIONS",

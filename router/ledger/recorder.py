@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Protocol
 
-from .entry import Entry, LedgerEntry
+from .entry import LedgerEntry
 
 if TYPE_CHECKING:
     from hybrid_weather.agent.llm import AgentResult
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 class RowSink(Protocol):
     """What takes rows: a Ledger, or a SpoolLedger standing in for one."""
 
-    def record(self, entry: Entry) -> None: ...
+    def record(self, entry: LedgerEntry) -> None: ...
 
 
 #: The outcome of a request that asked nothing ("", whitespace, only emoji): no money spent or saved.
@@ -30,34 +30,29 @@ class Recorder:
 
     def __init__(self, ledger: RowSink) -> None:
         self.ledger = ledger
-        self._record = ledger.record  # looked up once: answered() is on the path of every request
 
     def answered(self, query: str, answer: Answer, arrived: float, session_id: str | None = None) -> None:
         """ANSWER's row: QUERY arrived at ARRIVED (time.time()), in session SESSION_ID."""
         decision, result = answer.decision, answer.llm
-        outcome = EMPTY if decision.is_empty else "ok"
-        if (
-            result is None
-            and answer.model is None
-            and session_id is None
-            and not decision.unknown_words
-            and (type(query) is str)
-        ):
-            # A rule or clarify answer, nearly every request: its ShortEntry (entry.py).
-            self._record((arrived, answer.latency_ms, (
-                answer.route, query, decision.reason, decision.aspect, tuple(decision.cities), len(decision.dates),
-                answer.source, answer.cache_hit, answer.stale, answer.cost_usd, outcome,
-            )))  # fmt: skip
-            return
-        # Built positionally, in LedgerEntry's field order: its keyword constructor cost four times as much
-        # (tests/test_ledger.py holds it to the keyword-built entry).
-        entry = tuple.__new__(LedgerEntry, (
-            arrived, answer.route, query, decision.reason, decision.aspect,
-            tuple(result.places if result else decision.cities), len(decision.dates), answer.source,
-            answer.cache_hit, answer.stale, answer.model, None, None, None, None, None, answer.cost_usd,
-            answer.latency_ms, outcome, session_id, None, decision.unknown_words, None,
-        ))  # fmt: skip
-        self._record(entry if result is None else _with_llm(entry, result, decision.open_ended))
+        entry = LedgerEntry(
+            started_at=arrived,
+            route=answer.route,
+            query=query,
+            reason=decision.reason,
+            aspect=decision.aspect,
+            places=tuple(result.places if result else decision.cities),
+            days=len(decision.dates),
+            provider=answer.source,
+            cache_hit=answer.cache_hit,
+            stale=answer.stale,
+            model=answer.model,
+            cost_usd=answer.cost_usd,
+            latency_ms=answer.latency_ms,
+            outcome=EMPTY if decision.is_empty else "ok",
+            session_id=session_id,
+            unknown_words=decision.unknown_words,
+        )
+        self.ledger.record(entry if result is None else _with_llm(entry, result, decision.open_ended))
 
     def failed(
         self,

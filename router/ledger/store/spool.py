@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..settings import is_postgres
+from ...settings import is_postgres
 from .rows import load_secret
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from hybrid_weather.agent.errors import LedgerUnavailable
 
-from ..settings import redact
-from .rows import COLUMNS, Batch
+from ...settings import redact
+from .rows import COLUMNS
 
 #: Rows read and written per transaction.
 CHUNK = 5_000
@@ -62,7 +62,7 @@ def copy_to_postgres(source: Path, url: str) -> Transfer:
         with target.writer() as db:
             cursor = lite.execute(f"SELECT {', '.join(_COPIED)} FROM requests ORDER BY id")
             while rows := cursor.fetchmany(CHUNK):
-                copied += target.write(db, Batch.of([_portable(row) for row in rows]), columns=_COPIED)
+                copied += target.write(db, [_portable(row) for row in rows], columns=_COPIED)
                 read += len(rows)
     except target.unusable as error:
         raise LedgerUnavailable(f"the ledger at {target.location} cannot be used: {error}") from None

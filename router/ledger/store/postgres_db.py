@@ -15,13 +15,13 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import psycopg
 from psycopg import errors
 
-from ..settings import redact
+from ...settings import redact
 from .migrations import MIGRATIONS_TABLE
 from .rollup import (
     EXAMPLES,
@@ -33,7 +33,7 @@ from .rollup import (
     listed_words,
     misses_backfill,
 )
-from .rows import COLUMNS, Batch, padded
+from .rows import COLUMNS
 
 #: Seconds to wait for a connection (psycopg's least), and for one statement of the writer (a report gets
 #: longer). A batch is written in milliseconds; one that takes seconds is spooled rather than waited for.
@@ -309,19 +309,19 @@ class PostgresDatabase:
     def write(
         self,
         db: psycopg.Connection[Any],
-        batch: Batch,
+        rows: Sequence[tuple[object, ...]],
         *,
         once: bool = False,
         columns: tuple[str, ...] = COLUMNS,
     ) -> int:
-        """BATCH's rows (values of COLUMNS) stored in one transaction: COPY into the staging table, then one
+        """ROWS (values of COLUMNS) stored in one transaction: COPY into the staging table, then one
         INSERT that skips ids already stored — so a batch retried after a lost acknowledgement, or replayed
         from the spool, never counts twice (ONCE is always so here). Returns how many were new."""
         names = ", ".join(columns)
         with self.deadline(db, WRITE_TIMEOUT_MS), db.transaction(), db.cursor() as cursor:
             with cursor.copy(f"COPY incoming ({names}) FROM STDIN") as copy:
-                for row in batch.rows():  # a row of COLUMNS may stop early (rows.ANSWER_WIDTH): its NULLs put back
-                    copy.write_row(padded(row) if columns is COLUMNS else row)
+                for row in rows:
+                    copy.write_row(row)
             cursor.execute(
                 f"INSERT INTO requests ({names}) SELECT {names} FROM incoming ORDER BY id ON CONFLICT (id) DO NOTHING"
             )

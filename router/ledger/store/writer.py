@@ -26,7 +26,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
@@ -34,10 +34,10 @@ from typing import Any, Protocol, TypeVar, cast
 from hybrid_weather.agent.errors import LedgerUnavailable
 from hybrid_weather.agent.llm.models import ModelTable
 
-from ..settings import is_postgres, ledger_scheme_problem, redact
-from .entry import Entry
+from ...settings import is_postgres, ledger_scheme_problem, redact
+from ..entry import LedgerEntry
 from .handoff import Handoff
-from .rows import COLUMNS, Batch, RowFormat, padded
+from .rows import COLUMNS, RowFormat
 from .spool import Spool, spool_path
 
 logger = logging.getLogger("hybrid_weather")
@@ -80,7 +80,7 @@ class Database(Protocol):
     def ping(self) -> None: ...
     def writer(self) -> Any: ...
     def connect(self) -> Any: ...
-    def write(self, db: Any, batch: Batch, *, once: bool = False) -> int: ...
+    def write(self, db: Any, rows: Sequence[tuple[object, ...]], *, once: bool = False) -> int: ...
     def prune(self, db: Any, before: dt.datetime) -> int: ...
     def count(self, db: Any) -> int: ...
     def close(self) -> None: ...
@@ -113,7 +113,6 @@ class _Flush:
 
 
 _STOP = object()
-_NOTHING = Batch.of([])  # the writer's hands when it holds no batch
 
 
 class Ledger:
@@ -170,15 +169,15 @@ class Ledger:
         # whoever formats holds this (uncontended but for an overflow: one acquire a batch).
         self._formatting = threading.Lock()
         self._overflowing = False  # the queue was full: rows go to the overflow until the writer makes room
-        self._overflow: list[Entry] = []  # rows for the spool, written a batch (or COMMIT_INTERVAL) at a time
+        self._overflow: list[LedgerEntry] = []  # rows for the spool, written a batch (or COMMIT_INTERVAL) at a time
         self._overflow_since = 0.0
         self._overflow_lock = threading.Lock()
         self._took_at = time.monotonic()  # when the writer last took rows out of the queue
         self._probe: _Probe | None = None  # the readiness check in flight, if any
         self._probe_lock = threading.Lock()
-        self._queue: Handoff[Entry | _Flush | object] = Handoff(queue_size, batch_size)
+        self._queue: Handoff[LedgerEntry | _Flush | object] = Handoff(queue_size, batch_size)
         self._closed = False
-        self._in_hand = _NOTHING  # the writer's batch: spooled by close() if it hangs
+        self._in_hand: Sequence[tuple[object, ...]] = []  # the writer's rows: spooled by close() if it hangs
         self._replay_due = True  # rows spooled by anyone: tried at start and when the database is back
         self._pruned_at = -PRUNE_INTERVAL  # monotonic time can be small: the first prune runs at once
         self._writer_lock = threading.Lock()
@@ -216,7 +215,7 @@ class Ledger:
         """Rows this process has queued that are not yet stored or spooled."""
         return len(self._queue) + len(self._in_hand)
 
-    def record(self, entry: Entry) -> None:
+    def record(self, entry: LedgerEntry) -> None:
         """Queue ENTRY for writing. Returns at once unless the queue is full; then waits for room while the
         writer is busy, but STUCK_AFTER at most for a stuck one, and overflows to the spool, it and the rows
         after it, until the writer makes room."""
@@ -284,7 +283,7 @@ class Ledger:
             # The batch in the writer's hands too: should its commit still land, the replay skips those
             # rows by id, so nothing is lost and nothing counted twice.
             why = f"the ledger writer did not finish within {timeout:.0f} s"
-            self._spool_rows(self._in_hand.rows(), why)
+            self._spool_rows(self._in_hand, why)
             self._spool(self._drain() + self._take_overflow(), why)
         self.database.close()
         with contextlib.suppress(Exception):  # the interpreter may be shutting down
@@ -334,12 +333,10 @@ class Ledger:
             except Exception as error:  # the writer must outlive any row and any fault
                 logger.warning("ledger writer: %s", error)
                 if self._in_hand:
-                    self._spool_rows(
-                        self._in_hand.rows(), f"rows could not be written ({type(error).__name__}: {error})"
-                    )
+                    self._spool_rows(self._in_hand, f"rows could not be written ({type(error).__name__}: {error})")
                 elif batch:
                     self._spool(batch, f"rows could not be written ({type(error).__name__}: {error})")
-                self._in_hand = _NOTHING
+                self._in_hand = []
                 self._replay_due = True  # what was spooled goes back once the database answers again
                 if isinstance(error, self.database.retryable):
                     pass  # busy (other writers), not away: the next batch tries again at once, same connection
@@ -381,8 +378,8 @@ class Ledger:
             db = self._reach(db)
             self._replay(db)
         except Exception as error:
-            self._spool_rows(self._in_hand.rows(), f"spooled rows could not be written back yet ({error})")
-            self._in_hand = _NOTHING
+            self._spool_rows(self._in_hand, f"spooled rows could not be written back yet ({error})")
+            self._in_hand = []
         return db
 
     @staticmethod
@@ -390,7 +387,7 @@ class Ledger:
         for marker in markers:
             marker.done.set()
 
-    def _next_batch(self) -> tuple[list[Entry], list[_Flush], bool]:
+    def _next_batch(self) -> tuple[list[LedgerEntry], list[_Flush], bool]:
         """Entries until BATCH_SIZE rows, COMMIT_INTERVAL seconds after the first, a flush or the stop."""
         # Rows wait in the spool: an idle writer looks for the database again every AWAY_PAUSE, so they are
         # written back when it answers, not when the next request comes.
@@ -402,16 +399,16 @@ class Ledger:
         # item is entries, with no look at each.
         last = taken[-1] if taken else None
         if last is _STOP:
-            return cast("list[Entry]", taken[:-1]), [], True
+            return cast("list[LedgerEntry]", taken[:-1]), [], True
         if isinstance(last, _Flush):
-            return cast("list[Entry]", taken[:-1]), [last], False
-        return cast("list[Entry]", taken), [], False
+            return cast("list[LedgerEntry]", taken[:-1]), [last], False
+        return cast("list[LedgerEntry]", taken), [], False
 
-    def _commit(self, db: Any, batch: list[Entry]) -> None:
+    def _commit(self, db: Any, batch: list[LedgerEntry]) -> None:
         """BATCH stored, tried COMMIT_ATTEMPTS times; spooled when the database keeps refusing it. A
         connection that breaks raises to the loop, which spools the batch and connects again."""
         with self._formatting:
-            self._in_hand = self._format.batch(batch)
+            self._in_hand = self._format.rows(batch)
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
                 self.database.write(db, self._in_hand)
@@ -422,7 +419,7 @@ class Ledger:
                 time.sleep(COMMIT_PAUSE * attempt)
             else:
                 break
-        self._in_hand = _NOTHING
+        self._in_hand = []
 
     def _look_after(self, db: Any) -> None:
         """Between batches: replay what was spooled, and delete rows older than keep_days (hourly)."""
@@ -447,27 +444,27 @@ class Ledger:
         # In batches, like any other rows: one long transaction would hold the database from the other
         # writers (of other processes) until they spool in turn.
         for start in range(0, len(rows), self.batch_size):
-            self._in_hand = Batch.of(rows[start:])  # what is not stored yet, should this batch fail
-            self.database.write(db, Batch.of(rows[start : start + self.batch_size]), once=True)
-        self._in_hand = _NOTHING
+            self._in_hand = rows[start:]  # what is not stored yet, should this batch fail
+            self.database.write(db, rows[start : start + self.batch_size], once=True)
+        self._in_hand = []
         logger.info("ledger: %d spooled rows replayed into %s", len(taken), self.location)
 
-    def _drain(self) -> list[Entry]:
-        left: list[Entry] = []
+    def _drain(self) -> list[LedgerEntry]:
+        left: list[LedgerEntry] = []
         for item in self._queue.take_all():
             if isinstance(item, _Flush):
                 item.done.set()
             elif item is not _STOP:
-                left.append(cast("Entry", item))
+                left.append(cast("LedgerEntry", item))
         return left
 
-    def _spool(self, entries: list[Entry], why: str) -> None:
+    def _spool(self, entries: list[LedgerEntry], why: str) -> None:
         if entries:
             with self._formatting:
                 rows = self._format.rows(entries)
             self._spool_rows(rows, why)
 
-    def _overflowed(self, entry: Entry) -> None:
+    def _overflowed(self, entry: LedgerEntry) -> None:
         """ENTRY kept for the spool, where the overflow goes once it holds a batch or its first row has
         waited COMMIT_INTERVAL: one write (and fsync) a batch, by the caller that completes it."""
         with self._overflow_lock:
@@ -479,18 +476,18 @@ class Ledger:
             entries, self._overflow = self._overflow, []
         self._spool(entries, f"the ledger writer made no room in {STUCK_AFTER:g} s (is the database answering?)")
 
-    def _take_overflow(self) -> list[Entry]:
+    def _take_overflow(self) -> list[LedgerEntry]:
         if not self._overflow:  # nearly always: no lock taken
             return []
         with self._overflow_lock:
             entries, self._overflow = self._overflow, []
         return entries
 
-    def _spool_rows(self, rows: list[tuple[object, ...]], why: str) -> None:
+    def _spool_rows(self, rows: Sequence[tuple[object, ...]], why: str) -> None:
         if not rows:
             return
         try:
-            self.spool.append(COLUMNS, [padded(row) for row in rows])
+            self.spool.append(COLUMNS, rows)
         except OSError as error:
             logger.error("ledger: %s, and the spool %s cannot be written (%s): %d rows lost", why, self.spool.path,
                          error, len(rows))  # fmt: skip
@@ -543,11 +540,11 @@ class SpoolLedger:
         self._lock = threading.Lock()
         self._noted = False
 
-    def record(self, entry: Entry) -> None:
+    def record(self, entry: LedgerEntry) -> None:
         row = self._format.row(entry)
         with self._lock:
             try:
-                self.spool.append(COLUMNS, [padded(row)])
+                self.spool.append(COLUMNS, [row])
             except OSError as error:
                 if not self._noted:
                     self.problem = f"{self.problem}; the spool {self.spool.path} cannot be written either ({error})"

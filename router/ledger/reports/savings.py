@@ -7,10 +7,10 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any, get_args
 
-from ..understand import Route
-from .baseline import Baseline
-from .recorder import EMPTY
-from .rollup import percentile, read_window
+from ...understand import Route
+from ..baseline import Baseline
+from ..recorder import EMPTY
+from ..store.rollup import percentile, read_window
 
 ROUTES = get_args(Route)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from hybrid_weather.rules import MAX_QUESTION_CHARS
 
-from .rollup import EXAMPLES, MISSED, dialect_of, iso, moment, query, split_window
+from ..store.rollup import EXAMPLES, MISSED, dialect_of, iso, moment, query, split_window
 
 # Shadow disagreements listed at the most.
 _DISAGREEMENTS = 20

@@ -1,0 +1,328 @@
+"""Turn a LedgerEntry into the row that is stored: masked, keyed-hashed, validated, never failing.
+
+Privacy model (docs/ledger.md, "Privacy"): the query is stored with personal data masked (or not at
+all with HYBRID_WEATHER_LEDGER_QUERIES=hash); every other text field is masked too, and in hash mode
+keeps nothing of the question's words. The hash is an HMAC-SHA256 of the masked query under a
+per-installation secret kept beside the ledger (mode 0600), so repeats can be counted but a phone number
+cannot be recovered by hashing guesses.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import hashlib
+import hmac
+import json
+import math
+import os
+import random
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
+
+from hybrid_weather.agent.llm.models import MAX_TOKENS, TOKEN_FIELDS, ModelTable
+from hybrid_weather.rules import MAX_QUESTION_CHARS
+from hybrid_weather.rules.privacy import mask_personal_data
+
+from ..baseline import default_baseline_cost
+from ..entry import LedgerEntry
+
+QUERY_STORAGE = ("masked", "hash")
+#: How many distinct questions, reasons and place lists a formatter keeps formatted: they repeat all day, and
+#: each question is masked (two regex scans) and hashed once rather than once a row.
+_MEMO_SIZE = 4096
+#: A row id's tail counts up from a random start in [0, _ID_TAILS - rows of the batch).
+_ID_TAILS = 1 << 40
+#: The last time (seconds since 1970) a row may have: its date keeps four digits a second later.
+_LAST_TIME = 253_402_300_798.0
+_FIRST_TIME = -62_135_596_800.0  # the first second of the year 1
+# Beyond this a value from an endpoint is not a fact but a fault: no single request costs more than ten
+# dollars (nor uses more than models.MAX_TOKENS tokens).
+MAX_COST_USD = 10.0
+_SECRET_BYTES = 32
+#: Characters read past MAX_QUESTION_CHARS before a stored query is cut: the longest e-mail address (RFC 5321).
+_ADDRESS_ROOM = 254
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Row(NamedTuple):
+    """One stored row of the `requests` table, its values in the table's column order (a tuple, so every
+    database binds it as it is). Written only by RowFormat, from a LedgerEntry."""
+
+    id: str  #: 12 hex digits of milliseconds since 1970, then 10 random ones: sorts by time, unique
+    datetime_utc: str  #: ISO 8601 to the microsecond, +00:00
+    route: str
+    reason: str  #: masked (or without the question's words when queries are hashed)
+    aspect: str | None
+    places: str  #: JSON list of canonical place names
+    provider: str | None
+    cache_hit: int | None
+    stale: int | None
+    cost_usd: float | None
+    baseline_cost_usd: float | None  #: what an all-LLM design would have paid for this request
+    baseline_method: str | None
+    latency_ms: float | None
+    outcome: str
+    query: str | None  #: masked; None when queries are hashed
+    query_hmac: str
+    days: int
+    # What only LLM, shadow, failed or session requests fill:
+    model: str | None = None
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    completion_tokens: int | None = None
+    llm_attempts: int | None = None
+    session_id: str | None = None
+    llm_loops: int | None = None
+    tool_calls: int | None = None
+    tool_failures: int | None = None
+    agreement: int | None = None
+    unknown_words: str | None = None  #: JSON list, masked
+    plain_lookup: int | None = None
+    invalid: str | None = None  #: JSON list of the fields that held a fault and were stored as NULL
+
+
+#: The stored columns, in order; the table has more (query_sha256 of old rows) that are no longer written.
+COLUMNS: tuple[str, ...] = Row._fields
+
+
+class RowFormat:
+    """Formats rows for one ledger: masked, keyed-hashed, validated, never failing. Only one thread at a time
+    calls rows() (the writer's, or a caller holding the ledger's formatting lock)."""
+
+    def __init__(self, *, models: ModelTable, model: str, store_queries: str, secret: bytes) -> None:
+        if store_queries not in QUERY_STORAGE:
+            raise ValueError(f"store_queries must be one of {QUERY_STORAGE}")
+        self.models, self.model, self.store_queries = models, model, store_queries
+        self._default_method = f"default:{model}"  # the baseline_method of every rule row
+        self._secret = secret
+        # Questions, reasons and place lists repeat all day: each is masked (two regex scans), hashed and
+        # turned to JSON once, in bounded caches of this formatter (functools' is in C: a look-up costs a
+        # row next to nothing under the interpreter lock every request thread waits for).
+        self._query = _bounded(self._mask_and_hash)
+        self._reason = _bounded(self._stored_reason)
+        self._places_json = _bounded(_json_list)
+        # The random part of row ids: a random start a batch, counted up row by row, so no two rows of one
+        # batch share an id (a repeated id is a row the replay skips). Not random's global generator: a
+        # program that seeds it (random.seed(42), as tests do) would make ids repeat. A generator of our own,
+        # seeded from os.urandom, again in a forked child.
+        self._random, self._random_pid = random.Random(), os.getpid()
+
+    @property
+    def secret(self) -> bytes:
+        """The HMAC key; a PostgreSQL ledger reached late replaces a local one (and the hashes with it)."""
+        return self._secret
+
+    @secret.setter
+    def secret(self, secret: bytes) -> None:
+        self._secret = secret
+        self._query.cache_clear()  # it holds the questions' HMACs under the old key
+
+    def rows(self, entries: list[LedgerEntry]) -> list[Row]:
+        """The stored row of each of ENTRIES, their ids counting up from one random start."""
+        if os.getpid() != self._random_pid:  # a forked child: its own sequence of ids, not its parent's
+            self._random, self._random_pid = random.Random(), os.getpid()
+        first = self._random.randrange(_ID_TAILS - len(entries))
+        return [self._row(entry, tail) for tail, entry in enumerate(entries, first)]
+
+    def row(self, entry: LedgerEntry) -> Row:
+        """The stored row of ENTRY."""
+        return self.rows([entry])[0]
+
+    def _row(self, e: LedgerEntry, id_tail: int) -> Row:
+        """E's row, its id ending in ID_TAIL."""
+        invalid: list[str] = []
+        masked, query_hmac, repaired = self._query(_text(e.query))
+        if repaired:
+            invalid.append("query:repaired")
+        hashed = self.store_queries == "hash"
+        reason, repaired = self._reason(_text(e.reason))
+        if repaired:
+            invalid.append("reason:repaired")
+        cost = _money(e.cost_usd, invalid, "cost_usd")
+        prompt_tokens = cached_tokens = completion_tokens = None
+        if e.usage is not None:  # rule answers have no tokens to check
+            flagged = len(invalid)
+            prompt_tokens, cached_tokens, completion_tokens = _usage(e.usage, invalid)
+            if len(invalid) > flagged and cost is not None:
+                # A price times counts that are faults is no cost: unknown, not the figure it made.
+                cost = None
+                invalid.append("cost_usd")
+        baseline, method = self._baseline(e, cost)
+        words = None
+        if e.unknown_words and not hashed:
+            words = json.dumps([mask_personal_data(_safe_text(w, invalid, "unknown_words")) for w in e.unknown_words],
+                               ensure_ascii=False)  # fmt: skip
+        # Not a time (NaN) or none a date can say (a clock set past the year 9999): stored as 1970's first second.
+        started = e.started_at if _FIRST_TIME <= e.started_at < _LAST_TIME else 0.0
+        return Row(
+            id=_row_id(int(started * 1000), id_tail),
+            datetime_utc=dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(timespec="microseconds"),
+            route=e.route,
+            reason=reason,
+            aspect=e.aspect,
+            places=self._places_json(_names(e.places)),
+            provider=e.provider,
+            cache_hit=_flag(e.cache_hit),
+            stale=_flag(e.stale),
+            cost_usd=cost,
+            baseline_cost_usd=baseline,
+            baseline_method=method,
+            latency_ms=e.latency_ms if 0.0 <= e.latency_ms < math.inf else None,  # as measured: a NaN is not
+            outcome=e.outcome,
+            query=None if hashed else masked,
+            query_hmac=query_hmac,
+            days=e.days,
+            model=e.model,
+            prompt_tokens=prompt_tokens,
+            cached_tokens=cached_tokens,
+            completion_tokens=completion_tokens,
+            llm_attempts=_tokens(e.llm_attempts, invalid, "llm_attempts"),
+            session_id=None if e.session_id is None else _safe_text(e.session_id, invalid, "session_id"),
+            llm_loops=e.llm_loops,
+            tool_calls=e.tool_calls,
+            tool_failures=e.tool_failures,
+            agreement=_flag(e.agreement),
+            unknown_words=words,
+            plain_lookup=_flag(e.plain_lookup),
+            invalid=json.dumps(invalid) if invalid else None,  # last: the fields before it may add to it
+        )
+
+    def _baseline(self, e: LedgerEntry, cost: float | None) -> tuple[float | None, str | None]:
+        """What an all-LLM design would have paid for E, and how that was worked out."""
+        if e.outcome != "ok":
+            return None, None  # a failed or empty request saved nothing and cost nothing
+        if e.route == "llm":
+            return cost, "actual"  # an all-LLM design pays the same for these
+        if e.route == "shadow":
+            return None, None  # extra spend to measure the baseline, not a request
+        return default_baseline_cost(self.models, self.model, len(e.places)), self._default_method
+
+    def _mask_and_hash(self, query: str) -> tuple[str, str, bool]:
+        repaired: list[str] = []
+        # Cut as ask() refuses past it, for a row that came another way (a program's own entry, a
+        # pass-through); masked with room past the cut, so an address across it is masked whole first.
+        kept = query[: MAX_QUESTION_CHARS + _ADDRESS_ROOM]
+        masked = mask_personal_data(_safe_text(kept, repaired, "query"))[:MAX_QUESTION_CHARS]
+        digest = hmac.new(self._secret, masked.encode("utf-8"), hashlib.sha256).hexdigest()
+        return masked, digest, bool(repaired)
+
+    def _stored_reason(self, reason: str) -> tuple[str, bool]:
+        if self.store_queries == "hash":
+            return _without_words(reason), False
+        repaired: list[str] = []
+        return mask_personal_data(_safe_text(reason, repaired, "reason")), bool(repaired)
+
+
+def _bounded(make: Callable[[K], V]) -> functools._lru_cache_wrapper[V]:
+    """MAKE, remembering its last _MEMO_SIZE answers."""
+    return functools.lru_cache(maxsize=_MEMO_SIZE)(make)
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else f"{value}"  # a key the cache can hold, whatever came
+
+
+def _names(places: object) -> tuple[str, ...]:
+    """PLACES as a tuple of names (a program's own entry may hold a list)."""
+    if type(places) is tuple:
+        return places
+    try:
+        return tuple(f"{place}" for place in places)  # type: ignore[attr-defined]
+    except TypeError:  # not a list of places at all: stored as none
+        return ()
+
+
+def _json_list(names: tuple[str, ...]) -> str:
+    return json.dumps(list(names), ensure_ascii=False)
+
+
+def _row_id(milliseconds: int, random_bits: int) -> str:
+    """12 hex digits of MILLISECONDS since 1970, then 10 of 40 RANDOM_BITS: ids that sort by time and are
+    unique across processes."""
+    return f"{milliseconds:012x}{random_bits:010x}"
+
+
+def load_secret(path: Path | None) -> bytes:
+    """The installation's hashing secret in PATH (created on first use, mode 0600); a fresh one for None."""
+    if path is None:
+        return secrets.token_bytes(_SECRET_BYTES)
+    try:
+        return bytes.fromhex(path.read_text("ascii").strip())
+    except FileNotFoundError:
+        pass
+    secret = secrets.token_bytes(_SECRET_BYTES)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process made it first: use theirs
+        return bytes.fromhex(path.read_text("ascii").strip())
+    with os.fdopen(fd, "w", encoding="ascii") as file:
+        file.write(secret.hex())
+    return secret
+
+
+def _safe_text(value: object, invalid: list[str], field: str) -> str:
+    """VALUE as text every backend stores: a lone surrogate (from undecodable CLI bytes) or a NUL (which
+    PostgreSQL's text refuses) becomes U+FFFD."""
+    text = value if isinstance(value, str) else f"{value}"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        invalid.append(f"{field}:repaired")
+        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF or ch == "\x00" else ch for ch in text)
+    if "\x00" in text:
+        invalid.append(f"{field}:repaired")
+        return text.replace("\x00", "\ufffd")
+    return text
+
+
+def _money(value: float | None, invalid: list[str], field: str) -> float | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not (0 <= value <= MAX_COST_USD)
+    ):
+        invalid.append(field)
+        return None
+    return float(value)
+
+
+def _usage(usage: Any, invalid: list[str]) -> tuple[int | None, int | None, int | None]:
+    """USAGE's prompt, cached and completion tokens as stored: NULL, and named in INVALID, for a count no
+    call can have — one the endpoint sent (Usage.invalid) or one a caller made (negative, not whole, past
+    MAX_TOKENS, more cached than prompt tokens)."""
+    said = getattr(usage, "invalid", ())
+    counts = [None if field in said else _tokens(getattr(usage, field, None), invalid, field) for field in TOKEN_FIELDS]
+    invalid.extend(field for field in TOKEN_FIELDS if field in said)
+    prompt, cached, completion = counts
+    if prompt is not None and cached is not None and cached > prompt:
+        invalid.append("cached_tokens")
+        cached = None
+    return prompt, cached, completion
+
+
+def _tokens(value: int | None, invalid: list[str], field: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        invalid.append(field)
+        return None
+    return value
+
+
+def _without_words(reason: str) -> str:
+    """REASON with nothing of the question's own words (hash mode): 'unrecognised: 遛狗' → 'unrecognised'."""
+    if reason.startswith("rule:"):
+        return reason.split("; sound-alike:")[0]
+    head, separator, _ = reason.rpartition(": ")
+    return head if separator else reason
+
+
+def _flag(value: bool | None) -> int | None:
+    return None if value is None else int(value)
