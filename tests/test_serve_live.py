@@ -341,13 +341,16 @@ def test_the_drop_in_passes_temperature_and_max_tokens_within_bounds(tmp_path, l
     with serving(tmp_path, llm_server) as server:
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
         question = [{"role": "user", "content": "北京明天适合出游吗"}]
-        llm_server.then(answer("适合。"), answer("适合。"))
+        llm_server.then(answer("适合。"), answer("适合。"), answer("适合。"))
         client.chat.completions.create(model="gpt-4o-mini", messages=question, temperature=0.3, max_tokens=120)
         assert (llm_server.requests[-1]["temperature"], llm_server.requests[-1]["max_tokens"]) == (0.3, 120)
         client.chat.completions.create(model="gpt-4o-mini", messages=question, max_completion_tokens=90)
         assert llm_server.requests[-1]["max_tokens"] == 90 and "temperature" not in llm_server.requests[-1]
-        for wrong in ({"temperature": 2.5}, {"max_tokens": 0}, {"max_completion_tokens": 10**6}):
+        # 64.0 is a whole number as JSON (and JSON Schema's integer) means it: sent on as 64.
+        client.chat.completions.create(model="gpt-4o-mini", messages=question, max_tokens=64.0)  # type: ignore[arg-type]
+        assert repr(llm_server.requests[-1]["max_tokens"]) == "64"
+        for wrong in ({"temperature": 2.5}, {"max_tokens": 0}, {"max_tokens": 1.5}, {"max_completion_tokens": 10**6}):
             with pytest.raises(openai.UnprocessableEntityError) as refused:
                 client.chat.completions.create(model="gpt-4o-mini", messages=question, **wrong)
             assert next(iter(wrong)) in refused.value.message
-        assert len(llm_server.requests) == 2
+        assert len(llm_server.requests) == 3

@@ -44,9 +44,14 @@ def sampling_problem(field: str, value: Any) -> str | None:
         low, high = TEMPERATURE_RANGE
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
             return f"temperature must be a number from {low:g} to {high:g}"
-    elif isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPLY_TOKENS:
+    elif not _whole(value) or not 1 <= value <= MAX_REPLY_TOKENS:
         return f"max_tokens must be a whole number from 1 to {MAX_REPLY_TOKENS:,}"
     return None
+
+
+def _whole(value: Any) -> bool:
+    """Whether VALUE is a whole number as JSON means it: 300 or 300.0 (JSON Schema's integer), not true."""
+    return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float) and value.is_integer())
 
 
 #: Token counts above this are not counts but faults (a request is capped at thousands).

@@ -142,7 +142,7 @@ def requested_sampling(body: dict[str, Any]) -> dict[str, Any] | None:
             continue
         if problem := sampling_problem(field, value):
             raise invalid(problem.replace("max_tokens", name, 1), f"invalid_{name}")
-        sampling[field] = value
+        sampling[field] = int(value) if field == "max_tokens" else value  # 300.0 is JSON's 300
     return sampling or None
 
 
