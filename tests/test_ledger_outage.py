@@ -61,6 +61,8 @@ def test_rows_spooled_in_an_outage_are_written_back_by_close_once_the_database_i
 
 
 def test_a_database_that_goes_silent_does_not_stall_the_service_and_loses_no_row(pg_url):  # noqa: F811
+    """About 10 s by design: the silence must outlast every wait it tests (the writer's 2.5 s deadline and
+    one more connection attempt), and the rows it spooled are then written back."""
     from starlette.testclient import TestClient
 
     from hybrid_weather.router import HybridRouter, Settings
