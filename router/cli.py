@@ -452,7 +452,7 @@ def chat(provider: str | None, today: dt.date | None, as_json: bool, no_emoji: b
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @click.option(
     "--by",
-    type=click.Choice(["day", "route", "aspect", "model"]),
+    type=click.Choice(["day", "route", "aspect", "model", "overlay"]),
     default="day",
     show_default=True,
     help="How to group the table and chart.",
@@ -510,7 +510,11 @@ def misses(days: int, as_json: bool) -> None:
               help="Seconds in-flight requests get to finish at shutdown (SIGTERM, Ctrl-C).")  # fmt: skip
 @click.option("--certfile", type=click.Path(dir_okay=False), help="Serve HTTPS: the certificate chain (PEM).")
 @click.option("--keyfile", type=click.Path(dir_okay=False), help="Serve HTTPS: the certificate's private key (PEM).")
-def serve(host: str, port: int, workers: int, grace: int, certfile: str | None, keyfile: str | None) -> None:
+@click.option("--canary", metavar="SHARE",
+              help="Share of sessions for the newest overlay version: 0.1 or 10% (HYBRID_WEATHER_CANARY).")  # fmt: skip
+def serve(
+    host: str, port: int, workers: int, grace: int, certfile: str | None, keyfile: str | None, canary: str | None
+) -> None:
     """Serve the router over HTTP, with an OpenAI-compatible endpoint (README: "Serving over HTTP").
 
     \b
@@ -530,6 +534,11 @@ def serve(host: str, port: int, workers: int, grace: int, certfile: str | None, 
     # leaves some), and grow without end under load.
     gc.enable()
     with _errors_as_exit_codes():
+        if canary is not None:  # every worker process reads it from the environment, as the variable
+            from .settings import canary_share
+
+            canary_share(canary, "--canary")
+            os.environ["HYBRID_WEATHER_CANARY"] = canary
         # Metrics of every worker, summed: prometheus_client's multiprocess mode keeps them in files here. It
         # picks that mode when it is first imported, so the folder is named before anything imports it (the
         # serve package does): named after, one worker counted in memory and /metrics read the empty folder.
@@ -853,3 +862,140 @@ def _stdin_lines() -> Iterator[str]:
     while line := _read_stdin(sys.stdin.readline):
         number += 1
         yield _check_utf8(line.rstrip("\r\n"), f"line {number} of standard input")
+
+
+@cli.group()
+def teach() -> None:
+    """Teach the router this installation's own words (kept in $HYBRID_WEATHER_HOME/overlay/).
+
+    \b
+        hybrid-weather teach alias 总部 深圳市南山区
+        hybrid-weather teach inert 鲲鹏小助手
+        hybrid-weather teach date 大后儿 大后天
+        hybrid-weather teach llm 报价
+        hybrid-weather teach list
+        hybrid-weather teach remove 总部
+        hybrid-weather teach use 3
+
+    Each change is checked, written as a new numbered version and says what it changes; `serve` reads it
+    at its next question. `teach use N` goes back to any earlier version.
+    """
+
+
+def _teach_command(kind: str, with_target: bool, help_text: str) -> None:
+    def command(word: str, target: str = "") -> None:
+        from .learn import teach as teach_entry
+
+        with _errors_as_exit_codes(), HybridRouter() as router:
+            click.echo(teach_entry(router, kind, word, target).summary())
+
+    params: list[click.Parameter] = [click.Argument(["word"])]
+    if with_target:
+        params.append(click.Argument(["target"]))
+    teach.add_command(click.Command(kind, callback=command, params=params, help=help_text))
+
+
+_teach_command("alias", True, "WORD is the place TARGET (one the rules read as a place): teach alias 总部 深圳市南山区")
+_teach_command("inert", False, "WORD says nothing about the weather (an assistant's name): teach inert 鲲鹏小助手")
+_teach_command("date", True, "WORD is the date TARGET (one the rules read as a date): teach date 大后儿 大后天")
+_teach_command("llm", False, "Questions holding WORD always go to the LLM: teach llm 报价")
+
+
+@teach.command("list")
+@click.option("--all", "every", is_flag=True, help="List every version kept, not only the active one.")
+def teach_list(every: bool) -> None:
+    """Show the overlay in use (and with --all, every version kept)."""
+    from .learn.teach import store_of
+
+    with _errors_as_exit_codes(), HybridRouter() as router:
+        store = store_of(router)
+        active = store.active()
+        if active is None:
+            click.echo(f"No overlay yet in {store.folder}: the built-in rules alone read questions.")
+            return
+        if every:
+            for version in store.versions():
+                overlay = store.load(version)
+                mark = "*" if version == active.version else " "
+                click.echo(f"{mark} v{version}: {len(overlay.entries)} entries — {overlay.note}")
+            return
+        click.echo(f"overlay v{active.version} ({store.folder}):")
+        for entry in active.entries:
+            click.echo(f"  {entry.line()}")
+
+
+@teach.command("remove")
+@click.argument("word")
+def teach_remove(word: str) -> None:
+    """Take WORD out of the overlay (a new version without it)."""
+    from .learn import teach_remove as remove
+
+    with _errors_as_exit_codes(), HybridRouter() as router:
+        click.echo(remove(router, word).summary())
+
+
+@teach.command("use")
+@click.argument("version", type=click.IntRange(1))
+def teach_use(version: int) -> None:
+    """Make VERSION the overlay in use (a rollback, or forward again)."""
+    from .learn import teach_use as use
+
+    with _errors_as_exit_codes(), HybridRouter() as router:
+        overlay = use(router, version)
+        click.echo(f"overlay v{overlay.version} in use: {len(overlay.entries)} entries")
+
+
+@cli.command()
+@click.option("--days", type=click.IntRange(1, 3650), default=30, show_default=True, help="How many days back to look.")
+@click.option("--json", "as_json", is_flag=True, help="Print the proposals as one JSON object.")
+@click.option("--apply", "apply_", is_flag=True, help="Write the accepted proposals as a new overlay version.")
+@click.option("--undo", is_flag=True, help="Go back to the overlay version before the active one.")
+def learn(days: int, as_json: bool, apply_: bool, undo: bool) -> None:
+    """Propose overlay entries from the LLM's own answers to questions the rules missed.
+
+    For each LLM question that was a plain lookup (weather tools only, one place, one date), learn tries
+    reading the words that sent it to the LLM as nothing (inert) or as the place the model looked up
+    (alias); a proposal is accepted only when at least two questions support it, none contradicts it, it
+    turns no other LLM question into a rule answer and the word does not change what is asked.
+
+    \b
+        hybrid-weather learn --days 30
+        hybrid-weather learn --apply
+        hybrid-weather learn --undo
+    """
+    from .learn import apply_proposals, teach_use
+    from .learn import learn as propose
+    from .learn.teach import store_of
+
+    with _errors_as_exit_codes(), HybridRouter() as router:
+        if undo:
+            active = store_of(router).active()
+            if active is None or active.parent is None:
+                raise ConfigurationError("there is no earlier overlay version to go back to")
+            teach_use(router, active.parent)
+            click.echo(f"overlay v{active.parent} in use again (v{active.version} is kept: teach use {active.version})")
+            return
+        if router.ledger is None:
+            raise ConfigurationError("the ledger is off (HYBRID_WEATHER_LEDGER=off): there is nothing to learn from")
+        proposals = propose(router, days)
+        written = apply_proposals(router, proposals) if apply_ else None
+        if as_json:
+            click.echo(json.dumps({"days": days, "proposals": [p.to_json() for p in proposals],
+                                   "applied": written.version if written else None}, ensure_ascii=False))  # fmt: skip
+            return
+        if not proposals:
+            click.echo(
+                f"Nothing to learn from the last {days} days: no plain lookup the LLM answered has a word to teach."
+            )
+            return
+        for proposal in proposals:
+            entry = proposal.entry
+            head = f"{'✓' if proposal.accepted else '✗'} {entry.describe()}"
+            evidence = f"{proposal.questions} questions, {proposal.requests} requests, ${proposal.saved_usd:.4f}"
+            click.echo(f"{head}: {evidence}" + (f" — rejected: {proposal.rejected}" if proposal.rejected else ""))
+        if written:
+            click.echo(f"overlay v{written.version} written and in use (learn --undo goes back)")
+        elif apply_:
+            click.echo("nothing accepted: the overlay is unchanged")
+        else:
+            click.echo("learn --apply writes the accepted ones")

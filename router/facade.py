@@ -46,6 +46,7 @@ from .parts import DEFAULT_DEADLINE, Parts
 from .session import Session
 from .settings import Settings, check_provider
 from .understand import Decision
+from .understand.overlay import read_through
 
 if TYPE_CHECKING:  # the LLM loop and the ledger (sqlite3) load when first used
     from hybrid_weather.agent.llm import LLMAgent
@@ -235,9 +236,20 @@ class HybridRouter:
     def _route(
         self, text: str, today: dt.date, session: Session | None, found: dict[str, PlaceMatch] | None = None
     ) -> Decision:
+        return self._read(text, today, session, found)[0]
+
+    def _read(
+        self, text: str, today: dt.date, session: Session | None, found: dict[str, PlaceMatch] | None = None
+    ) -> tuple[Decision, int | None]:
+        """The Decision on TEXT, read through the installation's overlay (teach, learn) where one of its words
+        is in it; and the overlay version read through (None: this installation has none)."""
+        text = text if isinstance(text, str) else str(text)
         context = session.last if isinstance(session, Session) else None
         recent = list(session.recent_places) if isinstance(session, Session) else None
-        return self.parts.parser.parse(text if isinstance(text, str) else str(text), today, context, recent, found)
+        overlay = self.parts.overlays.choose(session.id if isinstance(session, Session) else text)
+        parse = self.parts.parser.parse
+        decision = read_through(overlay, text, lambda said: parse(said, today, context, recent, found))
+        return decision, None if overlay is None else overlay.version
 
     def known_model(self, model: str) -> bool:
         """Whether MODEL is one this router can answer with: the configured one or one of the price table."""
@@ -271,8 +283,8 @@ class HybridRouter:
             if problem := sampling_problem(field, value):
                 raise ConfigurationError(f"sampling: {problem}")
         today = today or today_in_china()
-        decision = self._route(text, today, session)
-        return _Request(text, today, session, decision, arrived, started, deadline, model, sampling)
+        decision, overlay = self._read(text, today, session)
+        return _Request(text, today, session, decision, arrived, started, deadline, model, sampling, overlay)
 
     def _locate(self, request: _Request) -> Decision:
         """For a place the gazetteer lacks, ask the provider's geocoder and, if it finds one, read again."""
@@ -335,7 +347,8 @@ class HybridRouter:
             session.remember(request.text, answer.text, answer.decision)
         recorder = self.parts.recorder
         if recorder is not None:
-            recorder.answered(request.text, answer, request.arrived, session.id if session is not None else None)
+            recorder.answered(request.text, answer, request.arrived, session.id if session is not None else None,
+                              request.overlay)  # fmt: skip
         return answer
 
     @contextlib.contextmanager
@@ -359,6 +372,7 @@ class HybridRouter:
                     provider=self.weather.provider.name if decision.route == "rule" else None,
                     model=model if decision.route == "llm" else None,
                     session_id=request.session.id if request.session is not None else None,
+                    overlay=request.overlay,
                 )
             raise
 
@@ -382,6 +396,7 @@ class _Request:
     deadline: float  #: time.monotonic() by which the answer must be in: the call's start + HybridRouter.deadline
     model: str | None = None  #: the model the caller named, if any (else the configured one)
     sampling: dict[str, Any] | None = None  #: the caller's temperature and max_tokens, if any
+    overlay: int | None = None  #: the overlay version the question was read through (None: no overlay)
 
 
 def _checked_tools(tools: Sequence[Any]) -> tuple[Any, ...]:

@@ -22,8 +22,9 @@ from hybrid_weather.rules import Reader, today_in_china
 
 from ._lazy import built, lazy_part
 from .answer import RuleAnswerer
-from .settings import Settings
+from .settings import Settings, overlay_folder
 from .understand import QueryParser
+from .understand.overlay import Overlays, OverlayStore
 
 if TYPE_CHECKING:  # the LLM loop, the ledger (sqlite3) and shadow runs load when first used
     from hybrid_weather.agent.llm import LLMAgent
@@ -84,6 +85,12 @@ class Parts:
     def parser(self) -> QueryParser:
         provider = PROVIDER_CLASSES[self.provider_name]
         return QueryParser(Reader(), provider.horizon, provider.label)
+
+    @lazy_part
+    def overlays(self) -> Overlays:
+        """The installation's overlay (teach, learn) in $HYBRID_WEATHER_HOME/overlay/, read again when it
+        changes; a canary share from HYBRID_WEATHER_CANARY."""
+        return Overlays(OverlayStore(overlay_folder(self.settings)), canary=self.settings.canary)
 
     @lazy_part
     def weather(self) -> WeatherService:

@@ -81,6 +81,9 @@ class Settings:
     model_keys: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     #: Web origins whose pages may call `serve` from a browser (CORS); none unless the operator names them.
     cors_origins: tuple[str, ...] = ()
+    #: The share of sessions (0 to 1) the newest overlay version answers while the rest keep the one it was
+    #: made from (teach, learn); None: the active version answers every question.
+    canary: float | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -146,6 +149,7 @@ class Settings:
             header_timeout=_seconds(env, "HYBRID_WEATHER_HEADER_TIMEOUT", DEFAULT_HEADER_TIMEOUT),
             body_timeout=_seconds(env, "HYBRID_WEATHER_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT),
             cors_origins=_origins(env, "HYBRID_WEATHER_CORS_ORIGINS"),
+            canary=canary_share(env.get("HYBRID_WEATHER_CANARY"), "HYBRID_WEATHER_CANARY"),
             model_keys=tuple(
                 sorted((name, value) for name, value in env.items() if name.endswith("_API_KEY") and value)
             ),
@@ -196,6 +200,11 @@ class Settings:
         return Path(click.get_app_dir("hybrid-weather"))
 
 
+def overlay_folder(settings: Settings) -> Path:
+    """Where the overlay's versions are kept (teach, learn)."""
+    return settings.home_dir() / "overlay"
+
+
 def check_provider(name: str, where: str = "--provider") -> None:
     if name not in PROVIDERS:
         raise ConfigurationError(f"unknown weather provider {name!r} in {where}; choose one of: {', '.join(PROVIDERS)}")
@@ -222,6 +231,20 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         value = -1.0
     if not 0 < value <= 86_400:
         raise ConfigurationError(f"{name}={text!r}: use a number of seconds above 0, e.g. {default:g}")
+    return value
+
+
+def canary_share(text: str | None, name: str) -> float | None:
+    """The canary share in TEXT (0 to 1, or a percentage: 0.1, 10%), None when unset; an error naming NAME."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise ConfigurationError(f"{name}={text!r}: give the share of sessions for the newest overlay, e.g. 0.1 or 10%")
     return value
 
 

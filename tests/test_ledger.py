@@ -270,6 +270,7 @@ def test_a_ledger_from_an_older_schema_migrates(tmp_path):
                 "m005_privacy",
                 "m006_rollup",
                 "m007_misses_rollup",
+                "m008_learning",
             ]
         )
         # The row stored before the rollup existed is in it once, beside the one written after.

@@ -34,3 +34,5 @@ class LedgerEntry(NamedTuple):
     agreement: bool | None = None  #: shadow rows: did the LLM agree with the rule answer
     unknown_words: tuple[str, ...] = ()  #: llm rows: the words that sent the question there
     plain_lookup: bool | None = None  #: llm rows: answered with weather lookups only, one place, one day set
+    lookup_date: str | None = None  #: plain lookups: the date the weather tools were called with (明天)
+    overlay_version: int | None = None  #: the overlay version the question was read through (None: none)

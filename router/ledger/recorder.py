@@ -31,8 +31,10 @@ class Recorder:
     def __init__(self, ledger: RowSink) -> None:
         self.ledger = ledger
 
-    def answered(self, query: str, answer: Answer, arrived: float, session_id: str | None = None) -> None:
-        """ANSWER's row: QUERY arrived at ARRIVED (time.time()), in session SESSION_ID."""
+    def answered(
+        self, query: str, answer: Answer, arrived: float, session_id: str | None = None, overlay: int | None = None
+    ) -> None:
+        """ANSWER's row: QUERY arrived at ARRIVED (time.time()), in session SESSION_ID, read through OVERLAY."""
         decision, result = answer.decision, answer.llm
         entry = LedgerEntry(
             started_at=arrived,
@@ -51,6 +53,7 @@ class Recorder:
             outcome=EMPTY if decision.is_empty else "ok",
             session_id=session_id,
             unknown_words=decision.unknown_words,
+            overlay_version=overlay,
         )
         self.ledger.record(entry if result is None else _with_llm(entry, result, decision.open_ended))
 
@@ -65,6 +68,7 @@ class Recorder:
         provider: str | None,
         model: str | None,
         session_id: str | None,
+        overlay: int | None = None,
     ) -> None:
         self.ledger.record(
             LedgerEntry(
@@ -84,6 +88,7 @@ class Recorder:
                 # The LLM's attempts before it gave up (3 for a server that failed three times).
                 llm_attempts=getattr(error, "attempts", None) or None,
                 unknown_words=decision.unknown_words,
+                overlay_version=overlay,
             )
         )
 
@@ -158,26 +163,34 @@ def _with_llm(entry: LedgerEntry, result: AgentResult | None, open_ended: bool) 
     `misses` is what the rules could have answered, not what they leave to the LLM on purpose."""
     if result is None:
         return entry
+    looked_up = None if open_ended else plain_lookup_date(result)
     return entry._replace(
         usage=result.usage, llm_attempts=result.attempts, llm_loops=len(result.loops), tool_calls=result.tool_calls,
-        tool_failures=result.tool_failures, plain_lookup=not open_ended and is_plain_lookup(result),
+        tool_failures=result.tool_failures, plain_lookup=looked_up is not None, lookup_date=looked_up,
     )  # fmt: skip
 
 
 def is_plain_lookup(result: AgentResult) -> bool:
     """Whether the LLM answered with weather-tool calls only, about one place and one set of days: what a
     rule answer could have done had the router understood the question."""
+    return plain_lookup_date(result) is not None
+
+
+def plain_lookup_date(result: AgentResult) -> str | None:
+    """The date the weather tools were called with (明天, 2026-12-05) when RESULT is a plain lookup, else
+    None: what `learn` holds a rule's reading of the question to."""
     from hybrid_weather.agent.llm import WEATHER_TOOL_NAMES
 
     calls = [call for loop in result.loops for call in loop.tools]
     dates = {_date_argument(call.arguments) for call in calls}
-    return (
+    plain = (
         result.stopped == "answer"
         and bool(calls)
         and all(call.name in WEATHER_TOOL_NAMES and call.ok for call in calls)
         and len(set(result.places)) == 1
         and len(dates) == 1
     )
+    return dates.pop() if plain else None
 
 
 def _date_argument(arguments: str) -> str:

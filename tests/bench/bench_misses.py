@@ -92,7 +92,7 @@ def main() -> None:
     rows = args.rows or default_rows
 
     from hybrid_weather.router.ledger import Ledger, misses_report
-    from hybrid_weather.router.ledger.rollup import dialect_of, moment, query
+    from hybrid_weather.router.ledger.store.rollup import dialect_of, moment, query
 
     location, db = _sqlite(args, rows) if args.backend == "sqlite" else _postgres(args, rows)
     Ledger(location).close()  # the schema, migrations and triggers, as any process makes them

@@ -10,7 +10,7 @@ from typing import Any, get_args
 from ...understand import Route
 from ..baseline import Baseline
 from ..recorder import EMPTY
-from ..store.rollup import percentile, read_window
+from ..store.rollup import moment, percentile, query, read_window
 
 ROUTES = get_args(Route)
 
@@ -93,7 +93,9 @@ def savings_report(db: Any, days: int, *, now: dt.datetime | None = None, by: st
             "judged": judged,
         },
         "timeline": {day: timeline[day] for day in sorted(timeline)},  # requests per day (UTC) and route
-        "groups": {
+        "groups": _overlay_groups(db, now - dt.timedelta(days=days))
+        if by == "overlay"
+        else {
             "by": by or "day",
             "rows": {
                 # Rounded like the totals: sums of doubles in another order differ past the 15th digit.
@@ -107,6 +109,35 @@ def savings_report(db: Any, days: int, *, now: dt.datetime | None = None, by: st
             },
         },
     }
+
+
+def _overlay_groups(db: Any, since: dt.datetime) -> dict[str, Any]:
+    """The window's requests by the overlay version they were read through (teach, learn; a canary runs
+    two): how many, what they cost against the all-LLM baseline, the share the rules answered, how many
+    failed, and how often shadow runs agreed. Read from the rows themselves: the rollup has no version."""
+    rows = query(
+        db,
+        "SELECT overlay_version, sum(CASE WHEN route = 'shadow' THEN 0 ELSE 1 END), "
+        "sum(CASE WHEN route = 'rule' THEN 1 ELSE 0 END), "
+        f"sum(CASE WHEN route <> 'shadow' AND outcome NOT IN ('ok', '{EMPTY}') THEN 1 ELSE 0 END), "
+        "sum(coalesce(cost_usd, 0)), sum(coalesce(baseline_cost_usd, 0)), "
+        "sum(CASE WHEN agreement IS NULL THEN 0 ELSE 1 END), sum(CASE WHEN agreement THEN 1 ELSE 0 END) "
+        "FROM requests WHERE datetime_utc >= ? GROUP BY 1",
+        (moment(db, since),),
+    )
+    groups = {}
+    for version, requests, rules, failed, actual, baseline, judged, agreed in rows:
+        requests, judged = int(requests or 0), int(judged or 0)
+        groups["none" if version is None else f"v{version}"] = {
+            "requests": requests,
+            "actual_cost_usd": round(float(actual or 0), 8),
+            "baseline_cost_usd": round(float(baseline or 0), 8),
+            "saved_usd": round(float(baseline or 0) - float(actual or 0), 8),
+            "rule_share": round(int(rules or 0) / requests, 4) if requests else None,
+            "failed": int(failed or 0),
+            "shadow_agreement_rate": round(int(agreed or 0) / judged, 4) if judged else None,
+        }
+    return {"by": "overlay", "rows": dict(sorted(groups.items()))}
 
 
 def _group_key(g: dict[str, Any], by: str) -> str:

@@ -177,6 +177,13 @@ def m007_misses_rollup(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def m008_learning(db: sqlite3.Connection) -> None:
+    # What `learn` reads and `savings --by overlay` compares: the date a plain lookup's weather tools were
+    # called with (its places are in `places`), and the overlay version each question was read through.
+    db.execute("ALTER TABLE requests ADD COLUMN lookup_date TEXT")
+    db.execute("ALTER TABLE requests ADD COLUMN overlay_version INTEGER")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_requests,
     m002_agent_health,
@@ -185,6 +192,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m005_privacy,
     m006_rollup,
     m007_misses_rollup,
+    m008_learning,
 ]
 
 

@@ -164,6 +164,7 @@ POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     )),
     ("m006_rollup", _rollup_statements()),
     ("m007_misses_rollup", _misses_statements()),
+    ("m008_learning", ("ALTER TABLE requests ADD COLUMN lookup_date text, ADD COLUMN overlay_version integer",)),
 ]  # fmt: skip
 
 

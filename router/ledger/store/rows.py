@@ -83,6 +83,8 @@ class Row(NamedTuple):
     unknown_words: str | None = None  #: JSON list, masked
     plain_lookup: int | None = None
     invalid: str | None = None  #: JSON list of the fields that held a fault and were stored as NULL
+    lookup_date: str | None = None  #: plain lookups: the date the weather tools were called with, masked
+    overlay_version: int | None = None  #: the overlay version the question was read through
 
 
 #: The stored columns, in order; the table has more (query_sha256 of old rows) that are no longer written.
@@ -156,6 +158,10 @@ class RowFormat:
         if e.unknown_words and not hashed:
             words = json.dumps([mask_personal_data(_safe_text(w, invalid, "unknown_words")) for w in e.unknown_words],
                                ensure_ascii=False)  # fmt: skip
+        lookup_date = None
+        if e.lookup_date is not None and not hashed:
+            lookup_date = mask_personal_data(_safe_text(e.lookup_date, invalid, "lookup_date"))
+        overlay_version = _tokens(e.overlay_version, invalid, "overlay_version")
         # Not a time (NaN) or none a date can say (a clock set past the year 9999): stored as 1970's first second.
         started = e.started_at if _FIRST_TIME <= e.started_at < _LAST_TIME else 0.0
         return Row(
@@ -188,7 +194,9 @@ class RowFormat:
             agreement=_flag(e.agreement),
             unknown_words=words,
             plain_lookup=_flag(e.plain_lookup),
-            invalid=json.dumps(invalid) if invalid else None,  # last: the fields before it may add to it
+            invalid=json.dumps(invalid) if invalid else None,  # after every field that may add to it
+            lookup_date=lookup_date,
+            overlay_version=overlay_version,
         )
 
     def _baseline(self, e: LedgerEntry, cost: float | None) -> tuple[float | None, str | None]:

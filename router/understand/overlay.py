@@ -1,0 +1,296 @@
+"""The operator's own words: an overlay of the built-in lexicon, kept in $HYBRID_WEATHER_HOME/overlay/.
+
+Every deployment meets words the package cannot know (its assistant's name, its users' names for places).
+`hybrid-weather teach` and `learn --apply` write them to a new numbered version of a small text file, one
+entry a line, and the router reads each question through the active version before its rules:
+
+    alias 总部 深圳市南山区     the word is that place (the target must be one the rules read as a place)
+    inert 鲲鹏小助手           the word says nothing about the weather: it is taken out of the question
+    date 大后儿 大后天          the word is that date (the target must be one the rules read as a date)
+    llm 报价                   a question holding the word always goes to the LLM
+
+An overlay changes only questions that hold one of its words: it rewrites them (an alias or a date word
+becomes its target, an inert word goes) and the rules read the result, so what they can read of places,
+days and aspects is theirs, unchanged. Versions are never edited: each change is a new file, and going
+back is choosing an older one (`teach use N`, `learn --undo`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hybrid_weather.agent.errors import ConfigurationError
+
+from .decision import Decision, assembled
+
+logger = logging.getLogger("hybrid_weather")
+#: What an entry can say of its word, and whether it names a target.
+KINDS = {"alias": True, "inert": False, "date": True, "llm": False}
+#: How a version's file is named in the overlay folder: v0001.txt, v0002.txt, …
+_VERSION_FILE = re.compile(r"v(\d{4,})\.txt")
+#: The first line of a version: its number, the version it was made from, and what made it.
+_HEADER = re.compile(r"# hybrid-weather overlay v(\d+)(?: from v(\d+))?(?:: (.*))?")
+#: The file naming the version in use (absent: the newest).
+ACTIVE_FILE = "active"
+#: A word longer than this is no word but a sentence.
+MAX_WORD_CHARS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class OverlayEntry:
+    """One line of an overlay: KIND (alias, inert, date, llm), its WORD and, for alias and date, TARGET."""
+
+    kind: str
+    word: str
+    target: str = ""
+
+    def line(self) -> str:
+        return f"{self.kind} {self.word} {self.target}".rstrip()
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.word}" + (f" → {self.target}" if self.target else "")
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """One version of the overlay, ready to read questions through."""
+
+    version: int
+    entries: tuple[OverlayEntry, ...]
+    parent: int | None = None  #: the version it was made from (the canary's other side)
+    note: str = ""  #: what made it (the teach or learn command)
+    _by_word: dict[str, OverlayEntry] = field(default_factory=dict, repr=False, compare=False)
+    _pattern: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, version: int, entries: Iterable[OverlayEntry], parent: int | None = None, note: str = "") -> Overlay:
+        kept = tuple(entries)
+        by_word = {entry.word: entry for entry in kept}
+        # Longest first: 鲲鹏小助手 before 小助手, so a word inside another is not cut out of it.
+        words = sorted(by_word, key=len, reverse=True)
+        pattern = re.compile("|".join(map(re.escape, words))) if words else None
+        return cls(version, kept, parent, note, by_word, pattern)
+
+    def read(self, text: str) -> tuple[str, tuple[OverlayEntry, ...]]:
+        """TEXT as the rules should read it, and the entries that changed it (none: TEXT as it came). An llm
+        entry found is returned alone, the text unchanged: the question goes to the LLM."""
+        if self._pattern is None:
+            return text, ()
+        used: list[OverlayEntry] = []
+
+        def replaced(match: re.Match[str]) -> str:
+            entry = self._by_word[match.group(0)]
+            used.append(entry)
+            # An inert word becomes a space, not nothing: the words either side of it stay apart.
+            return entry.target if entry.kind in ("alias", "date") else " "
+
+        rewritten = self._pattern.sub(replaced, text)
+        llm = next((entry for entry in used if entry.kind == "llm"), None)
+        if llm is not None:
+            return text, (llm,)
+        return rewritten, tuple(dict.fromkeys(used))
+
+    def text(self) -> str:
+        """The version as its file holds it."""
+        head = f"# hybrid-weather overlay v{self.version}" + (f" from v{self.parent}" if self.parent else "")
+        lines = [head + (f": {self.note}" if self.note else "")]
+        lines += [entry.line() for entry in self.entries]
+        return "\n".join(lines) + "\n"
+
+
+def parse_overlay(text: str, source: str) -> Overlay:
+    """The overlay in TEXT (a version's file, named SOURCE in errors); ConfigurationError naming the line of
+    the first thing wrong in it."""
+    version, parent, note = 0, None, ""
+    entries: list[OverlayEntry] = []
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if number == 1 and (header := _HEADER.fullmatch(line)):
+            version, parent, note = int(header[1]), int(header[2]) if header[2] else None, header[3] or ""
+            continue
+        if not line or line.startswith("#"):
+            continue
+        entry = _entry(line.split(), f"{source} line {number}")
+        if entry.word in seen:
+            raise ConfigurationError(
+                f"{source} line {number}: {entry.word!r} is already given on line {seen[entry.word]}; "
+                "keep one entry a word"
+            )
+        seen[entry.word] = number
+        entries.append(entry)
+    return Overlay.of(version, entries, parent, note)
+
+
+def _entry(parts: list[str], where: str) -> OverlayEntry:
+    kind = parts[0]
+    if kind not in KINDS:
+        raise ConfigurationError(f"{where}: {kind!r} is not a kind of entry; use one of {', '.join(KINDS)}")
+    wanted = 3 if KINDS[kind] else 2
+    if len(parts) != wanted:
+        shape = f"{kind} WORD TARGET" if KINDS[kind] else f"{kind} WORD"
+        raise ConfigurationError(f"{where}: write it as `{shape}` (words without spaces)")
+    word = parts[1]
+    if len(word) > MAX_WORD_CHARS:
+        raise ConfigurationError(f"{where}: {word[:MAX_WORD_CHARS]}… is longer than {MAX_WORD_CHARS} characters")
+    return OverlayEntry(kind, word, parts[2] if wanted == 3 else "")
+
+
+class OverlayStore:
+    """The overlay's versions in FOLDER: v0001.txt, v0002.txt, …, and `active`, the one in use."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def versions(self) -> list[int]:
+        """Every version kept, oldest first."""
+        try:
+            names = os.listdir(self.folder)
+        except OSError:
+            return []
+        return sorted(int(m[1]) for name in names if (m := _VERSION_FILE.fullmatch(name)))
+
+    def active_version(self) -> int | None:
+        """The version in use: the one `active` names, else the newest; None when there is none."""
+        try:
+            said = (self.folder / ACTIVE_FILE).read_text("utf-8").strip()
+        except (FileNotFoundError, NotADirectoryError):  # no folder (or a home that is a file): none chosen
+            versions = self.versions()
+            return versions[-1] if versions else None
+        except OSError as error:
+            raise ConfigurationError(f"cannot read {self.folder / ACTIVE_FILE}: {error.strerror}") from None
+        if not said.isdigit() or int(said) not in self.versions():
+            raise ConfigurationError(
+                f"{self.folder / ACTIVE_FILE} names version {said!r}, which is not kept there; "
+                "choose one with `hybrid-weather teach use N` (`teach list --all` shows them)"
+            )
+        return int(said)
+
+    def load(self, version: int) -> Overlay:
+        path = self._path(version)
+        try:
+            text = path.read_text("utf-8")
+        except OSError as error:
+            raise ConfigurationError(f"cannot read the overlay {path}: {error.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigurationError(f"{path} is not UTF-8 text") from None
+        overlay = parse_overlay(text, str(path))
+        return Overlay.of(version, overlay.entries, overlay.parent, overlay.note)
+
+    def active(self) -> Overlay | None:
+        version = self.active_version()
+        return None if version is None else self.load(version)
+
+    def write(self, entries: Iterable[OverlayEntry], note: str) -> Overlay:
+        """ENTRIES as a new version made from the active one, and made active."""
+        parent = self.active_version()
+        versions = self.versions()
+        overlay = Overlay.of((versions[-1] if versions else 0) + 1, entries, parent, note)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self._path(overlay.version)
+        with open(path, "x", encoding="utf-8") as file:  # a version is never written over
+            file.write(overlay.text())
+        self.use(overlay.version)
+        return overlay
+
+    def use(self, version: int) -> None:
+        """Make VERSION the one in use; a running `serve` reads it at its next question."""
+        if version not in self.versions():
+            raise ConfigurationError(f"there is no overlay version {version} in {self.folder}")
+        temporary = self.folder / f".{ACTIVE_FILE}.{os.getpid()}"
+        temporary.write_text(f"{version}\n", "utf-8")
+        os.replace(temporary, self.folder / ACTIVE_FILE)  # whole or not at all, for a reader at any moment
+
+    def stamp(self) -> tuple[float, ...]:
+        """What changes when a version is written or chosen: serve reads the overlay again when it does."""
+        stamps = []
+        for name in (ACTIVE_FILE, "."):
+            try:
+                stamps.append((self.folder / name).stat().st_mtime)
+            except OSError:
+                stamps.append(0.0)
+        return tuple(stamps)
+
+    def _path(self, version: int) -> Path:
+        return self.folder / f"v{version:04d}.txt"
+
+
+class Overlays:
+    """The overlay a router reads each question through: the active version, or with a CANARY share (0 to
+    1) the active version for that share of sessions and the version it was made from for the rest, each
+    session always on the same side (a hash of its id, or of the question when it has none). A version
+    written or chosen while the router runs is read at the first question CHECK_EVERY seconds after."""
+
+    def __init__(self, store: OverlayStore, canary: float | None = None, check_every: float = 1.0) -> None:
+        self.store, self.canary, self.check_every = store, canary, check_every
+        self._checked_at = -math.inf
+        self._stamp: tuple[float, ...] | None = None
+        self._active: Overlay | None = None
+        self._parent: Overlay | None = None
+        self._lock = threading.Lock()
+        self.problem: str | None = None  #: why the last change on disk was not taken up (the old one kept)
+        self._refresh(first=True)
+
+    def choose(self, key: str) -> Overlay | None:
+        """The overlay for the session or question KEY; None when this installation has none."""
+        if time.monotonic() - self._checked_at >= self.check_every:
+            self._refresh()
+        active = self._active
+        if active is None or self.canary is None or self._parent is None:
+            return active
+        return active if _share(key) < self.canary else self._parent
+
+    def _refresh(self, *, first: bool = False) -> None:
+        with self._lock:
+            self._checked_at = time.monotonic()
+            stamp = self.store.stamp()
+            if stamp == self._stamp:
+                return
+            try:
+                active = self.store.active()
+                parent = None
+                if active is not None and active.parent is not None and self.canary is not None:
+                    parent = self.store.load(active.parent)
+            except ConfigurationError as error:
+                if first:
+                    raise
+                # A running service keeps answering with the overlay it has: a bad edit is reported, not served.
+                self.problem = str(error)
+                logger.warning("overlay not reloaded: %s", error)
+                return
+            self._active, self._parent, self._stamp, self.problem = active, parent, stamp, None
+
+
+def _share(key: str) -> float:
+    """Where KEY falls in [0, 1): the same for the same key in every process (not Python's salted hash)."""
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def llm_decision(reason: str, words: tuple[str, ...]) -> Decision:
+    """A question the overlay sends to the LLM (an llm entry's word is in it), with REASON saying so."""
+    return assembled("llm", [], [], None, reason, [], unknown_words=words)
+
+
+def read_through(overlay: Overlay | None, text: str, parse: Callable[[str], Decision]) -> Decision:
+    """The Decision PARSE makes of TEXT read through OVERLAY: rewritten where one of its words is in it
+    (the reason then says which entries changed it), sent to the LLM for an llm entry's word."""
+    if overlay is None:
+        return parse(text)
+    rewritten, used = overlay.read(text)
+    if not used:
+        return parse(text)
+    said = f"overlay v{overlay.version}: {', '.join(entry.describe() for entry in used)}"
+    if used[0].kind == "llm":
+        return llm_decision(said, (used[0].word,))
+    decision = parse(rewritten)
+    return decision.with_reason(f"{decision.reason}; {said}")
