@@ -14,6 +14,7 @@ import datetime as dt
 import itertools
 import json
 import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -30,6 +31,7 @@ from hybrid_weather.rules import today_in_china
 from conftest import FAST_HTTP, FAST_LLM
 from fake_openai import answer, tool_calls
 
+DEV_SET = [json.loads(line) for line in (Path(__file__).parent / "data" / "queries.jsonl").open(encoding="utf-8")]
 # Words no lexicon has: an assistant's or a pet's name said before the question.
 TRAINED_WORDS = ["鲲鹏", "阿福", "贾维斯", "旺财"]
 TRAINED_PLACES = ["上海", "北京", "广州", "深圳", "成都", "武汉", "西安", "南京"]
@@ -94,9 +96,10 @@ def test_learn_turns_the_models_plain_lookups_into_rules_for_the_same_kinds_of_q
         router.ask("旺财帮我规划一下上海两天行程", today=today)
         played(router, llm_server, training, today)
         router.ledger.flush()
-        traps = trap_corpus(2_000)
-        corpus = weather_corpus(2_000)
-        before = {case.query: router.route(case.query, today=dt.date(2026, 11, 29)) for case in traps + corpus}
+        # The dev set, the generated corpus and its traps: no decision may change with the overlay loaded.
+        asked = [(case.query, dt.date(2026, 11, 29)) for case in trap_corpus(2_000) + weather_corpus(2_000)]
+        asked += [(case["query"], dt.date.fromisoformat(case["today"])) for case in DEV_SET]
+        before = {(query, day): router.route(query, today=day) for query, day in asked}
 
         proposals = learn(router, 30)
         accepted = {p.entry.word: p for p in proposals if p.accepted}
@@ -112,11 +115,11 @@ def test_learn_turns_the_models_plain_lookups_into_rules_for_the_same_kinds_of_q
             case for case in training + held_out
             if router.route(case[0], today=today).route == "rule" and not reads(router, *case, today)
         ]  # fmt: skip
-        changed = [q for q, decision in before.items() if router.route(q, today=dt.date(2026, 11, 29)) != decision]
+        changed = [q for (q, day), decision in before.items() if router.route(q, today=day) != decision]
         print(
             f"learned misses now answered by rules: {len(learned)} of {len(training)}; held-out: "
-            f"{len(generalised)} of {len(held_out)}; false rules: {len(false_rules)}; corpus and trap "
-            f"questions whose decision changed: {len(changed)} of {len(before)}"
+            f"{len(generalised)} of {len(held_out)}; false rules: {len(false_rules)}; dev set, corpus and trap "
+            f"decisions changed: {len(changed)} of {len(before)}"
         )
         assert len(learned) == len(training)
         assert len(generalised) == len(held_out)
