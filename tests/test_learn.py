@@ -239,3 +239,26 @@ def test_learn_and_teach_from_the_command_line(llm_server, monkeypatch, ledger_k
     assert result.exit_code == 0 and "overlay v1 in use again" in result.output, result.output
     result = runner.invoke(cli, ["teach", "inert", "适合"])
     assert result.exit_code == 2 and "open-ended" in result.output and "Traceback" not in result.output
+
+
+def test_a_running_serve_reads_a_new_version_without_a_restart(tmp_path, llm_server):
+    from live_server import post, serving
+
+    runner = CliRunner()
+    with serving(tmp_path, llm_server, workers=2) as server:
+
+        def routes() -> set[str]:  # many requests: each of the two workers answers some
+            return {post(f"{server.url}/v1/route", {"query": "总部明天天气"})[1]["route"] for _ in range(12)}
+
+        assert routes() == {"clarify"}
+        result = runner.invoke(cli, ["teach", "alias", "总部", "深圳"])
+        assert result.exit_code == 0, result.output
+        deadline = time.monotonic() + 5
+        while routes() != {"rule"} and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert routes() == {"rule"}
+        assert runner.invoke(cli, ["teach", "remove", "总部"]).exit_code == 0
+        deadline = time.monotonic() + 5
+        while routes() != {"clarify"} and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert routes() == {"clarify"}
