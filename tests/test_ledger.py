@@ -13,6 +13,8 @@ import time
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hybrid_weather.agent.llm import ModelTable, Usage
 from hybrid_weather.router import HybridRouter, LLMUnavailable
@@ -526,3 +528,19 @@ def test_values_no_request_can_have_are_stored_as_faults_not_as_they_came(tmp_pa
     assert "13812345678" not in rows["phone"]["query"]
     assert rows["nan-latency"]["datetime_utc"] == "2025-12-01T14:40:00.500000+00:00"
     database.close()
+
+
+@settings(max_examples=2_000)
+@given(
+    st.floats(min_value=-1e9, max_value=4.2e9)
+    | st.builds(lambda second, tail: second + tail, st.integers(0, 4_200_000_000),
+                st.sampled_from([0.0, 0.5, 0.4999995, 0.5000005, 0.9999995, 0.9999999, 0.0000005]))
+)  # fmt: skip
+def test_row_times_are_written_as_datetime_writes_them(timestamp):
+    # The writer keeps a row's date and time to the second once a second and adds the microseconds itself:
+    # it must be the string datetime makes, their rounding and its carry into the next second included.
+    from hybrid_weather.router.ledger.store.rows import RowFormat
+
+    made = RowFormat(models=ModelTable(), model="gpt-4o-mini", store_queries="masked", secret=b"k" * 32)
+    expected = dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).isoformat(timespec="microseconds")
+    assert made._time(timestamp) == expected

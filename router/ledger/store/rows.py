@@ -107,6 +107,7 @@ class RowFormat:
         self._query = _bounded(self._mask_and_hash)
         self._reason = _bounded(self._stored_reason)
         self._places_json = _bounded(_json_list)
+        self._second = _bounded(_utc_second)  # rows of one second share their date and time to the second
         # The random part of row ids: a random start a batch, counted up row by row, so no two rows of one
         # batch share an id (a repeated id is a row the replay skips). Not random's global generator: a
         # program that seeds it (random.seed(42), as tests do) would make ids repeat. A generator of our own,
@@ -166,7 +167,7 @@ class RowFormat:
         started = e.started_at if _FIRST_TIME <= e.started_at < _LAST_TIME else 0.0
         return Row(
             id=_row_id(int(started * 1000), id_tail),
-            datetime_utc=dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(timespec="microseconds"),
+            datetime_utc=self._time(started),
             route=e.route,
             reason=reason,
             aspect=e.aspect,
@@ -198,6 +199,18 @@ class RowFormat:
             lookup_date=lookup_date,
             overlay_version=overlay_version,
         )
+
+    def _time(self, timestamp: float) -> str:
+        """datetime.fromtimestamp(TIMESTAMP, timezone.utc).isoformat(timespec="microseconds"), its date and
+        time to the second made once a second: the microseconds rounded as datetime rounds them (half to
+        even, carried into the next second)."""
+        fraction, whole = math.modf(timestamp)
+        micro = round(fraction * 1e6)
+        if micro >= 1_000_000:
+            whole, micro = whole + 1, micro - 1_000_000
+        if whole < 0 or micro < 0:  # before 1970: not a time this ledger writes; datetime says it right
+            return dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).isoformat(timespec="microseconds")
+        return f"{self._second(int(whole))}.{micro:06d}+00:00"
 
     def _baseline(self, e: LedgerEntry, cost: float | None) -> tuple[float | None, str | None]:
         """What an all-LLM design would have paid for E, and how that was worked out."""
@@ -244,6 +257,10 @@ def _names(places: object) -> tuple[str, ...]:
         return ()
 
 
+def _utc_second(second: int) -> str:
+    return dt.datetime.fromtimestamp(second, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def _json_list(names: tuple[str, ...]) -> str:
     return json.dumps(list(names), ensure_ascii=False)
 
@@ -288,6 +305,8 @@ def _safe_text(value: object, invalid: list[str], field: str) -> str:
 
 
 def _money(value: float | None, invalid: list[str], field: str) -> float | None:
+    if type(value) is float and 0.0 <= value <= MAX_COST_USD:
+        return value  # nearly every row: the checks below are for the few that are not
     if value is None:
         return None
     if (

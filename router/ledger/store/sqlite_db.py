@@ -54,10 +54,29 @@ def _values(rows: int, width: int) -> str:
 
 
 @functools.cache
-def _insert(rows: int, once: bool) -> str:
-    """The statement that stores ROWS rows; ONCE skips those already stored (a replayed row: its id says so)."""
+def _insert(rows: int, width: int, once: bool) -> str:
+    """The statement that stores ROWS rows of the first WIDTH columns; ONCE skips those already stored (a
+    replayed row: its id says so)."""
     verb = "INSERT OR IGNORE" if once else "INSERT"
-    return f"{verb} INTO requests ({', '.join(COLUMNS)}) VALUES {_values(rows, len(COLUMNS))}"
+    return f"{verb} INTO requests ({', '.join(COLUMNS[:width])}) VALUES {_values(rows, width)}"
+
+
+#: A rule or clarify answer leaves every column from `model` on empty: such rows are inserted without them
+#: (SQLite stores NULL). sqlite3 binds each NULL through an adapter look-up under the interpreter lock,
+#: every request thread waits for; a third of a rule row's cost to the writer was its seventeen NULLs.
+_ANSWER_WIDTH = COLUMNS.index("model")
+_EMPTY_TAIL = (None,) * (len(COLUMNS) - _ANSWER_WIDTH)
+
+
+def _by_width(rows: Sequence[tuple[object, ...]]) -> dict[int, list[tuple[object, ...]]]:
+    """ROWS by the columns each is inserted with: all of them, or those before an empty tail."""
+    widths: dict[int, list[tuple[object, ...]]] = {}
+    for row in rows:
+        if row[_ANSWER_WIDTH:] == _EMPTY_TAIL:
+            widths.setdefault(_ANSWER_WIDTH, []).append(row[:_ANSWER_WIDTH])
+        else:
+            widths.setdefault(len(COLUMNS), []).append(row)
+    return widths
 
 
 _memory_ids = itertools.count()
@@ -142,17 +161,20 @@ class SQLiteDatabase:
     def write(self, db: sqlite3.Connection, rows: Sequence[tuple[object, ...]], *, once: bool = False) -> int:
         """ROWS (values of COLUMNS) stored in one transaction (rolled back when refused); ONCE skips rows
         already stored. Returns how many were stored."""
-        chunks = list(_chunks(db, len(rows), len(COLUMNS)))
+        statements = [
+            (_insert(size, width, once), list(itertools.chain.from_iterable(same[start : start + size])))
+            for width, same in _by_width(rows).items()
+            for start, size in _chunks(db, len(same), width)
+        ]
         try:
             # One statement (a full batch) is a transaction of its own: BEGIN and COMMIT would each let go of
             # the GIL and wait a whole switch interval to win it back from a busy request thread.
-            explicit = len(chunks) > 1
+            explicit = len(statements) > 1
             if explicit:
                 db.execute("BEGIN IMMEDIATE")
             stored = 0
-            for start, size in chunks:
-                parameters = list(itertools.chain.from_iterable(rows[start : start + size]))
-                stored += db.execute(_insert(size, once), parameters).rowcount
+            for statement, parameters in statements:
+                stored += db.execute(statement, parameters).rowcount
             if explicit:
                 db.execute("COMMIT")
             return stored
