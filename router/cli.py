@@ -311,6 +311,8 @@ def _explanation(answer: Answer) -> str:
         cache = "hit" if answer.cache_hit else "stale" if answer.stale else "miss"
         lines.append(f"cache:    {cache} · provider {answer.source} {answer.provider_ms:.1f} ms")
     lines.append(f"total:    {answer.latency_ms:.1f} ms")
+    if answer.request_id:
+        lines.append(f"request:  {answer.request_id} (hybrid-weather feedback {answer.request_id} wrong)")
     return "\n".join(lines)
 
 
@@ -999,3 +1001,20 @@ def learn(days: int, as_json: bool, apply_: bool, undo: bool) -> None:
             click.echo("nothing accepted: the overlay is unchanged")
         else:
             click.echo("learn --apply writes the accepted ones")
+
+
+@cli.command()
+@click.argument("request_id")
+@click.argument("verdict", type=click.Choice(["wrong", "right"]))
+@click.option("--comment", help="What was wrong (personal data is masked before it is kept).")
+def feedback(request_id: str, verdict: str, comment: str | None) -> None:
+    """Mark an answer wrong (or right) by the request id it carried (--json, --explain, x-request-id).
+
+    \b
+        hybrid-weather feedback 0193a1b2c3d4e5f6a7b8c9 wrong --comment "明天是晴天"
+
+    `misses` and the dashboard list rule answers marked wrong first; `savings` gives their share.
+    """
+    with _errors_as_exit_codes(), HybridRouter() as router:
+        router.feedback(request_id, verdict, comment)
+        click.echo(f"kept: {request_id} marked {verdict}")

@@ -209,6 +209,26 @@ class HybridRouter:
             return await asyncio.shield(loop.run_in_executor(self.weather.io_pool, self._answer_llm, request))
         return self._finish(request, answer)
 
+    def feedback(self, request_id: str, verdict: str, comment: str | None = None) -> None:
+        """Keep a user's VERDICT ("wrong" or "right", and an optional COMMENT) on the answer whose
+        `request_id` is REQUEST_ID (its ledger row's id; a drop-in completion's id with or without its
+        "chatcmpl-"). InvalidQuestion for a verdict or an id that is not one; ConfigurationError without a
+        ledger; LedgerUnavailable when it cannot be reached."""
+        from .ledger.store.feedback import REQUEST_ID, VERDICTS
+
+        request_id = request_id.strip().removeprefix("chatcmpl-") if isinstance(request_id, str) else ""
+        if verdict not in VERDICTS:
+            raise InvalidQuestion(f"the verdict is {verdict!r}; give one of {', '.join(VERDICTS)}")
+        if not REQUEST_ID.fullmatch(request_id):
+            raise InvalidQuestion(
+                f"{request_id[:40]!r} is not a request id; give the request_id an answer carried (22 hex digits)"
+            )
+        ledger = self.ledger
+        if ledger is None:
+            raise ConfigurationError("the ledger is off (HYBRID_WEATHER_LEDGER=off): there is no answer to mark")
+        if not ledger.feedback(request_id, verdict, comment):
+            raise InvalidQuestion(f"no answer with request id {request_id} is in the ledger at {ledger.location}")
+
     def weather_part(self, text: str, *, today: dt.date | None = None, emoji: bool = True) -> Answer | None:
         """The plain weather part of an LLM question answered by the rules, or None when it has none.
 
@@ -347,8 +367,9 @@ class HybridRouter:
             session.remember(request.text, answer.text, answer.decision)
         recorder = self.parts.recorder
         if recorder is not None:
-            recorder.answered(request.text, answer, request.arrived, session.id if session is not None else None,
-                              request.overlay)  # fmt: skip
+            answer.request_id = recorder.answered(
+                request.text, answer, request.arrived, session.id if session is not None else None, request.overlay
+            )
         return answer
 
     @contextlib.contextmanager

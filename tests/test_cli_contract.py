@@ -50,7 +50,7 @@ def test_json_with_explain_carries_the_explanation_inside(weather_server):
 
 def test_json_has_every_key_on_every_route_and_no_emoji(weather_server):
     keys = {"query", "route", "answer", "decision", "data", "source", "stale", "stale_age_s", "latency_ms",
-            "cost_usd", "attribution"}  # fmt: skip
+            "cost_usd", "attribution", "request_id"}  # fmt: skip
     for question, route in (("上海今天天气", "rule"), ("明天会下雨吗", "clarify")):
         result = console(question, "--json", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url)
         payload = one_json_object(result.stdout)

@@ -4,6 +4,7 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -103,7 +104,7 @@ def test_the_recorder_builds_the_entry_its_fields_name(tmp_path):
         questions = [("魔都明天会下雨吗", None), ("北京和上海明天哪个冷", "s-1"), ("天气", "s-2"), ("", None)]
         for query, session_id in questions:
             answer = router.ask(query)
-            recorder.answered(query, answer, arrived=1234.5, session_id=session_id)
+            request_id = recorder.answered(query, answer, arrived=1234.5, session_id=session_id)
             decision = answer.decision
             expected = LedgerEntry(
                 started_at=1234.5, route=answer.route, query=query, reason=decision.reason, aspect=decision.aspect,
@@ -111,8 +112,11 @@ def test_the_recorder_builds_the_entry_its_fields_name(tmp_path):
                 cache_hit=answer.cache_hit, stale=answer.stale, cost_usd=answer.cost_usd,
                 latency_ms=answer.latency_ms, model=answer.model, session_id=session_id,
                 unknown_words=decision.unknown_words, outcome="empty" if decision.is_empty else "ok",
+                request_id=request_id,
             )  # fmt: skip
             assert kept.entries[-1]._asdict() == expected._asdict()
+            # The id the answer carries: the arrival's milliseconds, then 40 random bits.
+            assert re.fullmatch(r"00000012d644[0-9a-f]{10}", request_id), request_id
     assert {entry.route for entry in kept.entries} >= {"rule", "clarify"}
 
 
@@ -273,6 +277,7 @@ def test_a_ledger_from_an_older_schema_migrates(tmp_path):
                 "m006_rollup",
                 "m007_misses_rollup",
                 "m008_learning",
+                "m009_feedback",
             ]
         )
         # The row stored before the rollup existed is in it once, beside the one written after.

@@ -11,6 +11,7 @@ import pytest
 from test_ledger_postgres import admin, pg_url, stored  # noqa: F401  (fixtures)
 
 from hybrid_weather.router.ledger import Ledger, LedgerEntry, misses_report
+from hybrid_weather.router.ledger.reports.misses import marked_wrong
 from hybrid_weather.router.ledger.store.rollup import dialect_of, iso, moment, query
 
 
@@ -52,8 +53,10 @@ def raw_misses(db, days, now):
             (since,),
         )
     ]
-    return {"days": days, "plain_lookups": lookups, "cost_usd": round(cost, 8), "words": words,
-            "shadow_disagreements": disagreements}  # fmt: skip
+    # Read from the rows themselves in both: not what the rollup is compared on.
+    marked = marked_wrong(db, now - dt.timedelta(days=days))
+    return {"days": days, "marked_wrong": marked, "plain_lookups": lookups, "cost_usd": round(cost, 8),
+            "words": words, "shadow_disagreements": disagreements}  # fmt: skip
 
 
 WORDS = ("遛狗", "出游", "钓鱼", "晒被子", "洗车", "email:***", "跑步")

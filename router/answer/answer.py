@@ -32,6 +32,8 @@ class Answer:
     llm: AgentResult | None = None  #: the loop's trace: tokens, time and tools per loop
     #: The models that failed before `model` answered (HYBRID_WEATHER_MODEL's fallbacks): (model, why).
     fallbacks: tuple[tuple[str, str], ...] = ()
+    #: The id of the answer's ledger row, for feedback (`hybrid-weather feedback ID wrong`); None without a ledger.
+    request_id: str | None = None
 
     def to_json(self, query: str) -> dict[str, Any]:
         """The `--json` object (docs/contracts.md)."""
@@ -51,6 +53,7 @@ class Answer:
         # Every documented key on every route, null where it does not apply: programs read it without guessing.
         payload["stale_age_s"] = round(self.stale_age_s or 0.0, 1) if self.stale else None
         payload["attribution"] = self.attribution or None
+        payload["request_id"] = self.request_id
         return payload
 
 

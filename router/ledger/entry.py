@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import NamedTuple
 
 from hybrid_weather.agent.llm.models import Usage
@@ -36,3 +37,11 @@ class LedgerEntry(NamedTuple):
     plain_lookup: bool | None = None  #: llm rows: answered with weather lookups only, one place, one day set
     lookup_date: str | None = None  #: plain lookups: the date the weather tools were called with (明天)
     overlay_version: int | None = None  #: the overlay version the question was read through (None: none)
+    request_id: str | None = None  #: the row's id, as the answer carried it (None: the writer makes one)
+
+
+def new_request_id(arrived: float) -> str:
+    """A request's (and its ledger row's) id: 12 hex digits of the milliseconds since 1970 when it ARRIVED,
+    then 10 of 40 random bits from the operating system, so ids sort by time and no two processes, forked
+    or seeded alike, make the same one."""
+    return f"{max(int(arrived * 1000), 0):012x}{secrets.randbits(40):010x}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Protocol
 
-from .entry import LedgerEntry
+from .entry import LedgerEntry, new_request_id
 
 if TYPE_CHECKING:
     from hybrid_weather.agent.llm import AgentResult
@@ -33,9 +33,11 @@ class Recorder:
 
     def answered(
         self, query: str, answer: Answer, arrived: float, session_id: str | None = None, overlay: int | None = None
-    ) -> None:
-        """ANSWER's row: QUERY arrived at ARRIVED (time.time()), in session SESSION_ID, read through OVERLAY."""
+    ) -> str:
+        """ANSWER's row: QUERY arrived at ARRIVED (time.time()), in session SESSION_ID, read through OVERLAY.
+        Returns the row's id, which the answer carries (feedback names it)."""
         decision, result = answer.decision, answer.llm
+        request_id = new_request_id(arrived)
         entry = LedgerEntry(
             started_at=arrived,
             route=answer.route,
@@ -54,8 +56,10 @@ class Recorder:
             session_id=session_id,
             unknown_words=decision.unknown_words,
             overlay_version=overlay,
+            request_id=request_id,
         )
         self.ledger.record(entry if result is None else _with_llm(entry, result, decision.open_ended))
+        return request_id
 
     def failed(
         self,

@@ -29,11 +29,12 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from hybrid_weather.agent.errors import HybridWeatherError, LedgerUnavailable, WeatherUnavailable
+from hybrid_weather.agent.errors import HybridWeatherError, InvalidQuestion, LedgerUnavailable, WeatherUnavailable
 from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range, today_in_china
 from hybrid_weather.rules import MAX_QUESTION_CHARS as MAX_QUERY_CHARS
 
 from .._lazy import built
+from ..answer import Answer
 from ..facade import HybridRouter
 from ..session import Session
 from ..settings import Settings
@@ -129,7 +130,7 @@ class Service:
             raise
         if session is not None:
             await run_in_threadpool(self.sessions.add, session.id, query, answer.text)
-        return JSONResponse(answer.to_json(query))
+        return JSONResponse(answer.to_json(query), headers=_request_id_header(answer))
 
     async def route(self, request: Request) -> Response:
         body = await self._json(request)
@@ -155,7 +156,7 @@ class Service:
         model, sampling = chat.requested_model(body, self.router), chat.requested_sampling(body)
         session = chat.session_from(self.router, messages, today or today_in_china())
         answer = await self._answer("chat", question, today, session, model, sampling=sampling, caller=_caller(request))
-        headers = {"x-hybrid-weather-route": answer.route}
+        headers = {"x-hybrid-weather-route": answer.route, **_request_id_header(answer)}
         if body.get("stream"):
             options = body.get("stream_options")
             include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
@@ -164,6 +165,22 @@ class Service:
             return Response(b"".join(chat.chunks(answer, include_usage)), media_type="text/event-stream",
                             headers={**headers, "cache-control": "no-cache"})  # fmt: skip
         return JSONResponse(chat.completion(answer), headers=headers)
+
+    async def feedback(self, request: Request) -> Response:
+        """A user's verdict on an answer: {"request_id", "verdict": "wrong"|"right", "comment"}."""
+        body = await self._json(request)
+        request_id, verdict, comment = body.get("request_id"), body.get("verdict"), body.get("comment")
+        if not isinstance(request_id, str) or not isinstance(verdict, str):
+            raise invalid('give "request_id" (the one an answer carried) and "verdict": "wrong" or "right"',
+                          "invalid_feedback")  # fmt: skip
+        if comment is not None and not isinstance(comment, str):
+            raise invalid('"comment" must be text', "invalid_feedback")
+        try:
+            await run_in_threadpool(self.router.feedback, request_id, verdict, comment)
+        except InvalidQuestion as error:
+            status, code = (404, "request_not_found") if "no answer with" in str(error) else (422, "invalid_feedback")
+            raise ApiError(status, "invalid_request_error", str(error), code) from None
+        return JSONResponse({"request_id": request_id.removeprefix("chatcmpl-"), "verdict": verdict})
 
     async def savings(self, request: Request) -> Response:
         from ..ledger import savings_report
@@ -459,6 +476,7 @@ def create_app(router: HybridRouter | None = None, *, settings: Settings | None 
     routes = [
         Route("/v1/ask", service.ask, methods=["POST"]),
         Route("/v1/route", service.route, methods=["POST"]),
+        Route("/v1/feedback", service.feedback, methods=["POST"]),
         Route("/v1/chat/completions", service.chat_completions, methods=["POST"]),
         Route("/v1/savings", service.savings, methods=["GET"]),
         Route("/v1/misses", service.misses, methods=["GET"]),
@@ -497,3 +515,8 @@ def create_app(router: HybridRouter | None = None, *, settings: Settings | None 
     )
     app.state.service = service
     return app
+
+
+def _request_id_header(answer: Answer) -> dict[str, str]:
+    """x-request-id: the answer's ledger row, which POST /v1/feedback names (none without a ledger)."""
+    return {"x-request-id": answer.request_id} if answer.request_id else {}

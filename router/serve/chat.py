@@ -146,10 +146,15 @@ def requested_sampling(body: dict[str, Any]) -> dict[str, Any] | None:
     return sampling or None
 
 
+def completion_id(answer: Answer) -> str:
+    """The completion's id: its ledger row's (POST /v1/feedback takes it as it is), or a random one."""
+    return f"chatcmpl-{answer.request_id}" if answer.request_id else f"chatcmpl-hw-{secrets.token_hex(12)}"
+
+
 def completion(answer: Answer) -> dict[str, Any]:
     """ANSWER as a chat.completion object: the rules' answers name no model and use no tokens."""
     return {
-        "id": f"chatcmpl-hw-{secrets.token_hex(12)}",
+        "id": completion_id(answer),
         "object": "chat.completion",
         "created": int(time.time()),
         "model": _model(answer),
@@ -167,7 +172,7 @@ def completion(answer: Answer) -> dict[str, Any]:
 
 def chunks(answer: Answer, include_usage: bool) -> Iterator[bytes]:
     """ANSWER as Server-Sent Events of chat.completion.chunk objects, then `data: [DONE]`."""
-    base = {"id": f"chatcmpl-hw-{secrets.token_hex(12)}", "object": "chat.completion.chunk",
+    base = {"id": completion_id(answer), "object": "chat.completion.chunk",
             "created": int(time.time()), "model": _model(answer)}  # fmt: skip
 
     def event(delta: dict[str, Any], finish: str | None, **extra: Any) -> bytes:

@@ -115,6 +115,19 @@ def render(savings: dict[str, Any], misses: dict[str, Any]) -> str:
         f"<table><tr><th>word</th><th>requests</th><th>cost</th><th>examples</th></tr>{words}</table>" if words
         else NO_DATA
     )  # fmt: skip
+    wrong = "".join(
+        f'<tr class="wrong"><td>{escape(m["datetime_utc"][:16])}</td><td>{escape(m["query"] or "(not kept)")}</td>'
+        f"<td>{escape(m['comment'] or '')}</td></tr>"
+        for m in misses.get("marked_wrong", [])
+    )
+    marked = savings.get("feedback", {})
+    wrong_section = (
+        f"<h2>Rule answers users marked wrong ({marked.get('rule_marked_wrong', 0)} of "
+        f"{marked.get('rule_answers', 0)})</h2><table><tr><th>when</th><th>question</th><th>comment</th></tr>"
+        f"{wrong}</table>\n"
+        if wrong
+        else ""
+    )
     spend = _spend(savings["groups"]["rows"]) if savings["groups"]["by"] == "day" else NO_DATA
     by_route = " · ".join(f"{route} {n}" for route, n in savings["by_route"].items())
     legend = " ".join(f'<span style="color:{c}">■</span> {r}' for r, c in _COLOURS.items())
@@ -140,7 +153,7 @@ padding: 4px; text-align: left; vertical-align: top; }}
 <span id="baseline">{_usd(savings["baseline_cost_usd"])}</span></div>
 <div class="figure">requests<b id="requests">{savings["requests"]}</b>{by_route}</div>
 </div>
-<h2>Requests by route, per day</h2><p>{legend}</p>
+{wrong_section}<h2>Requests by route, per day</h2><p>{legend}</p>
 {_routes_over_time(savings["timeline"])}
 <h2>Spend against the all-LLM baseline, per day</h2>
 <p><span style="color:#1c7ed6">■</span> spent <span>□</span> all-LLM baseline</p>

@@ -11,7 +11,8 @@ _ERROR_CODES = {
     "401": "A valid API key is required (Authorization: Bearer KEY; for a GET, the dashboard's login cookie too)",
     "403": "The request would go to the model as it came, and pass-through is off (HYBRID_WEATHER_PASS_THROUGH)",
     "408": "The body did not arrive within the body timeout (HYBRID_WEATHER_BODY_TIMEOUT); the connection is closed",
-    "404": "The model the request names is not one this service answers with (model_not_found)",
+    "404": "What the request names is not here: a model this service does not answer with (model_not_found), "
+    "or a request id the ledger does not hold (request_not_found)",
     "413": "The body is larger than 64 KiB",
     "422": "The request is JSON but not what this endpoint takes",
     "429": "Rate limit reached; retry-after says when to try again",
@@ -87,6 +88,24 @@ SCHEMAS: dict[str, Any] = {
         "required": ["query"],
         "properties": {"query": {"type": "string", "maxLength": 2000}, "today": _DATE},
     },
+    "FeedbackRequest": {
+        "type": "object",
+        "required": ["request_id", "verdict"],
+        "properties": {
+            "request_id": {
+                "type": "string",
+                "pattern": "^(chatcmpl-)?[0-9a-f]{22}$",
+                "description": "The request_id (or completion id) an answer carried",
+            },
+            "verdict": {"enum": ["wrong", "right"]},
+            "comment": {"type": "string", "maxLength": 1000},
+        },
+    },
+    "Feedback": {
+        "type": "object",
+        "required": ["request_id", "verdict"],
+        "properties": {"request_id": {"type": "string"}, "verdict": {"enum": ["wrong", "right"]}},
+    },
     "Decision": _DECISION,
     "Answer": {
         "type": "object",
@@ -102,6 +121,7 @@ SCHEMAS: dict[str, Any] = {
             "cost_usd",
             "stale_age_s",
             "attribution",
+            "request_id",
         ],
         "properties": {
             "query": {"type": "string"},
@@ -116,6 +136,7 @@ SCHEMAS: dict[str, Any] = {
             "cost_usd": {"type": ["number", "null"]},
             "stale_age_s": {"type": ["number", "null"]},
             "attribution": _NULLABLE_STRING,
+            "request_id": _NULLABLE_STRING,
         },
     },
     "ChatRequest": {
@@ -206,6 +227,17 @@ OPENAPI: dict[str, Any] = {
                 "responses": {
                     "200": _json("Decision", "The decision"),
                     **_errors("400", *_LIMITED, "408", "413", "422"),
+                },
+            }
+        },
+        "/v1/feedback": {
+            "post": {
+                "summary": "A user's verdict on an answer, kept in the ledger (misses and the dashboard list "
+                "rule answers marked wrong first)",
+                "requestBody": _body("FeedbackRequest"),
+                "responses": {
+                    "200": _json("Feedback", "The verdict, kept"),
+                    **_errors("400", *_LIMITED, "404", "408", "413", "422", "503"),
                 },
             }
         },

@@ -81,6 +81,7 @@ def misses_report(db: Any, days: int, *, now: dt.datetime | None = None) -> dict
     ]
     return {
         "days": days,
+        "marked_wrong": marked_wrong(db, since),
         "plain_lookups": int(lookups),
         "cost_usd": round(spent, 8),
         "words": words,
@@ -88,12 +89,42 @@ def misses_report(db: Any, days: int, *, now: dt.datetime | None = None) -> dict
     }
 
 
+def marked_wrong(db: Any, since: dt.datetime, limit: int = _DISAGREEMENTS) -> list[dict[str, Any]]:
+    """The rule and clarify answers users marked wrong (feedback) in the window, the last marked first: the
+    first thing to look at, as each is a wrong answer somebody saw."""
+    return [
+        {
+            "request_id": request_id,
+            "datetime_utc": iso(when),
+            "route": route,
+            "query": None if text is None else _cut(text, MAX_QUESTION_CHARS),
+            "reason": None if reason is None else _cut(reason, MAX_QUESTION_CHARS),
+            "comment": comment,
+        }
+        for request_id, when, route, text, reason, comment in query(
+            db,
+            "SELECT r.id, r.datetime_utc, r.route, r.query, r.reason, f.comment FROM feedback AS f"
+            " JOIN requests AS r ON r.id = f.request_id WHERE f.verdict = 'wrong' AND r.route IN ('rule', 'clarify')"
+            " AND r.datetime_utc >= ? ORDER BY f.datetime_utc DESC LIMIT ?",
+            (moment(db, since), limit),
+        )
+    ]
+
+
 def render_misses(report: dict[str, Any]) -> str:
     """The terminal view: what the LLM answered that the rules could have, by word, and shadow verdicts."""
-    lines = [
+    lines: list[str] = []
+    if report["marked_wrong"]:
+        lines.append(f"Rule answers users marked wrong ({len(report['marked_wrong'])}), the last first:")
+        for item in report["marked_wrong"]:
+            said = f" — {_shown(item['comment'])}" if item["comment"] else ""
+            question = _shown(item["query"]) if item["query"] else "(query not kept)"
+            lines.append(f"  {item['datetime_utc'][:19]}  {item['request_id']}  {question}{said}")
+        lines.append("")
+    lines.append(
         f"Last {report['days']} days: {_requests(report['plain_lookups'])} went to the LLM but were plain lookups "
         f"(${report['cost_usd']:.6f})."
-    ]
+    )
     if report["words"]:
         shown = {w["word"]: _shown(w["word"]) for w in report["words"]}
         width = max(len(word) for word in shown.values()) * 2

@@ -92,6 +92,7 @@ def savings_report(db: Any, days: int, *, now: dt.datetime | None = None, by: st
             "agreement_rate": round(sum(g["agreed"] for g in shadows) / judged, 4) if judged else None,
             "judged": judged,
         },
+        "feedback": _feedback(db, now - dt.timedelta(days=days), by_route.get("rule", 0)),
         "timeline": {day: timeline[day] for day in sorted(timeline)},  # requests per day (UTC) and route
         "groups": _overlay_groups(db, now - dt.timedelta(days=days))
         if by == "overlay"
@@ -109,6 +110,19 @@ def savings_report(db: Any, days: int, *, now: dt.datetime | None = None, by: st
             },
         },
     }
+
+
+def _feedback(db: Any, since: dt.datetime, rule_answers: int) -> dict[str, Any]:
+    """How many rule answers of the window users marked wrong, and their share of the rule answers."""
+    (wrong,) = query(
+        db,
+        "SELECT count(*) FROM feedback AS f JOIN requests AS r ON r.id = f.request_id"
+        " WHERE f.verdict = 'wrong' AND r.route = 'rule' AND r.datetime_utc >= ?",
+        (moment(db, since),),
+    )[0]
+    wrong = int(wrong)
+    share = round(wrong / rule_answers, 6) if rule_answers else None
+    return {"rule_answers": rule_answers, "rule_marked_wrong": wrong, "rule_marked_wrong_share": share}
 
 
 def _overlay_groups(db: Any, since: dt.datetime) -> dict[str, Any]:
@@ -206,6 +220,12 @@ def render_report(report: dict[str, Any]) -> str:
         lines.append("LLM loops: " + ", ".join(f"{_count(int(k), 'loop')}: {v}" for k, v in loops))
     if report["tool_success_rate"] is not None:
         lines.append(f"Tools:     {100 * report['tool_success_rate']:.1f}% of tool calls succeeded")
+    marked = report["feedback"]
+    if marked["rule_marked_wrong"]:
+        lines.append(
+            f"Feedback:  {marked['rule_marked_wrong']} of {marked['rule_answers']} rule answers marked wrong "
+            f"({100 * marked['rule_marked_wrong_share']:.2f}%; hybrid-weather misses lists them)"
+        )
     shadow = report["shadow"]
     if shadow["runs"]:
         agreed = (

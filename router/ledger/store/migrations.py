@@ -184,6 +184,19 @@ def m008_learning(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE requests ADD COLUMN overlay_version INTEGER")
 
 
+def m009_feedback(db: sqlite3.Connection) -> None:
+    # What users said of an answer (`hybrid-weather feedback ID wrong`, POST /v1/feedback): the last verdict
+    # on each request, so `misses`, `savings` and the dashboard can show rule answers marked wrong.
+    db.execute("""
+        CREATE TABLE feedback (
+            request_id TEXT PRIMARY KEY,  -- requests.id
+            verdict TEXT NOT NULL,        -- wrong or right
+            comment TEXT,                 -- personal data masked
+            datetime_utc TEXT NOT NULL    -- when it was given
+        )
+    """)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_requests,
     m002_agent_health,
@@ -193,6 +206,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m006_rollup,
     m007_misses_rollup,
     m008_learning,
+    m009_feedback,
 ]
 
 

@@ -165,6 +165,10 @@ POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m006_rollup", _rollup_statements()),
     ("m007_misses_rollup", _misses_statements()),
     ("m008_learning", ("ALTER TABLE requests ADD COLUMN lookup_date text, ADD COLUMN overlay_version integer",)),
+    ("m009_feedback", (
+        "CREATE TABLE feedback (request_id text PRIMARY KEY, verdict text NOT NULL, comment text,"
+        " datetime_utc timestamptz NOT NULL)",
+    )),
 ]  # fmt: skip
 
 

@@ -166,7 +166,9 @@ class RowFormat:
         # Not a time (NaN) or none a date can say (a clock set past the year 9999): stored as 1970's first second.
         started = e.started_at if _FIRST_TIME <= e.started_at < _LAST_TIME else 0.0
         return Row(
-            id=_row_id(int(started * 1000), id_tail),
+            id=e.request_id
+            if isinstance(e.request_id, str) and e.request_id
+            else _row_id(int(started * 1000), id_tail),
             datetime_utc=self._time(started),
             route=e.route,
             reason=reason,

@@ -195,6 +195,14 @@ class Ledger:
                 f"{self.setting} to one that can"
             ) from None
 
+    def feedback(self, request_id: str, verdict: str, comment: str | None = None) -> bool:
+        """Keep VERDICT on the request REQUEST_ID (after everything queued is stored, so an answer just given
+        can be marked); False when the ledger holds no such request."""
+        from .feedback import record_feedback
+
+        self.flush()
+        return self.report(lambda db: record_feedback(db, request_id, verdict, comment))
+
     def report(self, read: Callable[[Any], T]) -> T:
         """READ's result over a new read connection, closed after; LedgerUnavailable, in one line, when
         the database cannot be reached or read (a server that went away, a database that is not there)."""
@@ -566,6 +574,10 @@ class SpoolLedger:
 
     def connect(self) -> Any:
         raise LedgerUnavailable(self.problem or f"the ledger at {self.location} cannot be used")
+
+    def feedback(self, request_id: str, verdict: str, comment: str | None = None) -> bool:
+        """No verdict can be kept: the rows are in the spool, not in a ledger."""
+        return self.report(lambda db: False)
 
     def report(self, read: Callable[[Any], T]) -> T:
         return read(self.connect())
