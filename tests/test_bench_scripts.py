@@ -19,7 +19,11 @@ BENCH = Path(__file__).resolve().parent / "bench"
     "script, arguments, figures",
     [
         ("bench_ledger.py", ["--asks", "300"], ["rows/s committed", "added by the ledger"]),
-        ("bench_misses.py", ["--rows", "3000", "--runs", "1", "--raw"], ["misses_report()", "over the raw rows"]),
+        (
+            "bench_savings.py",
+            ["--misses", "--rows", "3000", "--runs", "1", "--raw"],
+            ["misses_report()", "over the raw rows"],
+        ),
     ],
 )
 def test_a_benchmark_runs_to_its_end_and_prints_its_figures(script, arguments, figures):

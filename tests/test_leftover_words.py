@@ -1,7 +1,7 @@
 """Words beside a lookup (docs/reading.md): the inert ones are read past, the ones that change what is asked
 send the question to the LLM. Measured both ways on tests/data/leftover/ (300 lookups that carry such words,
 300 questions that mention the weather and ask something else), written by someone who had not read the
-router; bench_reading.py prints the figures. Known misses are listed by name: any other is a failure."""
+router; `bench_route.py --reading` prints the figures. Known misses are listed by name: any other is a failure."""
 
 import datetime as dt
 import json

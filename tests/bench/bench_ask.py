@@ -1,14 +1,15 @@
 """Benchmark the warm rule path: ask() with the forecast cached, from 1 and from 8 threads, with the file
 ledger, and in several processes.
 
-    python tests/bench/bench_ask.py [--seconds S] [--processes N] [--ledger-turns T]
+    python tests/bench/bench_ask.py [--seconds S] [--processes N] [--ledger-turns T] [--figures-json]
 
 The forecast comes once from a local Open-Meteo-shaped server (tests/fake_weather.py); every ask after
 that is answered from the cache, so the figures are the router's own cost: route(), cache look-up and
 rendering. Prints p50/p99 µs per ask() and asks/s (ledger off, then with a file ledger and its share of
 the ledger-off rate, the median of T short turns of each side by side: target >= 0.9), and how asks/s
 scale from 1 to N processes next to how a pure-CPU loop scales in the same run (target >= 0.9 x N where
-N cores are free; this machine is shared).
+N cores are free; this machine is shared; --processes 0 leaves it out). With --figures-json, the last line
+is the headline figure as JSON, for `python -m tests.bench`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # fake_weather.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.bench
+
+from tests.bench import FIGURES_FLAG, print_figures
 
 from fake_weather import FakeWeather
 
@@ -122,11 +126,15 @@ def scaling(work, args: tuple, processes: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds per run (default 3)")
-    parser.add_argument("--processes", type=int, default=2, help="processes for the scaling run (default 2)")
+    parser.add_argument(
+        "--processes", type=int, default=2, help="processes for the scaling run (default 2; 0 leaves it out)"
+    )
     parser.add_argument(
         "--ledger-turns", type=int, default=15, help="turns of the ledger's ratio, SECONDS in all for each (default 15)"
     )
+    parser.add_argument(FIGURES_FLAG, action="store_true", help="end with the headline figure as a JSON line")
     args = parser.parse_args()
+    figures = []
 
     from hybrid_weather.router import HybridRouter, Settings
 
@@ -150,6 +158,13 @@ def main() -> None:
                 f" (target >= 20,000 asks/s and p50 <= 50 µs: {'met' if met else 'MISSED'})" if threads == 1 else ""
             )
             print(f"  {threads} thread(s): {count / elapsed:,.0f} asks/s, p50 {p50:.1f} µs, p99 {p99:.1f} µs{target}")
+            if threads == 1:
+                figures.append(
+                    (
+                        "warm `ask()`, 1 thread, ledger off: p50; asks/s (targets ≤ 50 µs; ≥ 20,000)",
+                        f"{p50:.1f} µs; {count / elapsed:,.0f} asks/s",
+                    )
+                )
         assert server.requests["/v1/forecast"] == upstream, "a cached ask went upstream"
         router.close()
 
@@ -171,14 +186,23 @@ def main() -> None:
               f"{statistics.median(rates['off']):,.0f} without it (median of {len(ratios)} turns of "
               f"{args.seconds / args.ledger_turns:g} s, quartiles {low:.2f}-{high:.2f}x; target >= 0.9x)")  # fmt: skip
 
-        asks_1, asks_n = scaling(_asks_in_process, (server.url, args.seconds), args.processes)
-        spins_1, spins_n = scaling(_spins_in_process, (args.seconds,), args.processes)
-        n = args.processes
-        print(f"  {n} processes: {asks_n / asks_1:.2f}x the asks of one ({asks_n / args.seconds:,.0f} asks/s in all); "
-              f"a pure-CPU loop in the same run: {spins_n / spins_1:.2f}x (target >= {0.9 * n:.1f}x where {n} cores "
-              "are free)")  # fmt: skip
+        if args.processes:
+            print_scaling(server.url, args.seconds, args.processes)
     finally:
         server.stop()
+    if args.figures_json:
+        print_figures(figures)
+
+
+def print_scaling(url: str, seconds: float, processes: int) -> None:
+    """How asks/s scale from 1 to PROCESSES processes, beside a pure-CPU loop's scaling in the same run: the
+    loop says how many cores this shared machine gave the run, so the asks' scaling is read against it."""
+    asks_1, asks_n = scaling(_asks_in_process, (url, seconds), processes)
+    spins_1, spins_n = scaling(_spins_in_process, (seconds,), processes)
+    n = processes
+    print(f"  {n} processes: {asks_n / asks_1:.2f}x the asks of one ({asks_n / seconds:,.0f} asks/s in all); "
+          f"a pure-CPU loop in the same run: {spins_n / spins_1:.2f}x (target >= {0.9 * n:.1f}x where {n} cores "
+          "are free)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Benchmark aask() under a burst: N concurrent asks over distinct places against a slow upstream.
 
-    python tests/bench/bench_async.py [--asks 500] [--places 250] [--delay 0.2]
+    python tests/bench/bench_async.py [--asks 500] [--places 250] [--delay 0.2] [--figures-json]
 
 A local Open-Meteo-shaped server (tests/fake_weather.py) answers every request after DELAY seconds; it
 runs in its own process, so its Python work does not share the client's interpreter lock.
@@ -8,7 +8,8 @@ Every ask is a rule question about one of PLACES prefecture-level cities (each a
 asks = 2 × places), all started at once on one event loop. Prints how many were answered, how long
 the burst took, the upstream requests per place, the most requests the server saw at once, and the
 errors by type. The target (issue 11): 500 over 250 places at 200 ms, all answered in ≤ 3 s, with at
-most one upstream request per place.
+most one upstream request per place. With --figures-json, the last line is the headline figure as JSON,
+for `python -m tests.bench`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # corpus.py, fake_weather.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.bench
 
 from corpus import distinct_cities
+
+from tests.bench import FIGURES_FLAG, print_figures
 
 from fake_weather import FakeWeather
 
@@ -52,6 +56,7 @@ def main() -> None:
     parser.add_argument("--asks", type=int, default=500)
     parser.add_argument("--places", type=int, default=250)
     parser.add_argument("--delay", type=float, default=0.2, help="seconds the upstream takes per request")
+    parser.add_argument(FIGURES_FLAG, action="store_true", help="end with the headline figure as a JSON line")
     args = parser.parse_args()
 
     from hybrid_weather.router import HybridRouter, Settings
@@ -78,6 +83,16 @@ def main() -> None:
     print(f"answered: {answered}/{args.asks} in {took:.2f} s")
     print(f"upstream requests: {requests} ({per_place:.2f} per place), at most {most_at_once} at once")
     print(f"errors: {dict(errors) or 'none'}; breaker after the burst: {breaker}")
+    if args.figures_json:
+        what = f"{args.asks} concurrent `aask` over {len(places)} places, {args.delay * 1000:.0f} ms upstream"
+        print_figures(
+            [
+                (
+                    f"{what}: time to answer all; upstream requests per place (targets ≤ 3 s, all answered; ≤ 1)",
+                    f"{took:.2f} s ({answered}/{args.asks} answered); {per_place:.2f}",
+                )
+            ]
+        )
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """Benchmark the ledger: rows/s under load, and what it adds to each ask().
 
-    python tests/bench/bench_ledger.py [--asks N]
+    python tests/bench/bench_ledger.py [--asks N] [--figures-json]
 
 1. rows/s: 8 threads record entries as fast as they can into a file ledger; the clock stops when
    close() has committed the last row.
 2. added latency: warm rule-path ask() (demo provider, so no network) with the ledger off, then with a
    file ledger on, interleaved in rounds; prints p50 and p99 of each and the difference.
+
+With --figures-json, the last line is the headline figure as JSON, for `python -m tests.bench`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.bench import FIGURES_FLAG, print_figures
 
 QUERIES = ["上海今天天气", "魔都明天会下雨吗", "北京和上海明天哪个冷", "北京明天多少度", "明天会下雨吗"]
 
@@ -73,6 +79,7 @@ def pct(samples: list[int], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--asks", type=int, default=20_000, help="asks per configuration (default 20000)")
+    parser.add_argument(FIGURES_FLAG, action="store_true", help="end with the headline figure as a JSON line")
     args = parser.parse_args()
     from hybrid_weather.router import HybridRouter
 
@@ -100,6 +107,8 @@ def main() -> None:
             f"({len(samples_on):,} asks each, Python {sys.version.split()[0]}; "
             f"target <= 5 µs: {'met' if added <= 5 else 'MISSED'})"
         )
+    if args.figures_json:
+        print_figures([("the ledger's cost to one `ask()`, p50 (target ≤ +5 µs)", f"{added:+.1f} µs")])
 
 
 if __name__ == "__main__":

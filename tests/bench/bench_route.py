@@ -1,13 +1,29 @@
-"""Benchmark the router on the dev set and print what was measured.
+"""Benchmark the router on the dev set, or measure how it reads a labelled set, and print what was measured.
 
-    python tests/bench/bench_route.py [--rounds N]
+    python tests/bench/bench_route.py [--rounds N] [--cold-runs N] [--cli PATH] [--against PATH]
+    python tests/bench/bench_route.py --reading SET.jsonl [--today 2026-12-03] [--show-wrong]
 
-Prints: decisions/s and p50/p99 µs per warm route() of a question the router has not decided before
-(each round asks on another day, so the memo of decisions never answers); the same for a repeated
-question (same text, same day: the memo's answer); a bare jieba.lcut() of the same text with jieba's
-default dictionary (so the router's cost shows as a ratio); the wall time of a cold
+Timing (the default) prints: decisions/s and p50/p99 µs per warm route() of a question the router has
+not decided before (each round asks on another day, so the memo of decisions never answers); the same for
+a repeated question (same text, same day: the memo's answer); a bare jieba.lcut() of the same text with
+jieba's default dictionary (so the router's cost shows as a ratio); the wall time of a cold
 `hybrid-weather route "上海今天天气"` and `hybrid-weather --provider demo "上海今天天气"` (medians of several
 fresh processes of --cli) and their peak RSS; with --against, the same of another install in turns.
+
+Reading (--reading SET.jsonl): each line of SET is {"query", "route": "rule"|"clarify"|"llm", "cities",
+"dates", "aspect", "class"} (the labels of what a careful product should do; cities in plain Chinese, 上海
+for 上海市); for a trap set {"query", "domain"} (every line a non-weather utterance: its label is "llm");
+for an assistant's weather traffic {"query", "kind": "lookup"|"placeless", "city"} (a lookup is right with
+its city, whatever the day and aspect; a place-less one is right asked "which city?"). Prints, overall
+and per class:
+- rule precision: of the questions answered by rules, the share answered right (route, cities, days, aspect);
+- rule recall: of the plain lookups, the share answered by rules and right;
+- open-ended answered by rules: of the questions labelled llm, the share the rules answered anyway with a
+  forecast (those answered with the distance between two named places are counted apart);
+- asked "which city?" wrongly: of the questions not labelled clarify, the share given a clarify;
+- asked back rightly: of the questions labelled clarify (a lookup without its place), the share asked back.
+
+With --figures-json, the last line is the headline figures as JSON, for `python -m tests.bench`.
 """
 
 from __future__ import annotations
@@ -21,7 +37,16 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # labels.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.bench
+
+from tests.bench import FIGURES_FLAG, print_figures
+
+from labels import same_city
 
 DEV_SET = Path(__file__).resolve().parents[1] / "data" / "queries.jsonl"
 #: The day the router is warmed on; each timed round asks on a day after it, which its memo has not seen.
@@ -90,7 +115,7 @@ def cold_cli(exes: list[str], args: list[str], runs: int) -> list[tuple[float, f
     return [(statistics.median(w), max(p)) for w, p in zip(walls, peaks, strict=True)]
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20, help="passes over the dev set (default 20)")
     parser.add_argument("--cold-runs", type=int, default=7, help="fresh CLI processes to time (default 7)")
@@ -107,8 +132,22 @@ def main() -> None:
     parser.add_argument(
         "--first", type=int, default=None, help="only the dev set's first N questions (316: the original set)"
     )
-    args = parser.parse_args()
+    parser.add_argument("--reading", type=Path, metavar="SET.jsonl", help="measure how SET is read instead")
+    parser.add_argument("--today", default="2026-12-03", help="with --reading: the day the questions are asked on")
+    parser.add_argument("--show-wrong", action="store_true", help="with --reading: print each question read wrongly")
+    parser.add_argument(FIGURES_FLAG, action="store_true", help="end with the headline figures as a JSON line")
+    return parser.parse_args()
 
+
+def main() -> None:
+    args = parse_args()
+    figures = measure_reading(args) if args.reading else measure_speed(args)
+    if args.figures_json:
+        print_figures(figures)
+
+
+def measure_speed(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The dev set's timings and the cold CLI's; returns the headline figure."""
     from hybrid_weather.router import HybridRouter
 
     queries = dev_set_queries()[: args.first]
@@ -123,8 +162,7 @@ def main() -> None:
     for query in queries:
         jieba.lcut(query)
     # Round by round, the router and then jieba on the same questions: this machine is shared and its speed
-    # drifts within a run (a bare jieba.lcut moved 24 -> 37 us between runs minutes apart), so the ratio is
-    # taken between timings made side by side, not one phase after the other.
+    # drifts within a run, so the ratio is taken between timings made side by side, not one phase after the other.
     route_samples: list[int] = []
     jieba_samples: list[int] = []
     route_seconds = 0.0
@@ -182,6 +220,117 @@ def main() -> None:
     print("targets (issue 15; the cold ones for a regular install):")
     for what, value, bar, unit in targets:
         print(f"  {what:<22} {value:8.2f} {unit:<2} <= {bar} {unit}: {'met' if value <= bar else 'MISSED'}")
+    return [
+        (
+            f"`route()` of a new question, p50; ÷ bare `jieba.lcut()` (targets ≤ 20 µs; ≤ 1.0×), "
+            f"{rule_path().split(' (')[0]}",
+            f"{route_p50:.1f} µs; {route_p50 / jieba_p50:.2f}×",
+        )
+    ]
+
+
+# -- reading a labelled set -------------------------------------------------------------------------------
+
+
+def read_cases(path: Path) -> list[dict[str, Any]]:
+    """SET's lines, each made a labelled question: a line of an assistant's traffic ("kind") is given the
+    route and city its kind means, so every set is tallied the same way."""
+    cases = []
+    for line in path.read_text("utf-8").splitlines():
+        if not line.strip():
+            continue
+        case = json.loads(line)
+        kind = case.get("kind")
+        if kind is not None:
+            case = {**case, "route": "rule" if kind == "lookup" else "clarify", "cities": [case.get("city")]}
+        cases.append(case)
+    return cases
+
+
+def read_right(case: dict[str, Any], decision: Any, gazetteer: Any) -> bool:
+    """Whether DECISION is what CASE's labels say: the route, and for a rule answer its cities, and (unless
+    the case is an assistant's lookup, right whatever its day and aspect) its days and aspect."""
+    want = case.get("route", "llm")
+    if decision.route != want:
+        return False
+    if want != "rule":
+        return True
+    cities = case.get("cities", [])
+    plain = case.get("kind") is None
+    return (
+        len(cities) == len(decision.places)
+        and all(same_city(gazetteer, c, p) for c, p in zip(cities, decision.places, strict=True))
+        and (not plain or [d.isoformat() for d in decision.dates] == case.get("dates"))
+        and (not plain or decision.aspect == case.get("aspect"))
+    )
+
+
+def tally(counts: dict[str, int], want: str, decision: Any, right: bool) -> None:
+    """Add one question to COUNTS, the tally of one class."""
+    got = decision.route
+    counts["n"] += 1
+    counts[f"want_{want}"] += 1
+    counts[f"got_{got}"] += 1
+    if got == "rule":
+        counts["rule_right"] += right
+    if want == "rule":
+        counts["recall_hit"] += right
+    if want == "llm" and got == "rule":
+        # The distance between two named places is the product's own answer (北京到上海多远), no forecast.
+        counts["distance" if decision.aspect == "distance" else "open_by_rules"] += 1
+    if want != "clarify" and got == "clarify":
+        counts["wrong_clarify"] += 1
+    if want == "clarify" and got == "clarify":
+        counts["clarify_hit"] += 1
+
+
+def share(part: int, whole: int) -> str:
+    return f"{part / whole:7.1%} ({part}/{whole})" if whole else "      - (0/0)"
+
+
+def measure_reading(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """How the router reads the labelled set --reading names, per class and overall; returns its rule
+    precision and recall."""
+    from hybrid_weather.router import HybridRouter
+
+    today = dt.date.fromisoformat(args.today)
+    cases = read_cases(args.reading)
+    router = HybridRouter(provider="demo")
+    gazetteer = router.parts.parser.reader.gazetteer
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    wrong: list[str] = []
+    for case in cases:
+        want = case.get("route", "llm")
+        group = case.get("class") or case.get("domain") or case.get("kind") or "all"
+        decision = router.route(case["query"], today=today)
+        right = read_right(case, decision, gazetteer)
+        for key in (group, "ALL"):
+            tally(counts[key], want, decision, right)
+        if not right:
+            wrong.append(f"[{group}] {case['query']!r}: want {want}, got {decision.route} ({decision.reason})")
+    print(f"{args.reading.name}: {len(cases)} questions, today {today}, router {router.parts.parser.provider_label}")
+    columns = ("rule precision", "rule recall", "llm ones by rules", "wrong clarify", "clarify recall")
+    print(f"{'class':<12} " + " ".join(f"{column:>22}" for column in columns))
+    for key in sorted(counts, key=lambda k: (k == "ALL", k)):
+        t = counts[key]
+        print(
+            f"{key:<12} {share(t['rule_right'], t['got_rule']):>22} {share(t['recall_hit'], t['want_rule']):>22}"
+            f" {share(t['open_by_rules'], t['want_llm']):>22}"
+            f" {share(t['wrong_clarify'], t['n'] - t['want_clarify']):>22}"
+            f" {share(t['clarify_hit'], t['want_clarify']):>22}"
+        )
+    print(f"questions labelled llm answered with a distance: {counts['ALL']['distance']}")
+    if args.show_wrong:
+        print("\n".join(wrong))
+    router.close()
+    total = counts["ALL"]
+    return [
+        (
+            f"{args.reading}, {len(cases)} questions: rule precision / rule recall",
+            f"{share(total['rule_right'], total['got_rule']).strip()} / "
+            f"{share(total['recall_hit'], total['want_rule']).strip()}",
+        )
+    ]
 
 
 if __name__ == "__main__":

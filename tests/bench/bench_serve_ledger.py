@@ -1,6 +1,6 @@
 """What the file ledger costs a served request: `hybrid-weather serve` with the ledger off and with it, in turns.
 
-    python tests/bench/bench_serve_ledger.py [--connections 32] [--seconds 5] [--turns 8]
+    python tests/bench/bench_serve_ledger.py [--connections 32] [--seconds 5] [--turns 8] [--figures-json]
 
 bench_ask.py measures the file ledger's share of the ledger-off rate for ask() in a tight loop in one
 thread (target >= 0.9x); a service asks between socket reads. This starts two services of one worker each
@@ -8,7 +8,8 @@ thread (target >= 0.9x); a service asks between socket reads. This starts two se
 then drives POST /v1/ask with rule questions at each in turn with wrk (Debian's package) on the same
 machine, and prints each turn's rate and p99 and the file ledger's share of the ledger-off rate (the
 median of the turns, and their range). One worker each, so the second core is left to wrk and to the
-ledger writer's SQLite work.
+ledger writer's SQLite work (target: the share >= 0.9x). With --figures-json, the last line is the headline
+figure as JSON, for `python -m tests.bench`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_serve.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.bench
 
 from bench_serve import QUESTIONS, _port, _wait, _wrk, service_env
+
+from tests.bench import FIGURES_FLAG, print_figures
 
 KINDS = ("off", "file")
 
@@ -34,6 +38,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--seconds", type=int, default=5, help="seconds of each turn (default 5)")
     parser.add_argument("--turns", type=int, default=8, help="turns of each service (default 8)")
+    parser.add_argument(FIGURES_FLAG, action="store_true", help="end with the headline figure as a JSON line")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed: apt-get install wrk")
@@ -74,6 +79,16 @@ def main() -> None:
     shares = sorted(f["rps"] / o["rps"] for f, o in zip(runs["file"], runs["off"], strict=True))
     share = statistics.median(shares)
     print(f"  file ledger, share of ledger off: {share:.2f}x ({shares[0]:.2f}-{shares[-1]:.2f}x)")
+    if args.figures_json:
+        print_figures(
+            [
+                (
+                    f"file ledger served over HTTP, share of the ledger-off rate, median of {args.turns} turns "
+                    "(target ≥ 0.9×)",
+                    f"{share:.2f}× ({shares[0]:.2f}–{shares[-1]:.2f}×)",
+                )
+            ]
+        )
 
 
 if __name__ == "__main__":
