@@ -304,7 +304,8 @@ class HybridRouter:
                 raise ConfigurationError(f"sampling: {problem}")
         today = today or today_in_china()
         decision, overlay = self._read(text, today, session)
-        return _Request(text, today, session, decision, arrived, started, deadline, model, sampling, overlay)
+        routed_s = time.perf_counter() - started
+        return _Request(text, today, session, decision, arrived, started, deadline, model, sampling, overlay, routed_s)
 
     def _locate(self, request: _Request) -> Decision:
         """For a place the gazetteer lacks, ask the provider's geocoder and, if it finds one, read again."""
@@ -370,7 +371,18 @@ class HybridRouter:
             answer.request_id = recorder.answered(
                 request.text, answer, request.arrived, session.id if session is not None else None, request.overlay
             )
+        self._trace(request, answer=answer)
         return answer
+
+    def _trace(self, request: _Request, *, answer: Answer | None = None, error: BaseException | None = None) -> None:
+        """REQUEST's spans, when OpenTelemetry traces are configured (router/tracing.py)."""
+        tracer = self.parts.tracing[0]
+        if tracer is not None:
+            from .tracing import trace_request
+
+            decision, ended = request.decision, request.arrived + (time.perf_counter() - request.started)
+            trace_request(tracer, arrived=request.arrived, routed_s=request.routed_s, ended=ended, decision=decision,
+                          answer=answer, error=error)  # fmt: skip
 
     @contextlib.contextmanager
     def _recorded(self, request: _Request) -> Iterator[None]:
@@ -395,6 +407,7 @@ class HybridRouter:
                     session_id=request.session.id if request.session is not None else None,
                     overlay=request.overlay,
                 )
+            self._trace(request, error=error)
             raise
 
 
@@ -418,6 +431,7 @@ class _Request:
     model: str | None = None  #: the model the caller named, if any (else the configured one)
     sampling: dict[str, Any] | None = None  #: the caller's temperature and max_tokens, if any
     overlay: int | None = None  #: the overlay version the question was read through (None: no overlay)
+    routed_s: float = 0.0  #: seconds the routing took (traces)
 
 
 def _checked_tools(tools: Sequence[Any]) -> tuple[Any, ...]:

@@ -27,6 +27,8 @@ from .understand import QueryParser
 from .understand.overlay import Overlays, OverlayStore
 
 if TYPE_CHECKING:  # the LLM loop, the ledger (sqlite3) and shadow runs load when first used
+    from opentelemetry.trace import Tracer
+
     from hybrid_weather.agent.llm import LLMAgent
     from hybrid_weather.agent.llm.travel import TravelTimes
 
@@ -85,6 +87,15 @@ class Parts:
     def parser(self) -> QueryParser:
         provider = PROVIDER_CLASSES[self.provider_name]
         return QueryParser(Reader(), provider.horizon, provider.label)
+
+    @lazy_part
+    def tracing(self) -> tuple[Tracer | None, Any]:
+        """OpenTelemetry's tracer for this router's requests, and the provider it made (router/tracing.py)."""
+        import os
+
+        from .tracing import configured_tracer
+
+        return configured_tracer(os.environ)
 
     @lazy_part
     def overlays(self) -> Overlays:
@@ -240,3 +251,6 @@ class Parts:
         for part in parts:
             if part is not None:
                 part.close()
+        tracing = built(self, "tracing")
+        if tracing is not None and tracing[1] is not None:
+            tracing[1].shutdown()  # the provider this router made: its last spans exported

@@ -58,6 +58,7 @@ class ToolTrace:
     ok: bool
     duration_ms: float
     reused: bool = False  #: answered from an identical earlier call in this request
+    started_at: float = 0.0  #: time.time() when it started (traces)
 
 
 @dataclass(slots=True)
@@ -69,6 +70,7 @@ class LoopTrace:
     latency_ms: float
     attempts: int
     tools: list[ToolTrace] = field(default_factory=list)
+    started_at: float = 0.0  #: time.time() when the call was sent (traces)
 
 
 @dataclass(slots=True)
@@ -191,20 +193,23 @@ class LLMAgent:
         seen: dict[tuple[str, str], ToolOutcome] = {}
         places: list[str] = []
         for number in range(1, self.max_loops + 1):
+            called_at = time.time()
             try:
                 reply, attempts, latency = self._call(messages, deadline, options)
             except LLMUnavailable as error:
                 error.attempts += sum(loop.attempts for loop in loops)
                 raise
             usage = usage + reply.usage
-            trace = LoopTrace(number, reply.usage, latency, attempts)
+            trace = LoopTrace(number, reply.usage, latency, attempts, started_at=called_at)
             loops.append(trace)
             if not reply.calls:
                 return AgentResult(reply.content or "", usage, loops, "answer", places)
             calls = reply.calls[: min(MAX_TOOL_CALLS_PER_TURN, MAX_TOOL_CALLS - _tool_calls(loops))]
             messages.append(_assistant_message(reply, calls))
             for call, outcome, reused in self._run_tools(calls, seen, today, deadline):
-                trace.tools.append(ToolTrace(call.name, call.arguments, outcome.ok, outcome.duration_ms, reused))
+                trace.tools.append(
+                    ToolTrace(call.name, call.arguments, outcome.ok, outcome.duration_ms, reused, outcome.started_at)
+                )
                 if outcome.place and outcome.place not in places:
                     places.append(outcome.place)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})

@@ -45,6 +45,7 @@ class ToolOutcome:
     ok: bool
     place: str | None = None  #: canonical place the call was about, for the ledger
     duration_ms: float = 0.0
+    started_at: float = 0.0  #: time.time() when the call started (traces)
 
 
 class ToolBox:
@@ -84,10 +85,11 @@ class ToolBox:
     def run(self, name: str, arguments: str, today: dt.date, *, deadline: float | None = None) -> ToolOutcome:
         """Run one call; TODAY anchors relative dates (明天) as the question's own today. The call ends by
         DEADLINE (time.monotonic()) when given, and within this box's own deadline_s in any case."""
-        started = time.perf_counter()
+        started, started_at = time.perf_counter(), time.time()
         own = time.monotonic() + self.deadline_s
         outcome = self._run(name, arguments, today, own if deadline is None else min(own, deadline))
-        return ToolOutcome(outcome.content, outcome.ok, outcome.place, (time.perf_counter() - started) * 1000)
+        took = (time.perf_counter() - started) * 1000
+        return ToolOutcome(outcome.content, outcome.ok, outcome.place, took, started_at)
 
     def _run(self, name: str, arguments: str, today: dt.date, deadline: float) -> ToolOutcome:
         chosen = self._tools.get(name)
