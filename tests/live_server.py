@@ -17,16 +17,17 @@ KEY = "sk-test-upstream-live-42"
 
 
 @contextlib.contextmanager
-def serving(tmp_path, llm_server, workers=1, tls=None, **env):
+def serving(tmp_path, llm_server, workers=1, tls=None, grace=None, **env):
     """The server on a free port of 127.0.0.1 with a demo provider and a fresh ledger; TLS, a (certfile,
-    keyfile) pair, serves HTTPS (the server's `context` then trusts that certificate)."""
+    keyfile) pair, serves HTTPS (the server's `context` then trusts that certificate); GRACE, serve's --grace."""
     port = free_port()
     ledger = tmp_path / "ledger.db"
     values = {"HYBRID_WEATHER_PROVIDER": "demo", "HYBRID_WEATHER_LEDGER": str(ledger), "OPENAI_API_KEY": KEY,
               "OPENAI_BASE_URL": llm_server.base_url, "HYBRID_WEATHER_MODEL": "gpt-4o-mini", **env}  # fmt: skip
     process = subprocess.Popen(
         [sys.executable, "-m", "hybrid_weather.router", "serve", "--port", str(port), "--workers", str(workers),
-         *(["--certfile", str(tls[0]), "--keyfile", str(tls[1])] if tls else [])],
+         *(["--certfile", str(tls[0]), "--keyfile", str(tls[1])] if tls else []),
+         *(["--grace", str(grace)] if grace is not None else [])],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(**values),
     )  # fmt: skip
     url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"

@@ -268,7 +268,8 @@ def test_serve_speaks_https_with_the_operators_certificate(tmp_path, llm_server)
     import httpx2 as httpx  # the HTTP client the openai SDK is built on
 
     cert, key = _certificate(tmp_path)
-    with serving(tmp_path, llm_server, tls=(cert, key), workers=2) as server:
+    # --grace 1: the plain-HTTP probe below leaves a TLS handshake open, which a stop waits its grace out for.
+    with serving(tmp_path, llm_server, tls=(cert, key), workers=2, grace=1) as server:
         assert server.url.startswith("https://")
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0,
                                http_client=httpx.Client(verify=server.context))  # fmt: skip
