@@ -549,3 +549,24 @@ def test_row_times_are_written_as_datetime_writes_them(timestamp):
     made = RowFormat(models=ModelTable(), model="gpt-4o-mini", store_queries="masked", secret=b"k" * 32)
     expected = dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).isoformat(timespec="microseconds")
     assert made._time(timestamp) == expected
+
+
+def test_request_ids_stay_unique_when_the_program_seeds_random_and_after_a_fork():
+    # The id an answer carries is its row's: a repeat would merge two requests' feedback, and the replay
+    # would skip the second row as stored already.
+    import random
+
+    from hybrid_weather.router.ledger.entry import RequestIds
+
+    ids, made = RequestIds(), set()
+    for _ in range(50):
+        random.seed(42)
+        made.add(ids.new(1_764_460_800.0))
+    assert len(made) == 50 and all(len(i) == 22 and i.startswith(f"{1_764_460_800_000:012x}") for i in made)
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child asks with the generator it inherited
+        os.write(writer, ids.new(1_764_460_800.0).encode())
+        os._exit(0)
+    os.waitpid(child, 0)
+    assert os.read(reader, 100).decode() != ids.new(1_764_460_800.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Protocol
 
-from .entry import LedgerEntry, new_request_id
+from .entry import LedgerEntry, RequestIds
 
 if TYPE_CHECKING:
     from hybrid_weather.agent.llm import AgentResult
@@ -30,6 +30,7 @@ class Recorder:
 
     def __init__(self, ledger: RowSink) -> None:
         self.ledger = ledger
+        self._ids = RequestIds()
 
     def answered(
         self, query: str, answer: Answer, arrived: float, session_id: str | None = None, overlay: int | None = None
@@ -37,7 +38,7 @@ class Recorder:
         """ANSWER's row: QUERY arrived at ARRIVED (time.time()), in session SESSION_ID, read through OVERLAY.
         Returns the row's id, which the answer carries (feedback names it)."""
         decision, result = answer.decision, answer.llm
-        request_id = new_request_id(arrived)
+        request_id = self._ids.new(arrived)
         entry = LedgerEntry(
             started_at=arrived,
             route=answer.route,

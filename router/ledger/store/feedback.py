@@ -14,7 +14,7 @@ from .rollup import moment, query
 VERDICTS = ("wrong", "right")
 #: A comment past this is cut: a verdict's reason, not a document.
 MAX_COMMENT_CHARS = 1_000
-#: What a request id looks like (new_request_id); anything else is no id of ours, refused before a query.
+#: What a request id looks like (entry.RequestIds); anything else is no id of ours, refused before a query.
 REQUEST_ID = re.compile(r"[0-9a-f]{22}")
 
 
