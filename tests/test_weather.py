@@ -200,7 +200,9 @@ def test_geocoding_finds_a_place_the_gazetteer_lacks(router, weather_server):
 def test_a_geocoder_that_cannot_be_reached_is_not_a_place_that_does_not_exist(weather_server):
     # Whether 雷克雅未克 exists is unknown until the geocoder answers: a refused connection or a timeout is the
     # weather service being unavailable (raised, exit 3 in the CLI), not "no such place" (a clarify).
-    with make_router(refused_url(), deadline=1.0) as router, pytest.raises(UpstreamConnectError):
+    # A refused connection fails in milliseconds; the 3 s deadline is room for a loaded machine (four test
+    # workers on two cores), on which 1 s ran out first and made it a timeout.
+    with make_router(refused_url(), deadline=3.0) as router, pytest.raises(UpstreamConnectError):
         ask(router, "雷克雅未克明天天气")
     weather_server.fail("/v1/search", *["slow:3"] * 8)
     with make_router(weather_server.url, deadline=1.0, read_timeout=0.3) as router:
