@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from .dates import DateSpan, date_words, find_dates, parse_number
@@ -34,25 +34,37 @@ class Threshold(NamedTuple):
     degrees: float
 
 
-@dataclass(slots=True)
-class Reading:
-    """What the walk over a question's tokens found."""
+#: A place a question names: (token index, word, match). A follow-up's places, borrowed from the last answer,
+#: stand at negative indexes, before the question's first token.
+PlaceAt = tuple[int, str, PlaceMatch]
+#: A run of tokens not understood: (first index, last index, text).
+UnknownRun = tuple[int, int, str]
 
-    places: list[tuple[int, str, PlaceMatch]] = field(default_factory=list)  #: (token index, word, match)
-    aspects: list[Aspect] = field(default_factory=list)
+
+class Reading(NamedTuple):
+    """What the walk over a question's tokens found. Immutable, so that what the Reader found stays as found:
+    a later step that reads more into a question (a place found for a word not understood, a correction, a
+    follow-up's borrowing from the last answer: router/understand/follow_up.py's FollowUp) makes a new Reading
+    with `_replace`. A NamedTuple, not a frozen dataclass: as immutable, and built much faster (every
+    question makes one or more)."""
+
+    places: tuple[PlaceAt, ...] = ()
+    aspects: tuple[Aspect, ...] = ()
     cold: bool = False
     hot: bool = False
     compare: bool = False
     asks_which: bool = False  #: a compare word that asks which of several (哪个, 谁, 比), not only 更 or 一点
     trend: str | None = None  #: "cold" for 降温, "hot" for 回暖
     spread: bool = False  #: 温差: the range of temperature is asked
-    count: int | None = None  #: places a follow-up refers to (这两个城市 → 2; 0 means all recent ones)
-    conjunction_at: set[int] = field(default_factory=set)
-    leader_at: set[int] = field(default_factory=set)
-    correction_at: list[int] = field(default_factory=list)  #: 不对, 我是说: what follows replaces what came before
-    negation_at: list[int] = field(default_factory=list)  #: 不是, 不要: the place or date that follows is excluded
-    link_at: list[int] = field(default_factory=list)  #: 离, 从, 之间: what joins the places of a distance question
-    unknown: list[tuple[int, int, str]] = field(default_factory=list)  #: (first, last, text) token runs
+    #: Places a follow-up refers to (这两个城市 → 2; 0 means all recent ones); not `count`, which is the tuple's
+    #: own method.
+    place_count: int | None = None
+    conjunction_at: tuple[int, ...] = ()
+    leader_at: tuple[int, ...] = ()
+    correction_at: tuple[int, ...] = ()  #: 不对, 我是说: what follows replaces what came before
+    negation_at: tuple[int, ...] = ()  #: 不是, 不要: the place or date that follows is excluded
+    link_at: tuple[int, ...] = ()  #: 离, 从, 之间: what joins the places of a distance question
+    unknown: tuple[UnknownRun, ...] = ()
     #: The temperature a yes-no question asks about, if it names exactly one with a side (超过30度, 零度以下).
     threshold: Threshold | None = None
 
@@ -61,6 +73,30 @@ class Reading:
         """Whether any word asks about the weather: an aspect, how it feels, a change or a comparison (not
         a question whose only words of the weather are the default one, 北京明天)."""
         return bool(self.aspects or self.cold or self.hot or self.compare or self.trend or self.spread)
+
+
+@dataclass(slots=True)
+class _Found:
+    """What the walk has found so far: Reading's fields, changed as the walk goes, then given out as a Reading
+    (Reader.read). Its fields hold tuples, which the Reading takes as they are: most questions add one or two
+    items to a few of them, and the rest stay the empty tuple, so nothing is copied at the end."""
+
+    places: tuple[PlaceAt, ...] = ()
+    aspects: tuple[Aspect, ...] = ()
+    cold: bool = False
+    hot: bool = False
+    compare: bool = False
+    asks_which: bool = False
+    trend: str | None = None
+    spread: bool = False
+    place_count: int | None = None
+    conjunction_at: tuple[int, ...] = ()
+    leader_at: tuple[int, ...] = ()
+    correction_at: tuple[int, ...] = ()
+    negation_at: tuple[int, ...] = ()
+    link_at: tuple[int, ...] = ()
+    unknown: tuple[UnknownRun, ...] = ()
+    threshold: Threshold | None = None
 
 
 class Reader:
@@ -139,7 +175,7 @@ class Reader:
     def read(self, tokens: Tokens, clean: str = "") -> Reading:  # noqa: C901
         """Give every token its role; runs of tokens with none are collected as unknown. CLEAN, the normalised
         text of TOKENS, lets a made-up name with a unit's suffix be read as one (see _made_up_names)."""
-        reading = Reading()
+        found = _Found()
         lexicon = self.lexicon
         index = 0
         felt_at = -2  # the index of the last word of how the weather feels (冷, 晒), for its complements
@@ -151,21 +187,21 @@ class Reader:
                 index += 1
                 continue
             if token.isascii() and token[0].isalpha():
-                known = len(reading.aspects)
-                index = self._read_latin(tokens, index, reading)
-                if len(reading.aspects) > known and reading.aspects[-1] != "temperature":
+                known = len(found.aspects)
+                index = self._read_latin(tokens, index, found)
+                if len(found.aspects) > known and found.aspects[-1] != "temperature":
                     measured_at = index - 1  # aqi高, pm2.5低
                 continue
             match = self.gazetteer.lookup(token)
             if match is None and (group := self.gazetteer.groups.get(token)) is not None:
                 for place in group:  # 北上广深: each of its places, as if named one by one
-                    reading.places.append((index, place.display, PlaceMatch((place,), "group")))
+                    found.places += ((index, place.display, PlaceMatch((place,), "group")),)
                 index += 1
                 continue
-            if token in lexicon.place_suffixes and _after_place(reading, index):
-                self._add_place(reading, index, token, match)  # 平遥古城: the place itself, or a unit inside
+            if token in lexicon.place_suffixes and _after_place(found.places, index):
+                self._add_place(found, index, token, match)  # 平遥古城: the place itself, or a unit inside
             elif match is not None:
-                self._add_place(reading, index, token, match)
+                self._add_place(found, index, token, match)
             elif token in lexicon.place_suffixes:
                 pass  # 西塘古镇: the town is the unknown word before it
             elif (role := lexicon.role_of.get(token)) is None:
@@ -177,68 +213,72 @@ class Reader:
                     end, aspect = value  # 30度, 二十五度, 零度, 5级, 负5度: is it that warm, or that windy
                     if aspect == "temperature":
                         figures += 1
-                        reading.threshold = _threshold(lexicon, tokens, index, end)
-                    reading.aspects.append(aspect)
+                        found.threshold = _threshold(lexicon, tokens, index, end)
+                    found.aspects += (aspect,)
                     index = end
                     continue
                 elif not lexicon.is_particles(token):
-                    _add_unknown(reading, index, token)
+                    _add_unknown(found, index, token)
             elif role == "filler":
-                if token in lexicon.purposes and not _goes_to_the_place_before(lexicon, reading, tokens, index):
-                    _add_unknown(reading, index, token)  # 还能玩吗, 北京好玩吗: not why one goes there
+                if token in lexicon.purposes and not _goes_to_the_place_before(lexicon, found.places, tokens, index):
+                    _add_unknown(found, index, token)  # 还能玩吗, 北京好玩吗: not why one goes there
                 elif token in lexicon.place_leaders:
-                    if token in lexicon.whereabouts and _after_place(reading, index):
-                        _add_unknown(reading, index, token)  # 上海人在北京: a Shanghainese, not where one is
+                    if token in lexicon.whereabouts and _after_place(found.places, index):
+                        _add_unknown(found, index, token)  # 上海人在北京: a Shanghainese, not where one is
                     else:
-                        reading.leader_at.add(index)
+                        found.leader_at += (index,)
             elif role == "aspect":
                 aspect = lexicon.aspect_of[token]
                 if token in lexicon.feeling:
                     felt_at = index
                 elif aspect != "temperature":
                     measured_at = index
-                reading.aspects.append(aspect)
-                reading.cold |= token in lexicon.cold
-                reading.hot |= token in lexicon.hot
-                reading.trend = lexicon.trend.get(token, reading.trend)
-                reading.spread |= token in lexicon.spread
+                found.aspects += (aspect,)
+                found.cold |= token in lexicon.cold
+                found.hot |= token in lexicon.hot
+                found.trend = lexicon.trend.get(token, found.trend)
+                found.spread |= token in lexicon.spread
             elif role == "temperature":
                 if index == measured_at + 1 and token in lexicon.degrees:
                     index += 1
                     continue  # 湿度高, 降水概率低: how much of the aspect before, not how warm
                 felt_at = index
-                reading.aspects.append("temperature")  # 好冷, 更暖和: said of the temperature
-                reading.cold |= token in lexicon.cold
-                reading.hot |= token in lexicon.hot
+                found.aspects += ("temperature",)  # 好冷, 更暖和: said of the temperature
+                found.cold |= token in lexicon.cold
+                found.hot |= token in lexicon.hot
             elif role == "compare":
-                reading.compare = True
-                reading.asks_which |= token not in lexicon.comparatives
+                found.compare = True
+                found.asks_which |= token not in lexicon.comparatives
             elif role == "conjunction":
-                reading.conjunction_at.add(index)
+                found.conjunction_at += (index,)
             elif role == "count":
-                reading.count = lexicon.counts[token]
+                found.place_count = lexicon.counts[token]
             elif role == "correction":
-                reading.correction_at.append(index)
+                found.correction_at += (index,)
             elif role == "negation":
-                reading.negation_at.append(index)
+                found.negation_at += (index,)
             else:  # "link"
-                reading.link_at.append(index)
+                found.link_at += (index,)
             index += 1
-        if (reading.unknown or reading.places) and not _UNIT_SUFFIX_SET.isdisjoint(clean):
-            self._made_up_names(tokens, reading, clean)  # a set check first: most questions say no suffix
-        reading.unknown = [run for run in reading.unknown if not self._is_wrapper(run, tokens)]
-        if figures > 1:
-            reading.threshold = None  # 超过30度还是低于20度, 20度到30度: not one temperature asked about
-        return reading
+        if (found.unknown or found.places) and not _UNIT_SUFFIX_SET.isdisjoint(clean):
+            self._made_up_names(tokens, found, clean)  # a set check first: most questions say no suffix
+        unknown = found.unknown
+        if unknown:
+            unknown = tuple([run for run in unknown if not self._is_wrapper(run, tokens)])
+        # 超过30度还是低于20度, 20度到30度: more than one figure is not one temperature asked about.
+        threshold = found.threshold if figures <= 1 else None
+        return Reading(found.places, found.aspects, found.cold, found.hot, found.compare, found.asks_which, found.trend,
+                       found.spread, found.place_count, found.conjunction_at, found.leader_at, found.correction_at,
+                       found.negation_at, found.link_at, unknown, threshold)  # fmt: skip
 
-    def _made_up_names(self, tokens: Tokens, reading: Reading, clean: str) -> None:
+    def _made_up_names(self, tokens: Tokens, found: _Found, clean: str) -> None:
         """Read a name said with a unit's suffix that no place has (某某市, 阿斯达斯县, 新北京市, 东海岸市, 大美丽市)
         as one word not understood, the whole name: never the place its longest known part names (新北, 东海).
         The name runs back from the suffix over words not understood, places and adjectives of size (大, 小),
         and holds two characters or more before the suffix, one at least of no place; a name of places only is
         a place inside another (深圳市南山区) or a unit said with another's suffix (邵东市)."""
-        unknown_at = {i for first, last, _ in reading.unknown for i in range(first, last + 1)}
-        place_at = {index for index, _, _ in reading.places}
+        unknown_at = {i for first, last, _ in found.unknown for i in range(first, last + 1)}
+        place_at = {index for index, _, _ in found.places}
         measures = self.lexicon.measures
         for end, token in enumerate(tokens):
             if token is None or not (
@@ -256,9 +296,9 @@ class Reader:
             name = "".join(t for t in tokens[first : end + 1] if t is not None)
             if unplaced == 0 or len(name) - 1 < 2 or self.gazetteer.is_place_word(name) or name not in clean:
                 continue  # 青山湖市, 深圳市南山区: places only; 本市: no name; 上海市: a place's own name
-            reading.places = [place for place in reading.places if not first <= place[0] <= end]
-            runs = [run for run in reading.unknown if run[1] < first or run[0] > end]
-            reading.unknown = sorted([*runs, (first, end, name)])
+            found.places = tuple([place for place in found.places if not first <= place[0] <= end])
+            runs = [run for run in found.unknown if run[1] < first or run[0] > end]
+            found.unknown = tuple(sorted([*runs, (first, end, name)]))
             return
 
     def regions_written(self, text: str) -> frozenset[str]:
@@ -296,7 +336,7 @@ class Reader:
             return None
         return reading.places[0][2]
 
-    def _read_latin(self, tokens: Tokens, index: int, reading: Reading) -> int:
+    def _read_latin(self, tokens: Tokens, index: int, found: _Found) -> int:
         """Read English or pinyin words at INDEX; return the index after them."""
         words: list[str] = []
         for token in tokens[index : index + _LATIN_WINDOW]:
@@ -305,67 +345,70 @@ class Reader:
             words.append(token)
         size, match = self.gazetteer.lookup_latin(words)
         if match is not None:
-            self._add_place(reading, index, " ".join(words[:size]), match)
+            self._add_place(found, index, " ".join(words[:size]), match)
             return index + size
         lexicon, word = self.lexicon, words[0]
         role = lexicon.latin_role.get(word, "")
         if word in lexicon.aspect_of:  # pm2.5, aqi
-            reading.aspects.append(lexicon.aspect_of[word])
+            found.aspects += (lexicon.aspect_of[word],)
         elif word in lexicon.latin_aspect_of:
-            reading.aspects.append(lexicon.latin_aspect_of[word])
+            found.aspects += (lexicon.latin_aspect_of[word],)
         elif role == "conjunction":
-            reading.conjunction_at.add(index)
+            found.conjunction_at += (index,)
         elif word in lexicon.place_leaders:  # in, at: a place follows in English
-            reading.leader_at.add(index)
+            found.leader_at += (index,)
         elif role != "filler":
-            _add_unknown(reading, index, word)
+            _add_unknown(found, index, word)
         return index + 1
 
-    def _add_place(self, reading: Reading, index: int, word: str, match: PlaceMatch | None) -> None:
+    def _add_place(self, found: _Found, index: int, word: str, match: PlaceMatch | None) -> None:
         """Add the place WORD at INDEX; a name right after another place may be inside it (广东省广州市,
         北京朝阳, 上海张江, 香港九龙) or a suffix that names it again (平遥古城, 黄山景区)."""
-        if _after_place(reading, index):
-            _, outer_word, outer = reading.places[-1]
+        places = found.places
+        if _after_place(places, index):
+            _, outer_word, outer = places[-1]
             if match is not None and set(match.candidates) == set(outer.candidates):
                 return  # 北京北京, 成都，成都: said twice
             inner = self.gazetteer.within(outer, word)
             if inner is not None:
                 via = match.via if match is not None and inner in match.candidates else "local"
-                reading.places[-1] = (index, outer_word + word, PlaceMatch((inner,), via))
+                found.places = (*places[:-1], (index, outer_word + word, PlaceMatch((inner,), via)))
                 return
             if word in self.lexicon.place_suffixes:
-                reading.places[-1] = (index, outer_word + word, outer)
+                found.places = (*places[:-1], (index, outer_word + word, outer))
                 return
         if match is not None:
-            reading.places.append((index, word, match))
+            found.places = (*places, (index, word, match))
 
-    def add_place(self, reading: Reading, index: int, word: str, match: PlaceMatch) -> None:
-        """Add a place found for an unknown word (a town, a repaired typo), joining it as _add_place does."""
-        if _after_place(reading, index):
-            _, outer_word, outer = reading.places[-1]
+    def add_place(self, reading: Reading, index: int, word: str, match: PlaceMatch) -> Reading:
+        """READING with a place found for an unknown word (a town, a repaired typo), joined as _add_place
+        joins one."""
+        places = reading.places
+        if _after_place(places, index):
+            _, outer_word, outer = places[-1]
             inner = self.gazetteer.inside(outer, match.candidates)
             if inner is not None:
-                reading.places[-1] = (index, outer_word + word, PlaceMatch((inner,), match.via))
-                return
-        reading.places.append((index, word, match))
-        reading.places.sort(key=lambda item: item[0])
+                joined = (index, outer_word + word, PlaceMatch((inner,), match.via))
+                return reading._replace(places=(*places[:-1], joined))
+        return reading._replace(places=tuple(sorted([*places, (index, word, match)], key=lambda item: item[0])))
 
 
-def _after_place(reading: Reading, index: int) -> bool:
-    return bool(reading.places) and reading.places[-1][0] == index - 1
+def _after_place(places: tuple[PlaceAt, ...], index: int) -> bool:
+    return bool(places) and places[-1][0] == index - 1
 
 
-def _add_unknown(reading: Reading, index: int, token: str) -> None:
-    if reading.unknown and reading.unknown[-1][1] == index - 1:
-        first, _, text = reading.unknown[-1]
-        reading.unknown[-1] = (first, index, text + token)
+def _add_unknown(found: _Found, index: int, token: str) -> None:
+    unknown = found.unknown
+    if unknown and unknown[-1][1] == index - 1:
+        first, _, text = unknown[-1]
+        found.unknown = (*unknown[:-1], (first, index, text + token))
     else:
-        reading.unknown.append((index, index, token))
+        found.unknown = (*unknown, (index, index, token))
 
 
-def _goes_to_the_place_before(lexicon: Lexicon, reading: Reading, tokens: Tokens, index: int) -> bool:
+def _goes_to_the_place_before(lexicon: Lexicon, places: tuple[PlaceAt, ...], tokens: Tokens, index: int) -> bool:
     """Whether the token at INDEX follows a verb of going and a place (去北京出差, 到上海开会): why one goes."""
-    return index >= 2 and _after_place(reading, index) and tokens[index - 2] in lexicon.going_to
+    return index >= 2 and _after_place(places, index) and tokens[index - 2] in lexicon.going_to
 
 
 def _value_with_unit(lexicon: Lexicon, tokens: Tokens, index: int) -> tuple[int, Aspect] | None:

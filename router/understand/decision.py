@@ -15,9 +15,13 @@ Route = Literal["rule", "clarify", "llm"]
 Comparison = Literal["hot", "cold", "rain", "snow", "wind", "humidity", "air", "spread"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Decision:
-    """What to do with a question. `reason` always says which rule decided, so a user can check it."""
+    """What to do with a question. `reason` always says which rule decided, so a user can check it.
+
+    Not frozen: `cities`, `dates` and `places` are lists (docs/contracts.md), which the caller may change, so
+    freezing the fields would promise an immutability the lists do not keep. Each caller gets lists of its
+    own instead: the parser's memo hands out a copy (with_own_lists), never the Decision it keeps."""
 
     route: Route
     cities: list[str]
@@ -56,7 +60,7 @@ class Decision:
     def with_own_lists(self) -> Decision:
         """An equal Decision whose lists are its own: what the parser's memo hands out, so a caller that
         changes one changes nobody else's. tests/test_devset.py checks it keeps every field."""
-        return assembled(
+        return Decision(
             self.route, list(self.cities), list(self.dates), self.aspect, self.reason, list(self.places), self.compare,
             self.clarification, self.hours, self.unknown_words, self.unknown_place, self.threshold,
         )  # fmt: skip
@@ -65,7 +69,7 @@ class Decision:
         """This Decision with another REASON (a repair or a borrowed context said in it): what
         dataclasses.replace does, without its per-call introspection of the fields (a repair or a borrowed
         context makes one on the hot path). tests/test_devset.py checks it keeps every field."""
-        return assembled(
+        return Decision(
             self.route, self.cities, self.dates, self.aspect, reason, self.places, self.compare, self.clarification,
             self.hours, self.unknown_words, self.unknown_place, self.threshold,
         )  # fmt: skip
@@ -82,51 +86,6 @@ class Decision:
         }
 
 
-def _setter(name: str) -> Any:
-    """The setter of slot NAME (its member descriptor's), which a frozen dataclass's __setattr__ does not
-    stand in front of."""
-    return Decision.__dict__[name].__set__
-
-
-def assembled(
-    route: Route,
-    cities: list[str],
-    dates: list[dt.date],
-    aspect: Aspect | None,
-    reason: str,
-    places: list[Place],
-    compare: Comparison | None = None,
-    clarification: str | None = None,
-    hours: tuple[int, int] | None = None,
-    unknown_words: tuple[str, ...] = (),
-    unknown_place: str | None = None,
-    threshold: Threshold | None = None,
-) -> Decision:
-    """Decision(...) for the router's own hot path, in field order: filled through the slots' setters,
-    since a frozen dataclass's __init__ calls object.__setattr__ for each of the twelve fields, and every
-    route() makes one or two."""
-    decision = _new_decision(Decision)
-    _route(decision, route)
-    _cities(decision, cities)
-    _dates(decision, dates)
-    _aspect(decision, aspect)
-    _reason(decision, reason)
-    _places(decision, places)
-    _compare(decision, compare)
-    _clarification(decision, clarification)
-    _hours(decision, hours)
-    _unknown_words(decision, unknown_words)
-    _unknown_place(decision, unknown_place)
-    _threshold(decision, threshold)
-    return decision
-
-
-_new_decision = object.__new__
-_route, _cities, _dates, _aspect = _setter("route"), _setter("cities"), _setter("dates"), _setter("aspect")
-_reason, _places, _compare = _setter("reason"), _setter("places"), _setter("compare")
-_clarification, _hours, _unknown_words = _setter("clarification"), _setter("hours"), _setter("unknown_words")
-_unknown_place, _threshold = _setter("unknown_place"), _setter("threshold")
-
 #: How the reason of a question an open-ended word sent to the LLM begins.
 OPEN_ENDED_REASON = "open-ended"
 #: The reason of the decision for a question with nothing in it.
@@ -135,12 +94,12 @@ EMPTY_REASON = "clarify: empty query"
 
 def clarify(reason: str, message: str, *, unknown_place: str | None = None) -> Decision:
     """A clarifying answer: REASON for the log, MESSAGE for the user."""
-    return assembled("clarify", [], [], None, f"clarify: {reason}", [], None, message, None, (), unknown_place)
+    return Decision("clarify", [], [], None, f"clarify: {reason}", [], None, message, None, (), unknown_place)
 
 
 def to_llm(reason: str, words: tuple[str, ...] | list[str] = ()) -> Decision:
     """The question needs the LLM; REASON says which rule sent it there, WORDS which words did."""
-    return assembled("llm", [], [], None, reason, [], unknown_words=tuple(words))
+    return Decision("llm", [], [], None, reason, [], unknown_words=tuple(words))
 
 
 def open_ended(kind: str, why: str, words: tuple[str, ...] | list[str] = ()) -> Decision:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Literal, NamedTuple
 
 from hybrid_weather.rules import Place, PlaceMatch, Reading
 
@@ -28,7 +29,7 @@ def which_places(reading: Reading, context: Decision, recent: list[Place]) -> st
     """The question to ask back when READING counts the places it means (这两个城市, 这俩, 三地) and the
     conversation gives no one set of that many: three places asked about last and "these two", or four
     asked for where only three were ever named. None when the count fits, or none was said."""
-    count = reading.count
+    count = reading.place_count
     if reading.places or not count or len(context.places) < 2 or count == len(context.places):
         return None
     if count > len(context.places) and len(recent) >= count:
@@ -40,55 +41,76 @@ def which_places(reading: Reading, context: Decision, recent: list[Place]) -> st
     return f"上次只问了{names}，您说的{said}个地方还有哪里？请说出地名。"
 
 
+#: What a follow-up may take from the last answer, in the order taken.
+Borrowed = Literal["places", "dates", "aspect", "comparison"]
+
+
+class FollowUp(NamedTuple):
+    """A question of a conversation, with what it leaves out filled from the last rule answer. READING is a new
+    Reading: the Reader's, which stays as found, with the borrowed parts added (borrowed places match via
+    "context" and stand at negative token indexes); BORROWED names those parts, so what the question said
+    itself is READING less them."""
+
+    reading: Reading
+    dates: list[dt.date]
+    #: Empty when nothing was borrowed (你好 is no follow-up).
+    borrowed: tuple[Borrowed, ...] = ()
+
+
 def borrow_context(
     reading: Reading, dates: list[dt.date], context: Decision, recent: list[Place], follow_up: bool
-) -> tuple[list[dt.date], str]:
-    """Fill READING and DATES from CONTEXT: 后天呢 keeps the place, 那上海呢 the day, 这两个城市哪个更热 the
-    last two places asked about (the count comes from the words 两个/三个/几个, never from a character).
-
-    Returns the dates to use and what was borrowed ("" when nothing was: 你好 is no follow-up).
-    """
+) -> FollowUp:
+    """Fill what READING and DATES leave out from CONTEXT: 后天呢 keeps the place, 那上海呢 the day, 这两个城市哪个更热
+    the last two places asked about (the count comes from the words 两个/三个/几个, never from a character)."""
     if not (dates or reading.aspects or reading.compare or follow_up):
-        return dates, ""
-    borrowed = []
+        return FollowUp(reading, dates)
     if not reading.places:
-        if (reading.compare and len(context.places) < 2) or (reading.count or 0) > len(context.places):
-            count = DEFAULT_FOLLOW_UP_PLACES if reading.count is None else reading.count
+        if (reading.compare and len(context.places) < 2) or (reading.place_count or 0) > len(context.places):
+            count = DEFAULT_FOLLOW_UP_PLACES if reading.place_count is None else reading.place_count
             places = recent[-count:] if count else list(recent)
         else:
             places = list(context.places)
-        reading.places = [(-len(places) + i, p.display, PlaceMatch((p,), "context")) for i, p in enumerate(places)]
-        borrowed.append("places")
+        reading = reading._replace(
+            places=tuple((-len(places) + i, p.display, PlaceMatch((p,), "context")) for i, p in enumerate(places))
+        )
+        borrowed: tuple[Borrowed, ...] = ("places",)
         if not dates:
             dates = list(context.dates)
-            borrowed.append("dates")
+            borrowed = ("places", "dates")
         if not reading.aspects and context.aspect:
             # 北京和上海明天哪个冷 → 后天呢: the same question of another day, comparison and all.
-            _borrow_question(reading, context, borrowed, comparison=True)
-    elif not dates and (follow_up or not (reading.aspects or reading.compare)):
+            return _borrow_question(FollowUp(reading, dates, borrowed), context, comparison=True)
+        return FollowUp(reading, dates, borrowed)
+    if not dates and (follow_up or not (reading.aspects or reading.compare)):
         # 那上海 keeps the day and the question; 上海也冷吗 keeps the day (its own question says the rest).
-        dates = list(context.dates)
-        borrowed.append("dates")
+        asked = FollowUp(reading, list(context.dates), ("dates",))
         if not reading.aspects and not reading.compare and context.aspect:
-            _borrow_question(reading, context, borrowed, comparison=False)
-    elif follow_up and not reading.aspects and not reading.compare and context.aspect:
+            return _borrow_question(asked, context, comparison=False)
+        return asked
+    if follow_up and not reading.aspects and not reading.compare and context.aspect:
         # 北京明天会下雨吗 → 那广州后天呢: another place and another day, the same question (and, of places
         # compared, the same comparison: 广州和深圳后天呢).
-        _borrow_question(reading, context, borrowed, comparison=len(reading.places) > 1)
-    return dates, ", ".join(borrowed)
+        return _borrow_question(FollowUp(reading, dates), context, comparison=len(reading.places) > 1)
+    return FollowUp(reading, dates)
 
 
-def _borrow_question(reading: Reading, context: Decision, borrowed: list[str], *, comparison: bool) -> None:
-    """CONTEXT's aspect for READING, with the temperature it asked about (会超过30度吗 → 那后天呢: above 30 on
+def _borrow_question(asked: FollowUp, context: Decision, *, comparison: bool) -> FollowUp:
+    """ASKED with CONTEXT's aspect, with the temperature it asked about (会超过30度吗 → 那后天呢: above 30 on
     that day too) and, where COMPARISON, its comparison. Only for a CONTEXT that has an aspect."""
+    reading = asked.reading
     if context.aspect is None:
-        return
-    reading.aspects.append(context.aspect)
-    reading.threshold = context.threshold
-    borrowed.append("aspect")
-    if comparison and context.compare is not None and not reading.compare:
-        reading.compare = True
-        reading.cold |= context.compare == "cold"
-        reading.hot |= context.compare == "hot"
-        reading.spread |= context.compare == "spread"
-        borrowed.append("comparison")
+        return asked
+    aspects = (*reading.aspects, context.aspect)
+    compare = context.compare
+    if not comparison or compare is None or reading.compare:
+        borrowed = reading._replace(aspects=aspects, threshold=context.threshold)
+        return FollowUp(borrowed, asked.dates, (*asked.borrowed, "aspect"))
+    borrowed = reading._replace(
+        aspects=aspects,
+        threshold=context.threshold,
+        compare=True,
+        cold=reading.cold or compare == "cold",
+        hot=reading.hot or compare == "hot",
+        spread=reading.spread or compare == "spread",
+    )
+    return FollowUp(borrowed, asked.dates, (*asked.borrowed, "aspect", "comparison"))

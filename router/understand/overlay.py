@@ -30,7 +30,7 @@ from pathlib import Path
 
 from hybrid_weather.agent.errors import ConfigurationError
 
-from .decision import Decision, assembled
+from .decision import Decision
 
 logger = logging.getLogger("hybrid_weather")
 #: What an entry can say of its word, and whether it names a target.
@@ -278,7 +278,7 @@ def _share(key: str) -> float:
 
 def llm_decision(reason: str, words: tuple[str, ...]) -> Decision:
     """A question the overlay sends to the LLM (an llm entry's word is in it), with REASON saying so."""
-    return assembled("llm", [], [], None, reason, [], unknown_words=words)
+    return Decision("llm", [], [], None, reason, [], unknown_words=words)
 
 
 def read_through(overlay: Overlay | None, text: str, parse: Callable[[str], Decision]) -> Decision:

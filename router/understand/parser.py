@@ -31,8 +31,8 @@ from hybrid_weather.rules import (
 )
 
 from .clauses import PlaceSpan, clauses, place_spans, question_starts
-from .decision import Comparison, Decision, assembled, clarify, open_ended, to_llm
-from .follow_up import borrow_context, is_follow_up, which_places
+from .decision import Comparison, Decision, clarify, open_ended, to_llm
+from .follow_up import Borrowed, borrow_context, is_follow_up, which_places
 
 #: Most places one question may name; more is asked to be split up.
 MAX_PLACES = 5
@@ -199,7 +199,9 @@ class QueryParser:
         if said and any(match.beyond for _, _, match in reading.places):
             regions = self.reader.regions_written(said)
             gazetteer = self.reader.gazetteer
-            reading.places = [(i, word, gazetteer.as_written(m, regions)) for i, word, m in reading.places]
+            reading = reading._replace(
+                places=tuple([(i, word, gazetteer.as_written(m, regions)) for i, word, m in reading.places])
+            )
         for span in spans:
             if not span.dates and not span.is_part_of_day:
                 if not reading.says_weather:  # 92号汽油今天什么价: a number that is no date, in no weather question
@@ -211,9 +213,10 @@ class QueryParser:
         if len(unknown) > 1:
             return to_llm("unrecognised: " + " ".join(unknown), unknown), unknown
         if reading.unknown:
-            decided = self._place_attempt(reading, tokens, found_places, asks=self._asks(tokens, spans, said))
-            if decided is not None:
-                return decided, unknown
+            attempt = self._place_attempt(reading, tokens, found_places, asks=self._asks(tokens, spans, said))
+            if isinstance(attempt, Decision):
+                return attempt, unknown
+            reading = attempt
         if reading.link_at and "distance" not in reading.aspects:
             # 离, 从, 之间 join the places of a distance question; in any other they are words not understood.
             links = [token for i, token in enumerate(tokens) if i in reading.link_at and token is not None]
@@ -226,21 +229,22 @@ class QueryParser:
             return to_llm(not_weather), []
         if not reading.places and not weather_talk and (said_to := self._said_to_the_assistant(tokens)):
             return to_llm(f"said to the assistant, not of a place: {said_to}"), []
-        spans, excluded = self._apply_corrections(reading, tokens, spans)
+        reading, spans, excluded = self._apply_corrections(reading, tokens, spans)
         if excluded and not reading.places and context is None:
             return to_llm("the question names a place only to exclude it"), []
         spans = _when_asked(spans, clean, lexicon.where_one_is)
         # Sorted and without repeats; most questions name one date, whose days are in order already.
         dates = list(spans[0].dates) if len(spans) == 1 else sorted({d for span in spans for d in span.dates})
-        borrowed = ""
+        borrowed: tuple[Borrowed, ...] = ()
         if context is not None and context.route == "rule":
             recent = recent_places or list(context.places)
             if (question := which_places(reading, context, recent)) is not None:
-                return clarify(f"which {reading.count} of the places asked about", question), []
-            dates, borrowed = borrow_context(reading, dates, context, recent, follow_up=is_follow_up(clean))
+                return clarify(f"which {reading.place_count} of the places asked about", question), []
+            # The reading with what it borrowed in it; BORROWED names what, for the reason.
+            reading, dates, borrowed = borrow_context(reading, dates, context, recent, follow_up=is_follow_up(clean))
         decision = self._decide(reading, dates, today, spans, choice=choice)
         if borrowed and decision.route == "rule":
-            decision = decision.with_reason(f"{decision.reason}; from context: {borrowed}")
+            decision = decision.with_reason(f"{decision.reason}; from context: {', '.join(borrowed)}")
         return decision, []
 
     def _misheard_place(
@@ -458,11 +462,12 @@ class QueryParser:
 
     def _apply_corrections(
         self, reading: Reading, tokens: Tokens, spans: list[DateSpan]
-    ) -> tuple[list[DateSpan], bool]:
+    ) -> tuple[Reading, list[DateSpan], bool]:
         """Drop what the question takes back: the place or date after 不是/不要, and whatever a correction
-        (不对, 我是说) replaces. Returns the date spans that stand and whether a place was excluded."""
+        (不对, 我是说) replaces. Returns READING with the places that stand, the date spans that stand and whether
+        a place was excluded."""
         if not (reading.negation_at or reading.correction_at):
-            return spans, False
+            return reading, spans, False
         span_at = dict(zip((i for i, t in enumerate(tokens) if t is None), spans, strict=True))
         dropped_places: set[int] = set()
         dropped_spans: set[int] = set()
@@ -480,26 +485,25 @@ class QueryParser:
                 dropped_spans |= {i for i in span_at if i < cut}
         excluded_places = {m.candidates[0] for i, _, m in reading.places if i in dropped_places}
         excluded_days = {d for i in dropped_spans for d in span_at[i].dates}
-        reading.places = [
-            p for p in reading.places if p[0] not in dropped_places and p[2].candidates[0] not in excluded_places
-        ]
+        places = [p for p in reading.places if p[0] not in dropped_places and p[2].candidates[0] not in excluded_places]
         kept = [
             span
             for i, span in span_at.items()
             if i not in dropped_spans and not (span.dates and set(span.dates) <= excluded_days)
         ]
-        return kept, bool(excluded_places)
+        return reading._replace(places=tuple(places)), kept, bool(excluded_places)
 
     # Above ruff's complexity bound on purpose: the ways a place is found, tried in order.
     def _place_attempt(  # noqa: C901
         self, reading: Reading, tokens: Tokens, found: Mapping[str, PlaceMatch], *, asks: bool
-    ) -> Decision | None:
+    ) -> Decision | Reading:
         """Handle the one unknown run: a typo of a place, a place found elsewhere, one we lack, or content.
         ASKS: the question asks for something (a date, a question word, a forecast's noun); a word of the
         weather alone beside an unknown word is more likely a title (莫文蔚阴天, 帮我买一把雨伞) than a place
         to look up.
 
-        Returns the decision when the run decides it, or None once the run has become a place.
+        Returns the decision when the run decides it, or else READING with the run become a place (or read as a
+        landmark inside the place before it).
         """
         first, last, word = reading.unknown[0]
         before = tokens[first - 1] if first > 0 else None
@@ -510,9 +514,8 @@ class QueryParser:
             (first - 1) in reading.leader_at or (first - 1) in reading.link_at
         )
         if reading.places and not (next_to_conjunction or next_to_place or after_link):
-            if self._landmark_inside(reading, tokens, first, word):
-                return None
-            return to_llm(f"unrecognised: {word}", [word])
+            landmark = self._landmark_inside(reading, tokens, first, word)
+            return landmark if landmark is not None else to_llm(f"unrecognised: {word}", [word])
         aspect_words = self.reader.lexicon.aspect_of
         first_aspect = next((i for i, t in enumerate(tokens) if t is not None and t in aspect_words), None)
         in_place_slot = (
@@ -552,11 +555,12 @@ class QueryParser:
             inner = gazetteer.inside(outer, match.candidates)
             if inner is None:
                 landmark = self._landmark_inside(reading, tokens, first, word)
-                return None if landmark else to_llm(f"unrecognised: {word}", [word])
+                return landmark if landmark is not None else to_llm(f"unrecognised: {word}", [word])
             match = PlaceMatch((inner,), match.via)
-        inert = match is None and next_to_place and not next_to_conjunction
-        if inert and self._landmark_inside(reading, tokens, first, word):
-            return None
+        if match is None and next_to_place and not next_to_conjunction:  # inert, unless a landmark
+            landmark = self._landmark_inside(reading, tokens, first, word)
+            if landmark is not None:
+                return landmark
         if match is None and (len(word) < 2 or next_to_place):
             return to_llm(f"unrecognised: {word}", [word])
         if match is None and not asks:
@@ -570,13 +574,12 @@ class QueryParser:
                 f"没有找到“{word}”这个地点，请换个说法，例如“上海”“北京朝阳区”或“东京”。",
                 unknown_place=word,
             )
-        reading.unknown.clear()
-        self.reader.add_place(reading, first, word, match)
-        return None
+        return self.reader.add_place(reading._replace(unknown=()), first, word, match)
 
-    def _landmark_inside(self, reading: Reading, tokens: Tokens, first: int, word: str) -> bool:
+    def _landmark_inside(self, reading: Reading, tokens: Tokens, first: int, word: str) -> Reading | None:
         """Whether WORD, not understood, at FIRST, names a landmark inside the place before it (西安大雁塔,
-        北京天安门广场, 南京明孝陵), and if so leave READING with that place alone. The landmark is what follows the
+        北京天安门广场, 南京明孝陵): if so READING with the word read as part of that place (matched via
+        "landmark", no word left unknown), else None. The landmark is what follows the
         place (one-character words the tokenizer cut from its name too: 北京天坛公园) and, where that place
         follows another, begins with its name (上海南京路, 上海东方明珠塔: streets and sights named after places,
         inside the first). It ends with a landmark's suffix (塔, 公园, 路), and a one-character suffix has a
@@ -589,28 +592,27 @@ class QueryParser:
             and (t in lexicon.aspect_of or t in lexicon.cold or t in lexicon.hot)
             for t in tokens
         ):
-            return False  # 深圳平安大厦多高: 高 alone asks how tall the landmark is, not how warm the place
+            return None  # 深圳平安大厦多高: 高 alone asks how tall the landmark is, not how warm the place
         index = places[at][0]
         between = tokens[index + 1 : first]
         if len(between) > 2 or any(
             token is None or len(token) != 1 or i in reading.conjunction_at
             for i, token in enumerate(between, index + 1)
         ):
-            return False
+            return None
         landmark = "".join(t for t in between if t is not None) + word
         named_after = at > 0 and places[at - 1][0] == index - 1
         if named_after:
             landmark = places[at][1] + landmark
         suffix = lexicon.landmark_suffix(landmark)
         if suffix is None or (len(suffix) == 1 and len(landmark) < 3) or (len(word) == 1 and not named_after):
-            return False  # 爬山: a verb and its object; 南京路 alone: whose street it is, the question does not say
+            return None  # 爬山: a verb and its object; 南京路 alone: whose street it is, the question does not say
         if named_after:
-            del places[at]
+            places = places[:at] + places[at + 1 :]
             at -= 1
         index, outer_word, outer = places[at]
-        places[at] = (index, outer_word, PlaceMatch(outer.candidates, "landmark", outer.beyond))
-        reading.unknown.clear()
-        return True
+        inside = (index, outer_word, PlaceMatch(outer.candidates, "landmark", outer.beyond))
+        return reading._replace(places=(*places[:at], inside, *places[at + 1 :]), unknown=())
 
     def _repair_place(self, word: str, tokens: Tokens, first: int, last: int) -> PlaceMatch | None:
         """The place WORD is a homophone typo of; a typo can also turn a character into a word the router
@@ -695,7 +697,7 @@ class QueryParser:
         reason = f"rule: {len(places)} place(s){via}, {len(dates)} day(s){when}, {aspect}{how}"
         # A yes-no question about a temperature is answered from the day's high or low that the answer shows.
         threshold = reading.threshold if aspect == "temperature" and compare is None else None
-        return assembled("rule", [p.name for p in places], dates, aspect, reason, places, compare, None, hours, (),
+        return Decision("rule", [p.name for p in places], dates, aspect, reason, places, compare, None, hours, (),
                          None, threshold)  # fmt: skip
 
 
