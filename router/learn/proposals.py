@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..understand.overlay import Overlay, OverlayEntry
+from ..understand.overlay import Overlay, OverlayEntry, entries_without
 from .questions import LlmQuestion, decide, llm_questions, reads_as_looked_up
 from .teach import intent_word, store_of
 
@@ -85,14 +85,12 @@ def apply_proposals(router: HybridRouter, proposals: list[Proposal]) -> Overlay 
         return None
     store = store_of(router)
     current = store.active()
-    words = {entry.word for entry in accepted}
-    kept = [entry for entry in (current.entries if current else ()) if entry.word not in words]
+    kept = entries_without(current, {entry.word for entry in accepted})
     return store.write([*kept, *accepted], f"learn --apply: {', '.join(e.describe() for e in accepted)}")
 
 
 def _with(current: Overlay | None, entry: OverlayEntry) -> Overlay:
-    kept = [e for e in (current.entries if current else ()) if e.word != entry.word]
-    return Overlay.of(current.version + 1 if current else 1, [*kept, entry])
+    return Overlay.of(current.version + 1 if current else 1, [*entries_without(current, {entry.word}), entry])
 
 
 def _supports(router: HybridRouter, current: Overlay | None, entry: OverlayEntry, question: LlmQuestion) -> bool:

@@ -10,7 +10,7 @@ from hybrid_weather.agent.errors import ConfigurationError
 from hybrid_weather.rules import find_dates, normalize, today_in_china
 
 from ..settings import overlay_folder
-from ..understand.overlay import KINDS, MAX_WORD_CHARS, Overlay, OverlayEntry, OverlayStore
+from ..understand.overlay import KINDS, MAX_WORD_CHARS, Overlay, OverlayEntry, OverlayStore, entries_without
 from .questions import decide, llm_questions
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def teach(router: HybridRouter, kind: str, word: str, target: str = "") -> Teach
         raise ConfigurationError(f"not taught: {problem}")
     store = store_of(router)
     current = store.active()
-    kept = [e for e in (current.entries if current else ()) if e.word != entry.word]
+    kept = entries_without(current, {entry.word})
     change = f"{entry.describe()}" + (" (instead of before)" if current and len(kept) < len(current.entries) else "")
     return _written(router, store, [*kept, entry], f"teach {entry.line()}", change)
 
@@ -59,7 +59,7 @@ def teach(router: HybridRouter, kind: str, word: str, target: str = "") -> Teach
 def teach_remove(router: HybridRouter, word: str) -> TeachResult:
     store = store_of(router)
     current = store.active()
-    kept = [e for e in (current.entries if current else ()) if e.word != word]
+    kept = entries_without(current, {word})
     if current is None or len(kept) == len(current.entries):
         raise ConfigurationError(f"{word!r} is not in the overlay; `hybrid-weather teach list` shows what is")
     return _written(router, store, kept, f"teach remove {word}", f"removed {word}")
@@ -76,7 +76,7 @@ def _written(
     router: HybridRouter, store: OverlayStore, entries: list[OverlayEntry], note: str, change: str
 ) -> TeachResult:
     overlay = store.write(entries, note)
-    questions = llm_questions(router, MEASURED_DAYS) if router.ledger is not None else []
+    questions = llm_questions(router, MEASURED_DAYS)
     now = sum(1 for q in questions if decide(router, overlay, q.query, q.today).route == "rule")
     return TeachResult(overlay, change, now, len(questions))
 

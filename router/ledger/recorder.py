@@ -175,15 +175,10 @@ def _with_llm(entry: LedgerEntry, result: AgentResult | None, open_ended: bool) 
     )  # fmt: skip
 
 
-def is_plain_lookup(result: AgentResult) -> bool:
-    """Whether the LLM answered with weather-tool calls only, about one place and one set of days: what a
-    rule answer could have done had the router understood the question."""
-    return plain_lookup_date(result) is not None
-
-
 def plain_lookup_date(result: AgentResult) -> str | None:
-    """The date the weather tools were called with (明天, 2026-12-05) when RESULT is a plain lookup, else
-    None: what `learn` holds a rule's reading of the question to."""
+    """The date the weather tools were called with (明天, 2026-12-05) when RESULT is a plain lookup — weather-
+    tool calls only, about one place and one set of days: what a rule answer could have done had the router
+    understood the question — else None. What `learn` holds a rule's reading of the question to."""
     from hybrid_weather.agent.llm import WEATHER_TOOL_NAMES
 
     calls = [call for loop in result.loops for call in loop.tools]

@@ -24,7 +24,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,10 +107,15 @@ class Overlay:
         return "\n".join(lines) + "\n"
 
 
-def parse_overlay(text: str, source: str) -> Overlay:
-    """The overlay in TEXT (a version's file, named SOURCE in errors); ConfigurationError naming the line of
-    the first thing wrong in it."""
-    version, parent, note = 0, None, ""
+def entries_without(overlay: Overlay | None, words: Container[str]) -> list[OverlayEntry]:
+    """OVERLAY's entries but those of WORDS: what a new version keeps of the one it is made from."""
+    return [entry for entry in (overlay.entries if overlay else ()) if entry.word not in words]
+
+
+def parse_overlay(text: str, source: str, version: int | None = None) -> Overlay:
+    """The overlay in TEXT (a version's file, named SOURCE in errors; VERSION, its number, over the one its
+    header says); ConfigurationError naming the line of the first thing wrong in it."""
+    said, version, parent, note = version, 0, None, ""
     entries: list[OverlayEntry] = []
     seen: dict[str, int] = {}
     for number, raw in enumerate(text.splitlines(), 1):
@@ -128,7 +133,7 @@ def parse_overlay(text: str, source: str) -> Overlay:
             )
         seen[entry.word] = number
         entries.append(entry)
-    return Overlay.of(version, entries, parent, note)
+    return Overlay.of(version if said is None else said, entries, parent, note)
 
 
 def _entry(parts: list[str], where: str) -> OverlayEntry:
@@ -183,8 +188,7 @@ class OverlayStore:
             raise ConfigurationError(f"cannot read the overlay {path}: {error.strerror}") from None
         except UnicodeDecodeError:
             raise ConfigurationError(f"{path} is not UTF-8 text") from None
-        overlay = parse_overlay(text, str(path))
-        return Overlay.of(version, overlay.entries, overlay.parent, overlay.note)
+        return parse_overlay(text, str(path), version)
 
     def active(self) -> Overlay | None:
         version = self.active_version()
@@ -237,7 +241,6 @@ class Overlays:
         self._active: Overlay | None = None
         self._parent: Overlay | None = None
         self._lock = threading.Lock()
-        self.problem: str | None = None  #: why the last change on disk was not taken up (the old one kept)
         self._refresh(first=True)
 
     def choose(self, key: str) -> Overlay | None:
@@ -263,11 +266,10 @@ class Overlays:
             except ConfigurationError as error:
                 if first:
                     raise
-                # A running service keeps answering with the overlay it has: a bad edit is reported, not served.
-                self.problem = str(error)
+                # A running service keeps answering with the overlay it has: a bad edit is logged, not served.
                 logger.warning("overlay not reloaded: %s", error)
                 return
-            self._active, self._parent, self._stamp, self.problem = active, parent, stamp, None
+            self._active, self._parent, self._stamp = active, parent, stamp
 
 
 def _share(key: str) -> float:
