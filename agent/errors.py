@@ -40,6 +40,10 @@ class InvalidQuestion(HybridWeatherError):
     exit_code = 2
 
 
+class RequestNotFound(InvalidQuestion):
+    """Feedback names a request id the ledger does not hold."""
+
+
 class WeatherUnavailable(HybridWeatherError):
     """The weather provider could not give an answer."""
 

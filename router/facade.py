@@ -24,6 +24,7 @@ from hybrid_weather.agent.errors import (
     HybridWeatherError,
     InvalidQuestion,
     LLMUnavailable,
+    RequestNotFound,
     UpstreamConnectError,
     UpstreamTimeout,
     WeatherUnavailable,
@@ -151,7 +152,8 @@ class HybridRouter:
     # -- routing and answering ---------------------------------------------------------------------
 
     def route(self, text: str, *, today: dt.date | None = None, session: Session | None = None) -> Decision:
-        """Decide what to do with TEXT: no I/O, never raises for any str. A SESSION supplies follow-up context."""
+        """Decide what to do with TEXT: no network (only a look for a new overlay version, at most once a
+        second), never raises for any str. A SESSION supplies follow-up context."""
         return self._route(text, today or today_in_china(), session)
 
     def ask(
@@ -212,8 +214,9 @@ class HybridRouter:
     def feedback(self, request_id: str, verdict: str, comment: str | None = None) -> None:
         """Keep a user's VERDICT ("wrong" or "right", and an optional COMMENT) on the answer whose
         `request_id` is REQUEST_ID (its ledger row's id; a drop-in completion's id with or without its
-        "chatcmpl-"). InvalidQuestion for a verdict or an id that is not one; ConfigurationError without a
-        ledger; LedgerUnavailable when it cannot be reached."""
+        "chatcmpl-"). InvalidQuestion for a verdict or an id that is not one, RequestNotFound (one) for an id
+        the ledger does not hold; ConfigurationError without a ledger; LedgerUnavailable when it cannot be
+        reached."""
         from .ledger.store.feedback import REQUEST_ID, VERDICTS
 
         request_id = request_id.strip().removeprefix("chatcmpl-") if isinstance(request_id, str) else ""
@@ -227,7 +230,7 @@ class HybridRouter:
         if ledger is None:
             raise ConfigurationError("the ledger is off (HYBRID_WEATHER_LEDGER=off): there is no answer to mark")
         if not ledger.feedback(request_id, verdict, comment):
-            raise InvalidQuestion(f"no answer with request id {request_id} is in the ledger at {ledger.location}")
+            raise RequestNotFound(f"no answer with request id {request_id} is in the ledger at {ledger.location}")
 
     def weather_part(self, text: str, *, today: dt.date | None = None, emoji: bool = True) -> Answer | None:
         """The plain weather part of an LLM question answered by the rules, or None when it has none.

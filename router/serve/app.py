@@ -29,7 +29,13 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from hybrid_weather.agent.errors import HybridWeatherError, InvalidQuestion, LedgerUnavailable, WeatherUnavailable
+from hybrid_weather.agent.errors import (
+    HybridWeatherError,
+    InvalidQuestion,
+    LedgerUnavailable,
+    RequestNotFound,
+    WeatherUnavailable,
+)
 from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range, today_in_china
 from hybrid_weather.rules import MAX_QUESTION_CHARS as MAX_QUERY_CHARS
 
@@ -177,9 +183,10 @@ class Service:
             raise invalid('"comment" must be text', "invalid_feedback")
         try:
             await run_in_threadpool(self.router.feedback, request_id, verdict, comment)
+        except RequestNotFound as error:
+            raise ApiError(404, "invalid_request_error", str(error), "request_not_found") from None
         except InvalidQuestion as error:
-            status, code = (404, "request_not_found") if "no answer with" in str(error) else (422, "invalid_feedback")
-            raise ApiError(status, "invalid_request_error", str(error), code) from None
+            raise ApiError(422, "invalid_request_error", str(error), "invalid_feedback") from None
         return JSONResponse({"request_id": request_id.removeprefix("chatcmpl-"), "verdict": verdict})
 
     async def savings(self, request: Request) -> Response:
