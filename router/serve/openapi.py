@@ -145,6 +145,7 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "model": {
                 "type": "string",
+                "pattern": "\\S",  # a name, not blanks: those are 422 invalid_model
                 "description": "A model of the service's price table, or its "
                 "configured one; any other is 404 model_not_found",
             },
