@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     )
     from hybrid_weather.agent.llm.registry import ToolContext, ToolError, tool
 
-    from .answer import Answer
+    from .answer import Answer, TextPiece
     from .facade import HybridRouter
     from .session import Session
     from .settings import Settings
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "Answer": ".answer",
+    "TextPiece": ".answer",
     "HybridRouter": ".facade",
     "Session": ".session",
     "Settings": ".settings",
@@ -59,6 +60,7 @@ __all__ = [
     "LLMUnavailable",
     "Session",
     "Settings",
+    "TextPiece",
     "ToolContext",
     "ToolError",
     "WeatherUnavailable",

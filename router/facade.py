@@ -14,7 +14,7 @@ import datetime as dt
 import logging
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,7 @@ from hybrid_weather.rules import (
 )
 
 from ._lazy import built
-from .answer import DEGRADED_NOTE, Answer, elapsed_ms, llm_answer
+from .answer import DEGRADED_NOTE, Answer, TextPiece, elapsed_ms, llm_answer
 from .parts import DEFAULT_DEADLINE, Parts
 from .session import Session
 from .settings import Settings, check_provider
@@ -165,12 +165,17 @@ class HybridRouter:
         emoji: bool = True,
         model: str | None = None,
         sampling: dict[str, Any] | None = None,
+        on_text: Callable[[TextPiece], object] | None = None,
     ) -> Answer:
         """Answer TEXT. Raises WeatherUnavailable (no data, not even stale), LLMUnavailable, or InvalidQuestion
         (TEXT longer than rules.MAX_QUESTION_CHARS: nothing asked, nothing recorded). MODEL: a model of the
         price table to answer with if TEXT needs one, instead of the configured one (ConfigurationError for
-        a name the table lacks); SAMPLING, its temperature and max_tokens for this request."""
-        request = self._begin(text, today, session, model, sampling)
+        a name the table lacks); SAMPLING, its temperature and max_tokens for this request.
+
+        ON_TEXT receives the answer's text as it is produced, in TextPieces that join to Answer.text: an
+        LLM answer's as the model streams it (on the thread that runs the model), a rule answer's whole.
+        Once a piece has gone out, a model that fails is not retried or replaced (it would say it twice)."""
+        request = self._begin(text, today, session, model, sampling, on_text)
         with self._recorded(request):
             request.decision = self._locate(request)
             if request.decision.route != "llm":
@@ -191,11 +196,13 @@ class HybridRouter:
         emoji: bool = True,
         model: str | None = None,
         sampling: dict[str, Any] | None = None,
+        on_text: Callable[[TextPiece], object] | None = None,
     ) -> Answer:
-        """ask() for asyncio programs: places are fetched concurrently, the event loop never blocks."""
+        """ask() for asyncio programs: places are fetched concurrently, the event loop never blocks (ON_TEXT
+        is called on the worker thread that runs the model: hand its pieces to the loop thread-safely)."""
         import asyncio
 
-        request = self._begin(text, today, session, model, sampling)
+        request = self._begin(text, today, session, model, sampling, on_text)
         loop = asyncio.get_running_loop()
         with self._recorded(request):
             if request.decision.unknown_place is not None:
@@ -285,6 +292,7 @@ class HybridRouter:
         session: Session | None,
         model: str | None,
         sampling: dict[str, Any] | None = None,
+        on_text: Callable[[TextPiece], object] | None = None,
     ) -> _Request:
         # The deadline counts from the call, routing included: a first ask that loads the gazetteer still
         # ends when the caller was promised, not that long after it.
@@ -308,7 +316,11 @@ class HybridRouter:
         today = today or today_in_china()
         decision, overlay = self._read(text, today, session)
         routed_s = time.perf_counter() - started
-        return _Request(text, today, session, decision, arrived, started, deadline, model, sampling, overlay, routed_s)
+        # The id is made now, not when the row is written: a streamed answer names it in its first piece.
+        recorder = self.parts.recorder
+        request_id = recorder.new_id(arrived) if recorder is not None else None
+        return _Request(text, today, session, decision, arrived, started, deadline, model, sampling, overlay, routed_s,
+                        on_text, request_id)  # fmt: skip
 
     def _locate(self, request: _Request) -> Decision:
         """For a place the gazetteer lacks, ask the provider's geocoder and, if it finds one, read again."""
@@ -346,10 +358,12 @@ class HybridRouter:
         for name in chain:
             try:
                 agent = self.parts.agent_for(name)
-                result = agent.run(text, history=history, today=request.today, sampling=request.sampling)
+                on_text = None if request.on_text is None else self._passer(request, agent.model)
+                result = agent.run(text, history=history, today=request.today, sampling=request.sampling,
+                                   on_text=on_text)  # fmt: skip
                 break
             except LLMUnavailable as error:
-                if len(failed) == len(chain) - 1:
+                if len(failed) == len(chain) - 1 or request.sent:
                     raise
                 failed.append((name, str(error)))
                 logger.warning("model %s failed (%s); asking %s", name, error, chain[len(failed)])
@@ -360,6 +374,18 @@ class HybridRouter:
         )
         answer.fallbacks = tuple(failed)
         return answer
+
+    @staticmethod
+    def _passer(request: _Request, model: str | None) -> Callable[[str], None]:
+        """What hands REQUEST's text, piece by piece, to its on_text, as written by MODEL."""
+        on_text = request.on_text
+        assert on_text is not None
+
+        def pass_on(text: str) -> None:
+            request.sent = True
+            on_text(TextPiece(text, model, request.request_id))
+
+        return pass_on
 
     def _shadow(self, request: _Request, fetched: list[Any]) -> None:
         if self.parts.shadow_rate > 0 and self.parts.shadow is not None:
@@ -372,9 +398,16 @@ class HybridRouter:
         recorder = self.parts.recorder
         if recorder is not None:
             answer.request_id = recorder.answered(
-                request.text, answer, request.arrived, session.id if session is not None else None, request.overlay
+                request.text,
+                answer,
+                request.arrived,
+                session.id if session is not None else None,
+                request.overlay,
+                request_id=request.request_id,
             )
         self._trace(request, answer=answer)
+        if request.on_text is not None and not request.sent:  # a rule answer, or a model that did not stream
+            self._passer(request, answer.model if answer.route == "llm" else None)(answer.text)
         return answer
 
     def _trace(self, request: _Request, *, answer: Answer | None = None, error: BaseException | None = None) -> None:
@@ -409,6 +442,7 @@ class HybridRouter:
                     model=model if decision.route == "llm" else None,
                     session_id=request.session.id if request.session is not None else None,
                     overlay=request.overlay,
+                    request_id=request.request_id,
                 )
             self._trace(request, error=error)
             raise
@@ -435,6 +469,9 @@ class _Request:
     sampling: dict[str, Any] | None = None  #: the caller's temperature and max_tokens, if any
     overlay: int | None = None  #: the overlay version the question was read through (None: no overlay)
     routed_s: float = 0.0  #: seconds the routing took (traces)
+    on_text: Callable[[TextPiece], object] | None = None  #: the caller's, for the answer's text as it comes
+    request_id: str | None = None  #: the ledger row's id, made when the request arrived (None: no ledger)
+    sent: bool = False  #: a piece of the answer has gone to on_text
 
 
 def _checked_tools(tools: Sequence[Any]) -> tuple[Any, ...]:

@@ -6,6 +6,10 @@ steps (issue 11): {"raw": text, "content_type": ...} sends any body with a 200 (
 {"reply": {...}} a whole reply object of any shape, {"echo_headers": True} a 400 whose body repeats the
 request's headers (the key included), and any step may add "drip": seconds (one byte per interval) or
 "gzip_bomb": True. Every request body is kept, so tests can check what the model was sent.
+
+A request with `stream: true` is answered with chat.completion.chunk events (see `_events`); a step may
+add "token_gap": seconds between events, "cut_after": n events before the connection closes,
+"events": [data, ...] sent as they are, "no_usage": True, or "ignore_stream": True (a whole body).
 """
 
 from __future__ import annotations
@@ -123,26 +127,9 @@ class FakeOpenAI:
                 if "sleep" in step:
                     time.sleep(step["sleep"])
                     step = step.get("then", answer("late"))
-                status, payload = step.get("status", 200), None
-                if step.get("echo_headers"):
-                    status = step.get("status", 400)
-                    payload = json.dumps({"error": {"message": f"bad request from {dict(self.headers)}"}}).encode()
-                elif "raw" in step:
-                    payload = step["raw"].encode()
-                elif "status" in step:
-                    payload = json.dumps(
-                        step.get("body", {"error": {"message": f"HTTP {step['status']}", "type": "test"}})
-                    ).encode()
-                else:
-                    reply = step.get("reply") or {
-                        "id": f"chatcmpl-{next(_ids)}",
-                        "object": "chat.completion",
-                        "created": int(time.time()),
-                        "model": body.get("model"),
-                        "choices": [{"index": 0, "message": step["message"], "finish_reason": step["finish_reason"]}],
-                        "usage": step["usage"],
-                    }
-                    payload = json.dumps(reply, ensure_ascii=False).encode()
+                if body.get("stream") and not step.get("ignore_stream") and not _FAULTS & set(step):
+                    return _write_stream(self, step, body)
+                status, payload = _payload(step, body, dict(self.headers))
                 if step.get("gzip_bomb"):
                     from fake_weather import _gzip_bomb
 
@@ -164,3 +151,69 @@ class FakeOpenAI:
                 self.wfile.write(payload)
 
         return Handler
+
+
+#: Steps that answer with a status or a body of their own, streamed request or not.
+_FAULTS = frozenset({"status", "raw", "echo_headers"})
+
+
+def _write_stream(handler: BaseHTTPRequestHandler, step: dict[str, Any], body: dict[str, Any]) -> None:
+    """STEP as chat.completion.chunk events, written as they would be generated."""
+    events = step.get("events") or _events(step, body)
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.end_headers()  # no length: the body ends when the connection closes (HTTP/1.0)
+    for n, event in enumerate(events):
+        if n == step.get("cut_after"):
+            return  # the connection closes mid-answer
+        if n and step.get("token_gap"):
+            time.sleep(step["token_gap"])
+        handler.wfile.write(f"data: {event}\n\n".encode())
+        handler.wfile.flush()
+
+
+def _payload(step: dict[str, Any], body: dict[str, Any], headers: dict[str, str]) -> tuple[int, bytes]:
+    """The status and whole body a STEP answers with."""
+    if step.get("echo_headers"):
+        return step.get("status", 400), json.dumps({"error": {"message": f"bad request from {headers}"}}).encode()
+    if "raw" in step:
+        return step.get("status", 200), step["raw"].encode()
+    if "status" in step:
+        error = {"error": {"message": f"HTTP {step['status']}", "type": "test"}}
+        return step["status"], json.dumps(step.get("body", error)).encode()
+    reply = step.get("reply") or {
+        "id": f"chatcmpl-{next(_ids)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model"),
+        "choices": [{"index": 0, "message": step["message"], "finish_reason": step["finish_reason"]}],
+        "usage": step["usage"],
+    }
+    return 200, json.dumps(reply, ensure_ascii=False).encode()
+
+
+def _events(step: dict[str, Any], body: dict[str, Any]) -> list[str]:
+    """The data of each event a streaming server sends for a scripted reply: role, then the content two
+    characters at a time (or each tool call, its arguments eight at a time), the finish, the usage."""
+    base = {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": body.get("model")}  # fmt: skip
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return json.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]},
+                          ensure_ascii=False)  # fmt: skip
+
+    message = step["message"]
+    events = [chunk({"role": "assistant", "content": ""})]
+    text = message.get("content") or ""
+    events += [chunk({"content": text[i : i + 2]}) for i in range(0, len(text), 2)]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        function = call["function"]
+        events.append(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                             "function": {"name": function["name"], "arguments": ""}}]}))  # fmt: skip
+        arguments = function["arguments"]
+        events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[i : i + 8]}}]})
+                   for i in range(0, len(arguments), 8)]  # fmt: skip
+    events.append(chunk({}, step["finish_reason"]))
+    if (body.get("stream_options") or {}).get("include_usage") and not step.get("no_usage"):
+        events.append(json.dumps({**base, "choices": [], "usage": step["usage"]}))
+    return [*events, "[DONE]"]

@@ -136,6 +136,7 @@ def test_public_api_is_exactly_this():
         "LLMUnavailable",
         "Session",
         "Settings",
+        "TextPiece",  # ask(on_text=...): an answer's text as it is produced (issue 40)
         "ToolContext",  # the tool registry (issue 16)
         "ToolError",
         "WeatherUnavailable",

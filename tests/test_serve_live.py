@@ -126,6 +126,7 @@ def test_the_readme_serving_examples_work_as_written(tmp_path, llm_server):
     from test_readme import SERVED
 
     assert len(SERVED) == 2
+    llm_server.then({**answer("明天北京晴，适合出游。"), "token_gap": 0.01})  # the streamed example's
     with serving(tmp_path, llm_server) as server:
         port = server.url.rsplit(":", 1)[1]
         for example in SERVED:
@@ -134,12 +135,13 @@ def test_the_readme_serving_examples_work_as_written(tmp_path, llm_server):
                 result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
                 assert result.returncode == 0, result.stderr
                 assert result.stdout.startswith("rule 【演示数据】") and "上海明天" in result.stdout
+                assert result.stdout.endswith("\n明天北京晴，适合出游。")
                 continue
             for line in code.splitlines():
                 if line.startswith("$ curl"):
                     result = subprocess.run(["bash", "-c", line[2:]], capture_output=True, text=True, timeout=60)
                     assert result.returncode == 0 and json.loads(result.stdout)["route"] == "rule", result
-    assert llm_server.requests == []
+    assert [request["stream"] for request in llm_server.requests] == [True]  # only the open question reached it
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ import logging
 import math
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
@@ -26,7 +27,7 @@ from ..errors import LLMUnavailable
 from ..retry import LLM_RETRY, RetryPolicy
 from ..weather.shapes import fixed
 from .models import ModelFacts, Usage
-from .reply import MalformedReply, Reply, ToolCall, read_reply
+from .reply import MalformedReply, Reply, StreamedReply, ToolCall, read_reply, sse_data
 from .tools import ToolBox, ToolOutcome
 
 logger = logging.getLogger("hybrid_weather")
@@ -134,6 +135,7 @@ class LLMAgent:
         self._client: Any = None
         self._openai: Any = None
         self._guard: Any = None
+        self._httpx: Any = None
         self._serials = itertools.count(1)  # names tool calls a server sent without an id
 
     def __repr__(self) -> str:  # never show the key
@@ -141,11 +143,12 @@ class LLMAgent:
 
     def _client_once(self) -> Any:
         if self._client is None:
+            import httpx2
             import openai  # deferred: a heavy import, paid only when a question needs the LLM
 
             from .. import guard
 
-            self._openai, self._guard = openai, guard
+            self._openai, self._guard, self._httpx = openai, guard, httpx2
             # The guarded transport holds each attempt, body included, to its deadline and 4 MB.
             http_client = openai.DefaultHttpx2Client(
                 transport=guard.GuardedTransport(max_bytes=guard.LLM_MAX_BYTES, label="the LLM")
@@ -172,10 +175,20 @@ class LLMAgent:
         history: list[dict[str, Any]] | None = None,
         today: dt.date,
         sampling: dict[str, Any] | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> AgentResult:
         """Answer QUESTION. SAMPLING (temperature, max_tokens) overrides the model's table settings for
-        this request's calls."""
+        this request's calls. ON_TEXT, when given, receives the answer's text as the model streams it (each
+        call is then made with `stream: true`); the pieces it received, joined, are the result's text."""
         deadline = time.monotonic() + self.deadline
+        sent: list[str] = []
+        if on_text is not None:
+            user_on_text = on_text
+
+            def on_text(piece: str) -> None:
+                sent.append(piece)
+                user_on_text(piece)
+
         options = {**self.request_options, **(sampling or {})}
         messages: list[dict[str, Any]] = [
             {
@@ -195,7 +208,7 @@ class LLMAgent:
         for number in range(1, self.max_loops + 1):
             called_at = time.time()
             try:
-                reply, attempts, latency = self._call(messages, deadline, options)
+                reply, attempts, latency = self._call(messages, deadline, options, on_text)
             except LLMUnavailable as error:
                 error.attempts += sum(loop.attempts for loop in loops)
                 raise
@@ -203,7 +216,7 @@ class LLMAgent:
             trace = LoopTrace(number, reply.usage, latency, attempts, started_at=called_at)
             loops.append(trace)
             if not reply.calls:
-                return AgentResult(reply.content or "", usage, loops, "answer", places)
+                return AgentResult("".join(sent) if sent else reply.content or "", usage, loops, "answer", places)
             calls = reply.calls[: min(MAX_TOOL_CALLS_PER_TURN, MAX_TOOL_CALLS - _tool_calls(loops))]
             messages.append(_assistant_message(reply, calls))
             for call, outcome, reused in self._run_tools(calls, seen, today, deadline):
@@ -223,8 +236,8 @@ class LLMAgent:
                 else None
             )
             if stop:
-                return AgentResult(self._graceful(seen, stop), usage, loops, stop, places)
-        return AgentResult(self._graceful(seen, "max_loops"), usage, loops, "max_loops", places)
+                return AgentResult(self._graceful(seen, stop, on_text, sent), usage, loops, stop, places)
+        return AgentResult(self._graceful(seen, "max_loops", on_text, sent), usage, loops, "max_loops", places)
 
     def _run_tools(
         self, calls: list[ToolCall], seen: dict[tuple[str, str], ToolOutcome], today: dt.date, deadline: float
@@ -243,8 +256,22 @@ class LLMAgent:
                 seen[keys[i]] = outcome
         return [(call, seen[key], i not in fresh) for i, (call, key) in enumerate(zip(calls, keys, strict=True))]
 
-    def _graceful(self, seen: dict[tuple[str, str], ToolOutcome], why: str) -> str:
-        """An answer when the loop must stop: what the tools found, said plainly."""
+    def _graceful(
+        self,
+        seen: dict[tuple[str, str], ToolOutcome],
+        why: str,
+        on_text: Callable[[str], None] | None = None,
+        sent: list[str] | None = None,
+    ) -> str:
+        """An answer when the loop must stop: what the tools found, said plainly (and streamed, whole, to
+        ON_TEXT after what it was SENT already)."""
+        text = self._found(seen, why)
+        if on_text is None or sent is None:
+            return text
+        on_text(("\n" if sent else "") + text)
+        return "".join(sent)
+
+    def _found(self, seen: dict[tuple[str, str], ToolOutcome], why: str) -> str:
         found = []
         for outcome in seen.values():
             if not outcome.ok:
@@ -267,10 +294,16 @@ class LLMAgent:
     # Above ruff's complexity bound on purpose: one attempt's every fault (status, timeout, body) handled where it
     # happens, in order.
     def _call(  # noqa: C901
-        self, messages: list[dict[str, Any]], deadline: float, options: dict[str, Any]
+        self,
+        messages: list[dict[str, Any]],
+        deadline: float,
+        options: dict[str, Any],
+        on_text: Callable[[str], None] | None = None,
     ) -> tuple[Reply, int, float]:
+        """One reply, whole or streamed (ON_TEXT). A streamed attempt that fails is retried only while none of
+        its text has gone out: after that, a retry would say it twice, so the failure is final."""
         client = self._client_once()
-        openai, guard = self._openai, self._guard
+        openai, guard, httpx = self._openai, self._guard, self._httpx
         attempt = 0
         started = time.perf_counter()
         try:
@@ -280,17 +313,21 @@ class LLMAgent:
                     raise self._unavailable(f"the LLM did not answer within {self.deadline:g} s ({self._where()})")
                 attempt += 1
                 wait: float | None = None
+                streamed = None if on_text is None else StreamedReply(serial=next(self._serials), on_text=on_text)
                 try:
                     timeout = min(self.call_timeout, remaining)
                     with guard.deadline(time.monotonic() + timeout):  # the whole attempt, body included
-                        raw = client.chat.completions.with_raw_response.create(
-                            model=self.model,
-                            messages=messages,
-                            tools=self.tools.schemas,
-                            timeout=timeout,
-                            **options,
-                        )
-                    reply = read_reply(raw.http_response.content, serial=next(self._serials))
+                        if streamed is None:
+                            raw = client.chat.completions.with_raw_response.create(
+                                model=self.model,
+                                messages=messages,
+                                tools=self.tools.schemas,
+                                timeout=timeout,
+                                **options,
+                            )
+                            reply = read_reply(raw.http_response.content, serial=next(self._serials))
+                        else:
+                            reply = self._stream(client, messages, timeout, options, streamed)
                     return reply, attempt, (time.perf_counter() - started) * 1000
                 except MalformedReply as error:  # a server having a bad moment may answer well next time
                     failure = f"it {error}"
@@ -317,6 +354,16 @@ class LLMAgent:
                     if isinstance(error.__cause__, (guard.BodyTooLarge, guard.RedirectRefused)):
                         raise self._unavailable(str(error.__cause__)) from None
                     failure = f"cannot connect: {type(error.__cause__ or error).__name__}"
+                except httpx.TimeoutException:  # a streamed body is read here, not by the SDK: its own errors
+                    failure = "no complete answer within the call timeout"
+                except httpx.HTTPError as error:
+                    if isinstance(error, guard.BodyTooLarge):
+                        raise self._unavailable(str(error)) from None
+                    failure = f"its stream broke off: {type(error).__name__}"
+                if streamed is not None and streamed.sent:
+                    raise self._unavailable(
+                        f"the LLM's answer broke off after it had begun ({failure}); what it had said was sent"
+                    ) from None
                 logger.info("LLM attempt %d failed: %s", attempt, self._scrub(failure))
                 if attempt >= self.retry.max_attempts:
                     raise self._unavailable(
@@ -336,6 +383,28 @@ class LLMAgent:
         except LLMUnavailable as error:
             error.attempts = attempt  # counted, so the ledger says how hard it tried
             raise
+
+    def _stream(
+        self, client: Any, messages: list[dict[str, Any]], timeout: float, options: dict[str, Any],
+        streamed: StreamedReply,
+    ) -> Reply:  # fmt: skip
+        """One streamed attempt: its events read as they come, until [DONE] or the end of the body."""
+        with client.chat.completions.with_streaming_response.create(
+            model=self.model,
+            messages=messages,
+            tools=self.tools.schemas,
+            timeout=timeout,
+            stream=True,
+            stream_options={"include_usage": True},
+            **options,
+        ) as response:
+            if "text/event-stream" not in response.headers.get("content-type", ""):
+                return streamed.whole(response.read())  # a server that does not stream answers whole
+            for data in sse_data(response.iter_lines()):
+                streamed.feed(data)
+                if streamed.done:
+                    break
+        return streamed.reply()
 
     def _unavailable(self, message: str) -> LLMUnavailable:
         return LLMUnavailable(self._scrub(message))

@@ -9,6 +9,7 @@ report (never the body itself: it could hold anything, the key included).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,3 +107,138 @@ def _count(raw: dict[str, Any], key: str, invalid: list[str], field: str | None 
         invalid.append(field or key)
         return 0
     return value
+
+
+class StreamedReply:
+    """A reply read from its chat.completion.chunk events as they come (`stream: true`).
+
+    Each event is read against the documented chunk shape, as read_reply reads a whole body. Content
+    goes to ON_TEXT as it arrives, so a caller can pass it on token by token; once a tool call has begun
+    the reply is a tool round, and its content is held (a model's "let me look that up" beside its tool
+    calls is then kept out of the answer, as it is when the reply comes whole). An upstream's error event
+    is a MalformedReply that says so.
+    """
+
+    def __init__(self, *, serial: int, on_text: Callable[[str], None]) -> None:
+        self._serial, self._on_text = serial, on_text
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[int, dict[str, Any]] = {}  # by the delta's index, as the pieces of each call come
+        self._usage: Any = None
+        self.sent = False  #: content has gone to ON_TEXT (a retry would now repeat it)
+        self.done = False  #: the stream said [DONE]
+        self.finished = False  #: a chunk gave the reply's finish_reason (a server may then close without [DONE])
+
+    def feed(self, data: str) -> None:
+        """Read one event's data."""
+        if data.strip() == "[DONE]":
+            self.done = True
+            return
+        chunk = _chunk(data)
+        if chunk.get("usage") is not None:
+            self._usage = chunk["usage"]
+        choices = chunk.get("choices")
+        if choices is None or choices == []:
+            return  # the usage chunk, or a keep-alive some servers send
+        first = choices[0] if isinstance(choices, list) else None
+        if not isinstance(first, dict) or not isinstance(first.get("delta"), dict):
+            raise MalformedReply("streamed a chunk with no delta")
+        delta = first["delta"]
+        if first.get("finish_reason"):
+            self.finished = True
+        for raw in _listed(delta.get("tool_calls"), "tool_calls"):
+            self._add_call(raw)
+        if isinstance(delta.get("reasoning_content"), str):
+            self._reasoning.append(delta["reasoning_content"])
+        content = delta.get("content")
+        if content is not None and not isinstance(content, str):
+            raise MalformedReply(f"streamed content of type {type(content).__name__}")
+        if content:
+            self._content.append(content)
+            if not self._calls:
+                self.sent = True
+                self._on_text(content)
+
+    def whole(self, body: bytes) -> Reply:
+        """The reply of a server that answered `stream: true` with one whole body: its text passed on at once."""
+        reply = read_reply(body, serial=self._serial)
+        if not reply.calls and reply.content:
+            self.sent = True
+            self._on_text(reply.content)
+        return reply
+
+    def reply(self) -> Reply:
+        """The whole reply, once the stream has ended."""
+        if not (self.done or self.finished):
+            raise MalformedReply("streamed a reply that broke off before its end")
+        calls = [
+            _tool_call({"id": call["id"], "function": call}, f"call_hw_{self._serial}_{n}")
+            for n, (_, call) in enumerate(sorted(self._calls.items()), 1)
+        ]
+        content = "".join(self._content) or None
+        if not calls and not (content or "").strip():
+            raise MalformedReply("streamed an empty answer with no tool calls")
+        # A stream that never says what it used (no include_usage support): its cost is unknown, not $0.
+        unknown = Usage(invalid=("prompt_tokens", "completion_tokens"))
+        usage = _usage(self._usage) if self._usage is not None else unknown
+        return Reply(content, calls, "".join(self._reasoning) or None, usage)
+
+    def _add_call(self, raw: Any) -> None:
+        if not isinstance(raw, dict):
+            raise MalformedReply("streamed a tool call that is not an object")
+        index = raw.get("index")
+        if isinstance(index, bool) or not isinstance(index, int):  # some servers send each call whole, unnumbered
+            index = len(self._calls)
+        call = self._calls.setdefault(index, {"id": None, "name": None, "arguments": ""})
+        if isinstance(raw.get("id"), str) and raw["id"]:
+            call["id"] = raw["id"]
+        function = raw.get("function")
+        if isinstance(function, dict):
+            if isinstance(function.get("name"), str) and function["name"]:
+                call["name"] = function["name"]
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                call["arguments"] += arguments
+            elif arguments is not None:
+                call["arguments"] += json.dumps(arguments, ensure_ascii=False)
+
+
+def _chunk(data: str) -> dict[str, Any]:
+    """One event's chat.completion.chunk; an error event (or anything else) is a MalformedReply."""
+    try:
+        chunk = guard.read_json(data.encode())
+    except guard.NotJSON as error:
+        raise MalformedReply(f"streamed {error}") from None
+    if not isinstance(chunk, dict):
+        raise MalformedReply(f"streamed a JSON {type(chunk).__name__}, not a chat.completion.chunk")
+    if "error" in chunk:
+        fault = chunk["error"]
+        said = fault.get("message") if isinstance(fault, dict) else None
+        raise MalformedReply(f"streamed an error: {said[:200] if isinstance(said, str) else 'no message'}")
+    return chunk
+
+
+def _listed(value: Any, name: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise MalformedReply(f"streamed {name} of type {type(value).__name__}")
+    return value
+
+
+def sse_data(lines: Iterable[str]) -> Iterator[str]:
+    """The data of each Server-Sent Event in LINES (the lines of a text/event-stream body): its `data:`
+    lines joined by newlines, dispatched at a blank line (or at the end); comments (`:`) and the other
+    fields (event, id, retry) are skipped. The WHATWG event-stream format, as much of it as chat
+    completions use: a few lines that need no library."""
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+        elif line.startswith("data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:
+        yield "\n".join(data)

@@ -1,6 +1,6 @@
 """Answering a Decision: rule answers from the weather service, LLM answers, rendering, shadow runs."""
 
-from .answer import Answer, elapsed_ms
+from .answer import Answer, TextPiece, elapsed_ms
 from .llm_answers import DEGRADED_NOTE, llm_answer
 from .render import Facts, day_label, render
 from .rule_answers import RuleAnswerer, clarify_answer
@@ -10,6 +10,7 @@ __all__ = [
     "Answer",
     "Facts",
     "RuleAnswerer",
+    "TextPiece",
     "clarify_answer",
     "day_label",
     "elapsed_ms",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..understand import Decision, Route
 
@@ -55,6 +55,15 @@ class Answer:
         payload["attribution"] = self.attribution or None
         payload["request_id"] = self.request_id
         return payload
+
+
+class TextPiece(NamedTuple):
+    """A piece of an answer's text as it is produced, for ask(on_text=...): joined, the pieces are the
+    Answer's text. An LLM answer's come as the model streams them; a rule answer's comes whole."""
+
+    text: str
+    model: str | None  #: the model writing it; None for the rules
+    request_id: str | None  #: the answer's id (its ledger row's), known from the first piece; None without a ledger
 
 
 def elapsed_ms(started: float) -> float:

@@ -32,13 +32,25 @@ class Recorder:
         self.ledger = ledger
         self._ids = RequestIds()
 
+    def new_id(self, arrived: float) -> str:
+        """An id for a request that arrived at ARRIVED, made before its row (a streamed answer names it first)."""
+        return self._ids.new(arrived)
+
     def answered(
-        self, query: str, answer: Answer, arrived: float, session_id: str | None = None, overlay: int | None = None
+        self,
+        query: str,
+        answer: Answer,
+        arrived: float,
+        session_id: str | None = None,
+        overlay: int | None = None,
+        *,
+        request_id: str | None = None,
     ) -> str:
-        """ANSWER's row: QUERY arrived at ARRIVED (time.time()), in session SESSION_ID, read through OVERLAY.
-        Returns the row's id, which the answer carries (feedback names it)."""
+        """ANSWER's row: QUERY arrived at ARRIVED (time.time()), in session SESSION_ID, read through OVERLAY,
+        under REQUEST_ID (new_id's) or a new id. Returns the row's id, which the answer carries (feedback
+        names it)."""
         decision, result = answer.decision, answer.llm
-        request_id = self._ids.new(arrived)
+        request_id = request_id or self._ids.new(arrived)
         entry = LedgerEntry(
             started_at=arrived,
             route=answer.route,
@@ -74,6 +86,7 @@ class Recorder:
         model: str | None,
         session_id: str | None,
         overlay: int | None = None,
+        request_id: str | None = None,
     ) -> None:
         self.ledger.record(
             LedgerEntry(
@@ -94,6 +107,7 @@ class Recorder:
                 llm_attempts=getattr(error, "attempts", None) or None,
                 unknown_words=decision.unknown_words,
                 overlay_version=overlay,
+                request_id=request_id,
             )
         )
 

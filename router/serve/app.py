@@ -26,7 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from hybrid_weather.agent.errors import (
@@ -40,7 +40,7 @@ from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range, today_
 from hybrid_weather.rules import MAX_QUESTION_CHARS as MAX_QUERY_CHARS
 
 from .._lazy import built
-from ..answer import Answer
+from ..answer import TextPiece
 from ..facade import HybridRouter
 from ..session import Session
 from ..settings import Settings
@@ -96,6 +96,7 @@ class Service:
         # The fleet's conversations are where its cache is (Redis), so a follow-up may reach any host.
         self.sessions = open_sessions(self.router.parts.settings.home_dir(), shared)
         self._upstream: Any = None  # httpx.AsyncClient for pass-through requests, made on first use
+        self._answering: set[asyncio.Task[Any]] = set()  # streamed answers in flight
         # The upstreams' host names, kept out of what clients read (errors.hide_addresses).
         self.hidden_hosts = tuple(
             host for url in (self.settings.openai_base_url, self.settings.open_meteo_url, self.settings.amap_url,
@@ -136,7 +137,7 @@ class Service:
             raise
         if session is not None:
             await run_in_threadpool(self.sessions.add, session.id, query, answer.text)
-        return JSONResponse(answer.to_json(query), headers=_request_id_header(answer))
+        return JSONResponse(answer.to_json(query), headers=_request_id_header(answer.request_id))
 
     async def route(self, request: Request) -> Response:
         body = await self._json(request)
@@ -161,16 +162,64 @@ class Service:
             raise invalid(f"the last message is longer than {MAX_QUERY_CHARS} characters", "query_too_long")
         model, sampling = chat.requested_model(body, self.router), chat.requested_sampling(body)
         session = chat.session_from(self.router, messages, today or today_in_china())
+        options = body.get("stream_options")
+        include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+        if body.get("stream") and self.router.route(question, today=today, session=session).route == "llm":
+            return await self._stream(question, today, session, model, sampling, _caller(request), include_usage)
         answer = await self._answer("chat", question, today, session, model, sampling=sampling, caller=_caller(request))
-        headers = {"x-hybrid-weather-route": answer.route, **_request_id_header(answer)}
+        headers = {"x-hybrid-weather-route": answer.route, **_request_id_header(answer.request_id)}
         if body.get("stream"):
-            options = body.get("stream_options")
-            include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-            # Every event is ready (the answer is whole by now): one body, not a StreamingResponse, which runs
-            # a plain generator's every step on a worker thread (1,000 streamed answers/s a worker, not 5,400).
-            return Response(b"".join(chat.chunks(answer, include_usage)), media_type="text/event-stream",
+            # A rule answer is whole at once: one body, not a StreamingResponse, which runs a plain generator's
+            # every step on a worker thread (1,000 streamed answers/s a worker, not 5,400).
+            return Response(chat.chunks(answer, include_usage), media_type="text/event-stream",
                             headers={**headers, "cache-control": "no-cache"})  # fmt: skip
         return JSONResponse(chat.completion(answer), headers=headers)
+
+    async def _stream(
+        self,
+        question: str,
+        today: dt.date | None,
+        session: Session | None,
+        model: str | None,
+        sampling: dict[str, Any] | None,
+        caller: str,
+        include_usage: bool,
+    ) -> Response:
+        """An LLM answer streamed as the model writes it: tool rounds first, then its text, event by event.
+
+        The status is sent with the first piece of text: a failure before it is an error response like any
+        other (429, 503, 504); after it, an `error` event ends the stream. The answer runs to its end and
+        is recorded even when the client leaves midway (its tokens were spent)."""
+        loop = asyncio.get_running_loop()
+        pieces: asyncio.Queue[TextPiece | None] = asyncio.Queue()
+        answering = asyncio.ensure_future(
+            self._answer("chat", question, today, session, model, sampling=sampling, caller=caller,
+                         on_text=lambda piece: loop.call_soon_threadsafe(pieces.put_nowait, piece))
+        )  # fmt: skip
+        self._answering.add(answering)  # held: a task only the loop refers to may be collected midway
+        answering.add_done_callback(self._answering.discard)
+        answering.add_done_callback(lambda _: pieces.put_nowait(None))  # after every piece the worker queued
+        first = await pieces.get()
+        if first is None:
+            await answering  # its error, as any other request's
+            raise AssertionError("an answer ended without its text")  # on_text always gets the text
+        events = chat.Chunks(first.request_id, first.model)
+
+        async def stream() -> AsyncIterator[bytes]:
+            yield events.start()
+            piece: TextPiece | None = first
+            while piece is not None:
+                yield events.delta({"content": piece.text})
+                piece = await pieces.get()
+            try:
+                answer = await answering
+            except ApiError as error:
+                yield events.error(error)
+                return
+            yield events.end(answer, include_usage)
+
+        headers = {"x-hybrid-weather-route": "llm", "cache-control": "no-cache", **_request_id_header(first.request_id)}
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
     async def feedback(self, request: Request) -> Response:
         """A user's verdict on an answer: {"request_id", "verdict": "wrong"|"right", "comment"}."""
@@ -299,6 +348,7 @@ class Service:
         emoji: bool = True,
         sampling: dict[str, Any] | None = None,
         caller: str = "-",
+        on_text: Callable[[TextPiece], object] | None = None,
     ) -> Any:
         started = time.perf_counter()
         budgets = self.budgets
@@ -308,7 +358,7 @@ class Service:
             await run_in_threadpool(budgets.check, caller)
         try:
             answer = await self.router.aask(
-                query, today=today, session=session, model=model, emoji=emoji, sampling=sampling
+                query, today=today, session=session, model=model, emoji=emoji, sampling=sampling, on_text=on_text
             )
         except HybridWeatherError as error:
             self.metrics.failed(endpoint, "-", type(error).__name__, time.perf_counter() - started)
@@ -524,6 +574,6 @@ def create_app(router: HybridRouter | None = None, *, settings: Settings | None 
     return app
 
 
-def _request_id_header(answer: Answer) -> dict[str, str]:
+def _request_id_header(request_id: str | None) -> dict[str, str]:
     """x-request-id: the answer's ledger row, which POST /v1/feedback names (none without a ledger)."""
-    return {"x-request-id": answer.request_id} if answer.request_id else {}
+    return {"x-request-id": request_id} if request_id else {}

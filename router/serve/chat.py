@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .encoding import dumps
@@ -146,15 +145,15 @@ def requested_sampling(body: dict[str, Any]) -> dict[str, Any] | None:
     return sampling or None
 
 
-def completion_id(answer: Answer) -> str:
-    """The completion's id: its ledger row's (POST /v1/feedback takes it as it is), or a random one."""
-    return f"chatcmpl-{answer.request_id}" if answer.request_id else f"chatcmpl-hw-{secrets.token_hex(12)}"
+def completion_id(request_id: str | None) -> str:
+    """The completion's id: its ledger row's REQUEST_ID (POST /v1/feedback takes it as it is), or a random one."""
+    return f"chatcmpl-{request_id}" if request_id else f"chatcmpl-hw-{secrets.token_hex(12)}"
 
 
 def completion(answer: Answer) -> dict[str, Any]:
     """ANSWER as a chat.completion object: the rules' answers name no model and use no tokens."""
     return {
-        "id": completion_id(answer),
+        "id": completion_id(answer.request_id),
         "object": "chat.completion",
         "created": int(time.time()),
         "model": _model(answer),
@@ -170,23 +169,41 @@ def completion(answer: Answer) -> dict[str, Any]:
     }
 
 
-def chunks(answer: Answer, include_usage: bool) -> Iterator[bytes]:
-    """ANSWER as Server-Sent Events of chat.completion.chunk objects, then `data: [DONE]`."""
-    base = {"id": completion_id(answer), "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": _model(answer)}  # fmt: skip
+class Chunks:
+    """The Server-Sent Events of one streamed completion: chat.completion.chunk objects that share an id,
+    a time and a model, then `data: [DONE]`."""
 
-    def event(delta: dict[str, Any], finish: str | None, **extra: Any) -> bytes:
-        chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **extra}
-        return b"data: " + dumps(chunk) + b"\n\n"
+    DONE = b"data: [DONE]\n\n"
 
-    yield event({"role": "assistant", "content": ""}, None)
+    def __init__(self, request_id: str | None, model: str | None) -> None:
+        self.base = {"id": completion_id(request_id), "object": "chat.completion.chunk", "created": int(time.time()),
+                     "model": model or RULES_MODEL}  # fmt: skip
+
+    def start(self) -> bytes:
+        return self.delta({"role": "assistant", "content": ""})
+
+    def delta(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        return b"data: " + dumps({**self.base, "choices": [choice]}) + b"\n\n"
+
+    def end(self, answer: Answer, include_usage: bool) -> bytes:
+        """The finish, ANSWER's usage when asked for, and [DONE]."""
+        usage = b"data: " + dumps({**self.base, "choices": [], "usage": _usage(answer)}) + b"\n\n"
+        return self.delta({}, "stop") + (usage if include_usage else b"") + self.DONE
+
+    @staticmethod
+    def error(error: ApiError) -> bytes:
+        """ERROR once the stream has begun (its status is sent): an event whose `error` the openai SDK raises."""
+        said = {"type": error.kind, "message": error.message, "code": error.code}
+        return b"data: " + dumps({"error": said}) + b"\n\n"
+
+
+def chunks(answer: Answer, include_usage: bool) -> bytes:
+    """ANSWER, already whole, as one body of chat.completion.chunk events."""
+    events = Chunks(answer.request_id, _model(answer))
     text = answer.text
-    for start in range(0, len(text), _CHUNK_CHARS):
-        yield event({"content": text[start : start + _CHUNK_CHARS]}, None)
-    yield event({}, "stop")
-    if include_usage:
-        yield b"data: " + dumps({**base, "choices": [], "usage": _usage(answer)}) + b"\n\n"
-    yield b"data: [DONE]\n\n"
+    pieces = [events.delta({"content": text[at : at + _CHUNK_CHARS]}) for at in range(0, len(text), _CHUNK_CHARS)]
+    return b"".join((events.start(), *pieces, events.end(answer, include_usage)))
 
 
 def _model(answer: Answer) -> str:

@@ -30,6 +30,7 @@ is the headline figures as JSON, for `python -m tests.bench`.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import multiprocessing
 import os
@@ -42,7 +43,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +56,10 @@ from tests.bench import FIGURES_FLAG, print_figures
 QUESTIONS = ["上海今天天气", "北京明天会下雨吗", "广州后天多少度", "魔都明天天气", "深圳今天刮风吗", "成都明天冷吗"]
 #: Questions the rules leave to the model: each is one call to the fake model, through the service or the peer.
 LLM_QUESTIONS = ["帮我写一首关于秋天的短诗", "推荐几本好看的科幻小说", "解释一下什么是量子计算", "给我讲个笑话"]
+#: The fake model's streamed answer: its first token after FIRST_TOKEN_S, then one every TOKEN_GAP_S.
+STREAM_TOKENS, FIRST_TOKEN_S, TOKEN_GAP_S = 20, 0.05, 0.01
+#: Streamed answers each target gets per round, one at a time, for the time to the first token.
+STREAMED_ASKS = 20
 #: Where --peer auto looks for LiteLLM's proxy after PATH: the venv the docstring's command makes.
 LITELLM_VENV = Path("/tmp/litellm/bin/litellm")
 _LUA = """
@@ -141,16 +148,50 @@ def _wrk(
             "non2xx": float(errors.group(1)) if errors else 0.0}  # fmt: skip
 
 
+def _first_tokens(url: str, body: dict[str, Any], key: str, asks: int) -> dict[str, float]:
+    """For ASKS streamed answers to BODY, one at a time on one connection: the p50 time to the first token
+    of content and to `data: [DONE]` (ms)."""
+    where = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
+    data = json.dumps({**body, "stream": True}, ensure_ascii=False).encode()
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
+    firsts, totals = [], []
+    try:
+        for _ in range(asks):
+            started, first = time.perf_counter(), None
+            connection.request("POST", where.path, data, headers)
+            response = connection.getresponse()
+            if response.status != 200:
+                raise SystemExit(f"{url} answered {response.status}: {response.read()[:200]!r}")
+            for line in response:
+                if line.startswith(b"data: [DONE]"):
+                    totals.append((time.perf_counter() - started) * 1000)
+                    break
+                if first is None and line.startswith(b"data: "):
+                    choices = json.loads(line[6:]).get("choices")
+                    if choices and choices[0]["delta"].get("content"):
+                        first = (time.perf_counter() - started) * 1000
+            response.read()  # the rest of the body, so the connection serves the next
+            if first is None:
+                raise SystemExit(f"{url} streamed no content")
+            firsts.append(first)
+    finally:
+        connection.close()
+    return {"first": statistics.median(firsts), "done": statistics.median(totals)}
+
+
 # -- the fake model ---------------------------------------------------------------------------------------
 
 
 def run_fake_model(port: int, model: str) -> None:
     """The fake model, in a process of its own so its work does not share the service's or the peer's
     interpreter: every chat completion answered at once with the same reply, made once."""
+    import asyncio
+
     import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import Response
+    from starlette.responses import Response, StreamingResponse
     from starlette.routing import Route
 
     reply = json.dumps({
@@ -159,8 +200,27 @@ def run_fake_model(port: int, model: str) -> None:
         "usage": {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105},
     }, ensure_ascii=False).encode()  # fmt: skip
 
+    def event(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+        chunk = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": model,
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if delta is not None else [],
+                 **extra}  # fmt: skip
+        return b"data: " + json.dumps(chunk, ensure_ascii=False).encode() + b"\n\n"
+
+    async def streamed() -> AsyncIterator[bytes]:
+        """STREAM_TOKENS pieces, the first after FIRST_TOKEN_S and each next TOKEN_GAP_S later, as a model
+        writes them: the time to the first token is then the model's own plus what is in front of it."""
+        yield event({"role": "assistant", "content": ""})
+        for n in range(STREAM_TOKENS):
+            await asyncio.sleep(FIRST_TOKEN_S if n == 0 else TOKEN_GAP_S)
+            yield event({"content": "好"})
+        yield event({}, "stop")
+        yield event(None, usage={"prompt_tokens": 100, "completion_tokens": STREAM_TOKENS,  # type: ignore[arg-type]
+                                 "total_tokens": 100 + STREAM_TOKENS})  # fmt: skip
+        yield b"data: [DONE]\n\n"
+
     async def completions(request: Request) -> Response:
-        await request.body()
+        if json.loads(await request.body()).get("stream"):
+            return StreamingResponse(streamed(), media_type="text/event-stream")
         return Response(reply, media_type="application/json")
 
     app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
@@ -305,10 +365,15 @@ def _drive(
     for url, bodies in targets.values():  # warm: every forecast cached in every worker, every pool connected
         _wrk(url, bodies, 8, 2, folder, key)
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
+    runs |= {f"{name}_streamed": [] for name in ("model", "service_llm", "peer") if name in targets}
+    streamed = [name for name in ("model", "service_llm", "peer") if name in targets]
     for _ in range(args.rounds):
         for name, (url, bodies) in targets.items():
             connections = args.connections if name in ("ask", "chat", "stream") else args.llm_connections
             runs[name].append(_wrk(url, bodies, connections, args.seconds, folder, key))
+        for name in streamed:  # an LLM answer streamed: the time to its first token, and to its end
+            url, bodies = targets[name]
+            runs[f"{name}_streamed"].append(_first_tokens(url, bodies[0], key, STREAMED_ASKS))
     return runs
 
 
@@ -327,6 +392,8 @@ def report(
         "peer": f"LLM questions through {peer}",
     }
     for name, figures in median.items():
+        if name.endswith("_streamed"):
+            continue
         failed = f"  ({figures['non2xx']:.0f} non-2xx)" if figures["non2xx"] else ""
         print(f"  {labels[name]:<60} {figures['rps']:9,.0f} req/s  p50 {figures['p50']:6.2f} ms  "
               f"p99 {figures['p99']:6.2f} ms{failed}")  # fmt: skip
@@ -337,6 +404,18 @@ def report(
     peer_part = f"{peer} {median['peer']['p50'] - own:+.2f} ms" if peer else f"peer not measured: {not_measured}"
     print(f"overhead per LLM request at p50, over the model's own {own:.2f} ms: service {overhead:+.2f} ms; "
           f"{peer_part}")  # fmt: skip
+    first = {name: median[f"{name}_streamed"] for name in ("model", "service_llm", "peer")
+             if f"{name}_streamed" in median}  # fmt: skip
+    print(f"streamed LLM answers ({STREAMED_ASKS} a round, one at a time; the model's first token after "
+          f"{FIRST_TOKEN_S * 1000:.0f} ms, {STREAM_TOKENS} tokens {TOKEN_GAP_S * 1000:.0f} ms apart):")  # fmt: skip
+    for name, figures in first.items():
+        print(f"  {labels[name]:<60} first token "
+              f"{figures['first']:6.2f} ms  whole answer {figures['done']:6.2f} ms")  # fmt: skip
+    own_first = first["model"]["first"]
+    service_first = first["service_llm"]["first"] - own_first
+    peer_first = f"{first['peer']['first'] - own_first:+.2f} ms" if "peer" in first else None
+    print(f"time to the first token, over the model's own {own_first:.2f} ms: service {service_first:+.2f} ms; "
+          f"{peer or 'peer'} {peer_first or 'not measured'}")  # fmt: skip
     what = f"{args.llm_connections} connection{'s' if args.llm_connections > 1 else ''}, {args.workers} workers"
     ask = median["ask"]
     return [
@@ -345,10 +424,14 @@ def report(
             "p99; req/s (target p99 ≤ 20 ms)",
             f"{ask['p99']:.1f} ms; {ask['rps']:,.0f} req/s",
         ),
-        (f"`serve`: overhead per LLM request over a fake model's own p50 ({what})", f"{overhead:+.2f} ms"),
         (
-            f"{peer or 'LiteLLM proxy'}, as a peer of `serve`: the same overhead ({what})",
-            f"{median['peer']['p50'] - own:+.2f} ms" if peer else f"not measured: {not_measured}",
+            f"`serve`: overhead per LLM request over a fake model's own p50 ({what}); streamed: time to the first "
+            "token over the model's own",
+            f"{overhead:+.2f} ms; {service_first:+.2f} ms",
+        ),
+        (
+            f"{peer or 'LiteLLM proxy'}, as a peer of `serve`: the same two",
+            f"{median['peer']['p50'] - own:+.2f} ms; {peer_first}" if peer else f"not measured: {not_measured}",
         ),
     ]
 
