@@ -27,7 +27,7 @@ from hybrid_weather.agent.errors import (
 from hybrid_weather.agent.weather import PROVIDERS
 from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range
 
-from .answer import Answer
+from .answer import Answer, TextPiece
 from .facade import HybridRouter
 from .session import Session
 
@@ -224,8 +224,9 @@ def ask(
     emoji = _emoji(no_emoji, as_json)
     extra: dict[str, Any] | None = {} if as_json else None
     with _errors_as_exit_codes(query, extra), _open_router(provider=provider, disk_cache=not no_cache) as router:
-        answer = _ask_or_degrade(router, query, today=today, emoji=emoji, json_extra=extra)
-        _print_answer(answer, query, as_json=as_json, explain=explain)
+        printer = None if as_json else _Printer()
+        answer = _ask_or_degrade(router, query, today=today, emoji=emoji, json_extra=extra, printer=printer)
+        _print_answer(answer, query, as_json=as_json, explain=explain, printed=printer is not None)
 
 
 def _emoji(no_emoji: bool, as_json: bool) -> bool:
@@ -247,14 +248,15 @@ def _is_han(char: str) -> bool:
     return bool(char) and "\u3400" <= char <= "\u9fff"
 
 
-def _print_answer(answer: Answer, query: str, *, as_json: bool, explain: bool) -> None:
+def _print_answer(answer: Answer, query: str, *, as_json: bool, explain: bool, printed: bool = False) -> None:
+    """ANSWER as JSON or text; PRINTED: its text is on the screen already (_Printer), but for its line's end."""
     if as_json:
         payload = answer.to_json(query)
         if explain:
             payload["explain"] = _explanation_json(answer)
         click.echo(json.dumps(payload, ensure_ascii=False))
         return
-    click.echo(answer.text)
+    click.echo("" if printed else answer.text)
     if explain:
         click.echo(_explanation(answer))
 
@@ -282,18 +284,34 @@ def _ask_or_degrade(
     session: Session | None = None,
     emoji: bool,
     json_extra: dict[str, Any] | None = None,
+    printer: _Printer | None = None,
 ) -> Answer:
     """router.ask(); when the LLM it needs is unavailable, give the plain weather part first, then raise
-    (as text before the error line, or, given JSON_EXTRA, as its `partial` for the one JSON object)."""
+    (as text before the error line, or, given JSON_EXTRA, as its `partial` for the one JSON object).
+    PRINTER shows the answer's text as it comes: a model's answer as the model writes it."""
     try:
-        return router.ask(query, today=today, session=session, emoji=emoji)
+        return router.ask(query, today=today, session=session, emoji=emoji, on_text=printer)
     except LLMUnavailable:
+        if printer is not None and printer.printed:
+            click.echo()  # the answer broke off midway: its line ends before anything else is said
         partial = router.weather_part(query, today=today, emoji=emoji)
         if partial is not None and json_extra is not None:
             json_extra["partial"] = partial.to_json(query)
         elif partial is not None:
             click.echo(partial.text)
         raise
+
+
+class _Printer:
+    """Prints an answer's text as it comes (ask(on_text=...)), so a model's answer shows as it is written,
+    not seconds later all at once; the output is the same text either way."""
+
+    def __init__(self) -> None:
+        self.printed = False
+
+    def __call__(self, piece: TextPiece) -> None:
+        click.echo(piece.text, nl=False)  # click flushes each write
+        self.printed = True
 
 
 def _explanation(answer: Answer) -> str:
@@ -441,12 +459,14 @@ def chat(provider: str | None, today: dt.date | None, as_json: bool, no_emoji: b
             if not query:
                 continue
             extra: dict[str, Any] | None = {} if as_json else None
+            printer = None if as_json else _Printer()
             try:
-                answer = _ask_or_degrade(router, query, today=today, session=session, emoji=emoji, json_extra=extra)
+                answer = _ask_or_degrade(router, query, today=today, session=session, emoji=emoji, json_extra=extra,
+                                         printer=printer)  # fmt: skip
             except HybridWeatherError as error:
                 _report(error, query, extra)
                 continue
-            _print_answer(answer, query, as_json=as_json, explain=explain)
+            _print_answer(answer, query, as_json=as_json, explain=explain, printed=printer is not None)
 
 
 @cli.command()

@@ -153,8 +153,9 @@ class FakeOpenAI:
         return Handler
 
 
-#: Steps that answer with a status or a body of their own, streamed request or not.
-_FAULTS = frozenset({"status", "raw", "echo_headers"})
+#: Steps that answer with a status or a whole body of their own, streamed request or not (a server that
+#: ignores `stream`).
+_FAULTS = frozenset({"status", "raw", "echo_headers", "reply", "drip", "gzip_bomb"})
 
 
 def _write_stream(handler: BaseHTTPRequestHandler, step: dict[str, Any], body: dict[str, Any]) -> None:

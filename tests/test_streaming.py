@@ -269,3 +269,43 @@ def test_a_client_that_leaves_midway_still_gets_its_answer_recorded(tmp_path, ll
         connection.close()  # gone, a few pieces in
         rows = rows_of(server, "prompt_tokens, completion_tokens", 1)
     assert rows == [(300, 20)]
+
+
+# -- the terminal ---------------------------------------------------------------------------------------------
+
+
+def test_the_cli_shows_a_models_answer_as_it_is_written(tmp_path, weather_server, llm_server):
+    """`hybrid-weather "北京明天适合出游吗"`: the first words are on the screen long before the last, and the
+    output is the answer's text and one line end, as when it came whole."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import subprocess_env
+
+    gap = 0.15
+    llm_server.then({**answer(ANSWER), "token_gap": gap})
+    env = subprocess_env(HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url, OPENAI_API_KEY=KEY,
+                         OPENAI_BASE_URL=llm_server.base_url, HYBRID_WEATHER_MODEL="gpt-4o-mini")  # fmt: skip
+    process = subprocess.Popen([sys.executable, "-m", "hybrid_weather.router", QUESTION, "--today", TODAY.isoformat()],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)  # fmt: skip
+    out, arrivals = b"", []
+    while chunk := os.read(process.stdout.fileno(), 1024):
+        out += chunk
+        arrivals.append(time.perf_counter())
+    assert process.wait(timeout=30) == 0, process.stderr.read()
+    assert out.decode() == ANSWER + "\n"
+    assert arrivals[-1] - arrivals[0] >= gap * (-(-len(ANSWER) // 2) - 2) * 0.8
+
+
+def test_a_cli_answer_that_breaks_off_ends_its_line_then_says_why(tmp_path, weather_server, llm_server):
+    from click.testing import CliRunner
+
+    from hybrid_weather.router.cli import cli
+
+    llm_server.then({**answer(ANSWER), "cut_after": 4})
+    env = {"HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url, "OPENAI_API_KEY": KEY,
+           "OPENAI_BASE_URL": llm_server.base_url, "HYBRID_WEATHER_MODEL": "gpt-4o-mini"}  # fmt: skip
+    result = CliRunner().invoke(cli, [QUESTION, "--today", TODAY.isoformat()], env=env)
+    assert result.exit_code == 4
+    assert result.stdout.startswith(ANSWER[:6] + "\n") and "broke off after it had begun" in result.stderr
