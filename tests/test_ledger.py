@@ -473,17 +473,17 @@ def test_row_ids_stay_unique_when_the_program_seeds_random_and_after_a_fork():
     assert os.read(reader, 100).decode() != row_format.row(entry)[0]
 
 
-def test_ids_of_one_batch_count_up_from_a_random_start():
+def test_a_row_keeps_its_answers_id_and_one_made_here_sorts_by_time():
     from hybrid_weather.router.ledger.store.rows import RowFormat
 
     made = RowFormat(models=ModelTable(), model="gpt-4o-mini", store_queries="masked", secret=b"k" * 32)
     started = 1_764_600_000.123456
-    ids = [row.id for row in made.rows([LedgerEntry(started_at=started, route="rule", query="q")] * 600)]
-    tails = [int(row_id[12:], 16) for row_id in ids]
-    assert tails == list(range(tails[0], tails[0] + 600))
-    assert {row_id[:12] for row_id in ids} == {f"{int(started * 1000):012x}"}
-    again = made.row(LedgerEntry(started_at=started, route="rule", query="q")).id
-    assert int(again[12:], 16) != tails[0]  # another batch, another start
+    ids = [row.id for row in made.rows([LedgerEntry(started_at=started, route="rule", query="q")] * 10_000)]
+    assert len(set(ids)) == 10_000 and {row_id[:12] for row_id in ids} == {f"{int(started * 1000):012x}"}
+    later = [made.row(LedgerEntry(started_at=started + n / 100, route="rule", query="q")).id for n in range(50)]
+    assert later == sorted(later) and len(set(later)) == 50
+    given = LedgerEntry(started_at=started, route="rule", query="q", request_id="0193a1b2c3d4e5f6a7b8c9")
+    assert made.row(given).id == "0193a1b2c3d4e5f6a7b8c9"
 
 
 def test_a_new_secret_hashes_questions_under_it_not_the_old_one():

@@ -19,7 +19,7 @@ from hybrid_weather.agent.llm import ModelTable, Usage
 from hybrid_weather.router import HybridRouter, LLMUnavailable, Settings
 from hybrid_weather.router.cli import cli
 from hybrid_weather.router.ledger import Ledger, LedgerEntry, savings_report
-from hybrid_weather.router.ledger.store.spool import Spool, spool_path
+from hybrid_weather.router.ledger.store.spool import Spool, spool_path, stray_spool
 from hybrid_weather.router.ledger.store.writer import DEFAULT_BATCH_SIZE, DEFAULT_QUEUE_SIZE
 
 from conftest import FAST_LLM, TODAY, subprocess_env
@@ -204,6 +204,29 @@ def test_an_unusable_ledger_still_answers_with_one_warning(tmp_path, spoil):
     warnings = result.stderr.decode().splitlines()
     assert len(warnings) == 1 and warnings[0].startswith("Warning:") and str(path) in warnings[0]
     assert "HYBRID_WEATHER_LEDGER" in warnings[0] and "spool" in warnings[0]
+
+
+def test_rows_spooled_for_one_ledger_are_replayed_into_that_ledger_only(tmp_path):
+    """A ledger whose folder cannot be written spools to a file of its own in the temporary folder: the
+    first run in a fresh home (its folder not made yet) does not take those rows, and the ledger they were
+    meant for replays them once its folder can be written."""
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the ledger's folder should be")
+    meant_for = blocked / "ledger.db"
+    stray = Spool(stray_spool(str(meant_for)))
+    try:
+        assert console("--provider", "demo", "上海今天天气", HYBRID_WEATHER_LEDGER=str(meant_for)).returncode == 0
+        assert stray.count() == 1
+        fresh_home = tmp_path / "not-yet" / "home"
+        assert console("--provider", "demo", "北京明天天气", HYBRID_WEATHER_HOME=str(fresh_home)).returncode == 0
+        assert [row["query"] for row in rows(fresh_home / "ledger.db")] == ["北京明天天气"]
+        assert stray.count() == 1
+        blocked.unlink()  # the folder can be made now
+        assert console("--provider", "demo", "广州后天天气", HYBRID_WEATHER_LEDGER=str(meant_for)).returncode == 0
+        assert sorted(row["query"] for row in rows(meant_for)) == ["上海今天天气", "广州后天天气"]
+        assert stray.count() == 0
+    finally:
+        stray.path.unlink(missing_ok=True)
 
 
 def test_a_home_that_is_a_file_still_answers(tmp_path):

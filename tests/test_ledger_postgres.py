@@ -27,7 +27,8 @@ BASE_URL = os.environ.get("HYBRID_WEATHER_TEST_POSTGRES_URL", "postgresql://post
 
 
 def _in_schema(url, schema):
-    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+    """URL with its tables in SCHEMA, its connections named after it (a test kills only its own)."""
+    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}&application_name={schema}"
 
 
 @pytest.fixture
@@ -150,15 +151,19 @@ def test_four_processes_of_5000_asks_store_exactly_20000_rows(pg_url):
 
 
 def test_connections_killed_mid_run_lose_nothing_and_count_nothing_twice(pg_url, admin):
+    import psycopg.conninfo
+
     processes = askers(pg_url, pause_every=250)
+    name = psycopg.conninfo.conninfo_to_dict(pg_url)["application_name"]  # this test's, not another's
     killed = 0
     while any(p.poll() is None for p in processes):
         time.sleep(0.15)
         killed += sum(
             1
             for (done,) in admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'hybrid-weather'"
-                " AND datname = current_database() AND pid <> pg_backend_pid()"
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s"
+                " AND datname = current_database() AND pid <> pg_backend_pid()",
+                (name,),
             )
             if done
         )

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import psycopg
+import psycopg.conninfo
 from psycopg import errors
 
 from ...settings import redact
@@ -37,6 +38,8 @@ from .rows import COLUMNS
 
 #: Seconds to wait for a connection (psycopg's least), and for one statement of the writer (a report gets
 #: longer). A batch is written in milliseconds; one that takes seconds is spooled rather than waited for.
+#: The application_name of the ledger's connections when its URL names none.
+APPLICATION_NAME = "hybrid-weather"
 CONNECT_TIMEOUT = 2
 WRITE_TIMEOUT_MS = 2_000
 READ_TIMEOUT_MS = 60_000
@@ -257,10 +260,14 @@ class PostgresDatabase:
         self.url = url
         self.location = redact(url)
         self._watchdog = _Watchdog()
+        # How the connections show in pg_stat_activity: as the URL names them (?application_name=web-1, so
+        # an operator tells a fleet's hosts apart), or as hybrid-weather.
+        named = "application_name" in psycopg.conninfo.conninfo_to_dict(url)
+        self._name: dict[str, Any] = {} if named else {"application_name": APPLICATION_NAME}
 
     def _connect(self, timeout_ms: int, *, connect_timeout: int = CONNECT_TIMEOUT) -> psycopg.Connection[Any]:
         db = psycopg.connect(
-            self.url, autocommit=True, connect_timeout=connect_timeout, application_name="hybrid-weather",
+            self.url, autocommit=True, connect_timeout=connect_timeout, **self._name,
             # Data the server does not acknowledge is given up in seconds, not the OS's fifteen minutes.
             tcp_user_timeout=WRITE_TIMEOUT_MS + 1_000, **KEEPALIVES,
         )  # fmt: skip

@@ -16,7 +16,6 @@ import hmac
 import json
 import math
 import os
-import random
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -27,14 +26,12 @@ from hybrid_weather.rules import MAX_QUESTION_CHARS
 from hybrid_weather.rules.privacy import mask_personal_data
 
 from ..baseline import default_baseline_cost
-from ..entry import LedgerEntry
+from ..entry import LedgerEntry, RequestIds
 
 QUERY_STORAGE = ("masked", "hash")
 #: How many distinct questions, reasons and place lists a formatter keeps formatted: they repeat all day, and
 #: each question is masked (two regex scans) and hashed once rather than once a row.
 _MEMO_SIZE = 4096
-#: A row id's tail counts up from a random start in [0, _ID_TAILS - rows of the batch).
-_ID_TAILS = 1 << 40
 #: The last time (seconds since 1970) a row may have: its date keeps four digits a second later.
 _LAST_TIME = 253_402_300_798.0
 _FIRST_TIME = -62_135_596_800.0  # the first second of the year 1
@@ -108,11 +105,7 @@ class RowFormat:
         self._reason = _bounded(self._stored_reason)
         self._places_json = _bounded(_json_list)
         self._second = _bounded(_utc_second)  # rows of one second share their date and time to the second
-        # The random part of row ids: a random start a batch, counted up row by row, so no two rows of one
-        # batch share an id (a repeated id is a row the replay skips). Not random's global generator: a
-        # program that seeds it (random.seed(42), as tests do) would make ids repeat. A generator of our own,
-        # seeded from os.urandom, again in a forked child.
-        self._random, self._random_pid = random.Random(), os.getpid()
+        self._ids = RequestIds()  # for an entry that comes without one (a program's own, a shadow run's)
 
     @property
     def secret(self) -> bytes:
@@ -125,18 +118,11 @@ class RowFormat:
         self._query.cache_clear()  # it holds the questions' HMACs under the old key
 
     def rows(self, entries: list[LedgerEntry]) -> list[Row]:
-        """The stored row of each of ENTRIES, their ids counting up from one random start."""
-        if os.getpid() != self._random_pid:  # a forked child: its own sequence of ids, not its parent's
-            self._random, self._random_pid = random.Random(), os.getpid()
-        first = self._random.randrange(_ID_TAILS - len(entries))
-        return [self._row(entry, tail) for tail, entry in enumerate(entries, first)]
+        """The stored row of each of ENTRIES."""
+        return [self.row(entry) for entry in entries]
 
-    def row(self, entry: LedgerEntry) -> Row:
-        """The stored row of ENTRY."""
-        return self.rows([entry])[0]
-
-    def _row(self, e: LedgerEntry, id_tail: int) -> Row:
-        """E's row, its id ending in ID_TAIL."""
+    def row(self, e: LedgerEntry) -> Row:
+        """The stored row of E: its own id (the one its answer carried), or a new one."""
         invalid: list[str] = []
         masked, query_hmac, repaired = self._query(_text(e.query))
         if repaired:
@@ -166,9 +152,7 @@ class RowFormat:
         # Not a time (NaN) or none a date can say (a clock set past the year 9999): stored as 1970's first second.
         started = e.started_at if _FIRST_TIME <= e.started_at < _LAST_TIME else 0.0
         return Row(
-            id=e.request_id
-            if isinstance(e.request_id, str) and e.request_id
-            else _row_id(int(started * 1000), id_tail),
+            id=e.request_id if isinstance(e.request_id, str) and e.request_id else self._ids.new(started),
             datetime_utc=self._time(started),
             route=e.route,
             reason=reason,
@@ -265,12 +249,6 @@ def _utc_second(second: int) -> str:
 
 def _json_list(names: tuple[str, ...]) -> str:
     return json.dumps(list(names), ensure_ascii=False)
-
-
-def _row_id(milliseconds: int, random_bits: int) -> str:
-    """12 hex digits of MILLISECONDS since 1970, then 10 of 40 RANDOM_BITS: ids that sort by time and are
-    unique across processes."""
-    return f"{milliseconds:012x}{random_bits:010x}"
 
 
 def load_secret(path: Path | None) -> bytes:

@@ -5,6 +5,7 @@ Rows are appended already formatted (masked, hashed), so a spool holds nothing t
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -123,17 +124,30 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def spool_path(ledger: str, home: Path | None = None) -> Path:
-    """Beside a SQLite ledger file when its folder can be written, else in the temporary folder; for a
-    PostgreSQL ledger, one file per database in HOME (the data folder), else in the temporary folder."""
+    """Beside a SQLite ledger file when its folder can be written (made now if it does not exist yet),
+    else its stray_spool(); for a PostgreSQL ledger, one file per database in HOME (the data folder),
+    else in the temporary folder. Each ledger has its own: a spool's rows are replayed into the ledger
+    they were meant for, never into another."""
     if is_postgres(ledger):
         digest = hashlib.sha256(ledger.encode("utf-8")).hexdigest()[:12]
         return (home or _temporary_folder()) / f"hybrid-weather-{os.getuid()}-postgresql-{digest}.spool.jsonl"
-    if ledger != ":memory:":
-        beside = Path(ledger).expanduser()
-        folder = beside.parent
-        if folder.is_dir() and os.access(folder, os.W_OK) and not beside.is_dir():
-            return beside.with_name(beside.name + ".spool.jsonl")
-    return _temporary_folder() / f"hybrid-weather-{os.getuid()}-ledger.spool.jsonl"
+    if ledger == ":memory:":
+        return _temporary_folder() / f"hybrid-weather-{os.getuid()}-memory.spool.jsonl"
+    beside = Path(ledger).expanduser()
+    folder = beside.parent
+    with contextlib.suppress(OSError):  # the ledger makes it at its first write anyway; its spool belongs there
+        folder.mkdir(parents=True, exist_ok=True)
+    if folder.is_dir() and os.access(folder, os.W_OK) and not beside.is_dir():
+        return beside.with_name(beside.name + ".spool.jsonl")
+    return stray_spool(ledger)
+
+
+def stray_spool(ledger: str) -> Path:
+    """Where rows of the SQLite ledger at LEDGER wait when its folder cannot hold them: a file in the
+    temporary folder named after the ledger's path, which that ledger replays once it can be written."""
+    where = str(Path(ledger).expanduser().absolute())
+    digest = hashlib.sha256(where.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return _temporary_folder() / f"hybrid-weather-{os.getuid()}-sqlite-{digest}.spool.jsonl"
 
 
 def _temporary_folder() -> Path:

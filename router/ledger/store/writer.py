@@ -38,7 +38,7 @@ from ...settings import is_postgres, ledger_scheme_problem, redact
 from ..entry import LedgerEntry
 from .handoff import Handoff
 from .rows import COLUMNS, RowFormat
-from .spool import Spool, spool_path
+from .spool import Spool, spool_path, stray_spool
 
 logger = logging.getLogger("hybrid_weather")
 T = TypeVar("T")
@@ -145,6 +145,9 @@ class Ledger:
         self.keep_days = keep_days  #: rows older than this are deleted (the rollup keeps their sums); None: kept
         self.problem: str | None = None  #: the first problem writing rows, for the CLI to say once
         self.spool = Spool(spool or spool_path(str(location)))
+        # Rows a process spooled while this ledger's folder could not be written (SpoolLedger): replayed too.
+        stray = None if is_postgres(str(location)) or str(location) == ":memory:" else stray_spool(str(location))
+        self._stray = Spool(stray) if stray is not None and stray != self.spool.path else None
         models = models or ModelTable()
         self._opened = True
         try:
@@ -367,7 +370,11 @@ class Ledger:
 
     def _replay_waiting(self) -> bool:
         """Whether rows wait in the spool for this writer to write back."""
-        return self._replay_due and self.database.replays and self.spool.holds_rows()
+        return (
+            self._replay_due
+            and self.database.replays
+            and (self.spool.holds_rows() or (self._stray is not None and self._stray.holds_rows()))
+        )
 
     def _reach(self, db: Any) -> Any:
         """DB, or a new writer connection; a database away when this process started is opened first
@@ -445,7 +452,7 @@ class Ledger:
     def _replay(self, db: Any) -> None:
         """Rows an earlier writer had to spool, written now; each row's unique id makes a second replay of
         the same row a no-op, so nothing is counted twice."""
-        taken = self.spool.take()
+        taken = self.spool.take() + (self._stray.take() if self._stray is not None else [])
         if not taken:
             return
         rows = [tuple(row.get(column) for column in COLUMNS) for row in taken]
