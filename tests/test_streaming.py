@@ -7,6 +7,7 @@ import json
 import sqlite3
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -218,6 +219,9 @@ def test_the_drop_in_streams_the_llm_answer_as_the_model_writes_it(tmp_path, llm
             chunks.append(chunk)
             arrived.append(time.perf_counter() - began)
         (row,) = rows_of(server, "id, route, prompt_tokens, completion_tokens", 1)
+        with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as response:
+            metrics = response.read().decode()
+    assert "hybrid_weather_first_token_seconds_count 1.0" in metrics
     assert raw.headers["x-hybrid-weather-route"] == "llm"
     texts = [(c.choices[0].delta.content, at) for c, at in zip(chunks, arrived, strict=True) if c.choices]
     pieces = [(text, at) for text, at in texts if text]

@@ -190,7 +190,7 @@ class Service:
         The status is sent with the first piece of text: a failure before it is an error response like any
         other (429, 503, 504); after it, an `error` event ends the stream. The answer runs to its end and
         is recorded even when the client leaves midway (its tokens were spent)."""
-        loop = asyncio.get_running_loop()
+        started, loop = time.perf_counter(), asyncio.get_running_loop()
         pieces: asyncio.Queue[TextPiece | None] = asyncio.Queue()
         answering = asyncio.ensure_future(
             self._answer("chat", question, today, session, model, sampling=sampling, caller=caller,
@@ -203,6 +203,7 @@ class Service:
         if first is None:
             await answering  # its error, as any other request's
             raise AssertionError("an answer ended without its text")  # on_text always gets the text
+        self.metrics.first_token.observe(time.perf_counter() - started)
         events = chat.Chunks(first.request_id, first.model)
 
         async def stream() -> AsyncIterator[bytes]:

@@ -44,6 +44,8 @@ class Metrics:
         self.cache_dropped = Counter("hybrid_weather_cache_dropped", "Copies in a second-level forecast cache that "
                                      "failed the checks upstream replies pass, dropped and fetched again, by cache "
                                      "(redis, disk)", ["cache"], registry=own)  # fmt: skip
+        self.first_token = Histogram("hybrid_weather_first_token_seconds", "Time from a streamed LLM request to "
+                                     "its first token of text", buckets=_LATENCY_BUCKETS, registry=own)  # fmt: skip
         self.tokens = Counter("hybrid_weather_llm_tokens", "LLM tokens, by kind (prompt, completion)", ["kind"],
                               registry=own)  # fmt: skip
         self.cost = Counter("hybrid_weather_llm_cost_usd", "What the LLM answers cost (USD)", registry=own)

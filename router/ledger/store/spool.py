@@ -5,7 +5,6 @@ Rows are appended already formatted (masked, hashed), so a spool holds nothing t
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import json
@@ -124,8 +123,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def spool_path(ledger: str, home: Path | None = None) -> Path:
-    """Beside a SQLite ledger file when its folder can be written (made now if it does not exist yet),
-    else its stray_spool(); for a PostgreSQL ledger, one file per database in HOME (the data folder),
+    """Beside a SQLite ledger file when its folder can be written, else its stray_spool() (a folder not made
+    yet included: nothing is made here); for a PostgreSQL ledger, one file per database in HOME (the data folder),
     else in the temporary folder. Each ledger has its own: a spool's rows are replayed into the ledger
     they were meant for, never into another."""
     if is_postgres(ledger):
@@ -135,8 +134,6 @@ def spool_path(ledger: str, home: Path | None = None) -> Path:
         return _temporary_folder() / f"hybrid-weather-{os.getuid()}-memory.spool.jsonl"
     beside = Path(ledger).expanduser()
     folder = beside.parent
-    with contextlib.suppress(OSError):  # the ledger makes it at its first write anyway; its spool belongs there
-        folder.mkdir(parents=True, exist_ok=True)
     if folder.is_dir() and os.access(folder, os.W_OK) and not beside.is_dir():
         return beside.with_name(beside.name + ".spool.jsonl")
     return stray_spool(ledger)
@@ -151,6 +148,10 @@ def stray_spool(ledger: str) -> Path:
 
 
 def _temporary_folder() -> Path:
-    import tempfile  # only here: a SQLite ledger in a folder it can write (the CLI's) needs none of its import cost
-
-    return Path(tempfile.gettempdir())
+    """The temporary folder as tempfile.gettempdir() finds it on Unix ($TMPDIR, $TEMP, $TMP, else /tmp),
+    without tempfile's import: every SQLite ledger's writer looks for its stray spool as it starts, on the
+    path of a one-shot CLI answer. A folder that cannot be written fails the spool's write, which says so."""
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        if folder := os.environ.get(name):
+            return Path(folder)
+    return Path("/tmp")
