@@ -10,23 +10,15 @@ import time
 import urllib.request
 
 import pytest
+from test_llm import KEY, QUESTION, ledger_rows, make_router
 
 from hybrid_weather.agent.errors import LLMUnavailable
-from hybrid_weather.router import HybridRouter, Settings, TextPiece
+from hybrid_weather.router import TextPiece
 
-from conftest import FAST_HTTP, FAST_LLM, TODAY
+from conftest import TODAY
 from fake_openai import answer, tool_calls
 
-KEY = "sk-test-secret-key-0123456789"
-QUESTION = "北京明天适合出游吗"
 ANSWER = "明天北京多云，8~15°C，风小，适合出游。"
-
-
-def make_router(weather_server, llm_server, *, model="gpt-4o-mini", ledger=":memory:", **llm):
-    settings = Settings(
-        open_meteo_url=weather_server.url, openai_api_key=KEY, openai_base_url=llm_server.base_url, model=model
-    )
-    return HybridRouter(settings=settings, ledger=ledger, http_options=FAST_HTTP, llm_options={**FAST_LLM, **llm})
 
 
 def ask_streamed(router, question=QUESTION, **options):
@@ -41,14 +33,6 @@ def ask_streamed(router, question=QUESTION, **options):
 
     answer_ = router.ask(question, today=TODAY, on_text=on_text, **options)
     return answer_, pieces, times
-
-
-def ledger_rows(router):
-    router.ledger.flush()
-    db = router.ledger.connect()
-    rows = [dict(r) for r in db.execute("SELECT * FROM requests ORDER BY id")]
-    db.close()
-    return rows
 
 
 def test_tool_round_then_the_answer_streams_piece_by_piece(weather_server, llm_server):
