@@ -272,6 +272,7 @@ class LLMAgent:
         return "".join(sent)
 
     def _found(self, seen: dict[tuple[str, str], ToolOutcome], why: str) -> str:
+        """Why the loop stopped (WHY) and the weather its tools found, in the user's language."""
         found = []
         for outcome in seen.values():
             if not outcome.ok:

@@ -113,10 +113,10 @@ class StreamedReply:
     """A reply read from its chat.completion.chunk events as they come (`stream: true`).
 
     Each event is read against the documented chunk shape, as read_reply reads a whole body. Content
-    goes to ON_TEXT as it arrives, so a caller can pass it on token by token; once a tool call has begun
-    the reply is a tool round, and its content is held (a model's "let me look that up" beside its tool
-    calls is then kept out of the answer, as it is when the reply comes whole). An upstream's error event
-    is a MalformedReply that says so.
+    goes to ON_TEXT as it arrives, so a caller can pass it on token by token — until a tool call begins:
+    the reply is then a tool round, and what it says after that is held. What went out before (a model's
+    "let me look that up") cannot be taken back: the loop makes the answer's text what went out. An
+    upstream's error event is a MalformedReply that says so.
     """
 
     def __init__(self, *, serial: int, on_text: Callable[[str], None]) -> None:
