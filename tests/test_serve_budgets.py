@@ -56,11 +56,14 @@ def test_two_hosts_share_a_keys_dollar_budget_through_redis(tmp_path, llm_server
 def test_a_token_budget_counts_in_the_process_without_redis(tmp_path, llm_server):
     client, router = client_for(tmp_path, llm_server, key_budgets="500tokens")
     llm_server.then(answer("适合。", **ONE_ANSWER), answer("适合。", **ONE_ANSWER))
+    streamed = {"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "北京明天适合出游吗"}]}
     with client:
-        first = client.post("/v1/ask", json={"query": "北京明天适合出游吗", "today": TODAY.isoformat()})
-        assert first.status_code == 200  # 520 tokens: over from now on
+        first = client.post("/v1/chat/completions", json=streamed)  # a streamed answer counts as any other
+        assert first.status_code == 200 and "适合" in first.text  # 520 tokens: over from now on
         error = error_of(client.post("/v1/ask", json={"query": "上海明天适合跑步吗"}), 429, "key_budget_exceeded")
         assert "500 tokens a day" in error["message"] and "520 tokens today" in error["message"]
+        # Streamed or not, over budget is a 429 before anything is sent, and lookups are still answered.
+        error_of(client.post("/v1/chat/completions", json=streamed), 429, "key_budget_exceeded")
         assert client.post("/v1/ask", json={"query": "上海今天天气"}).status_code == 200
     router.close()
     assert len(llm_server.requests) == 1
