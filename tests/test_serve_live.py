@@ -141,7 +141,8 @@ def test_the_readme_serving_examples_work_as_written(tmp_path, llm_server):
                 if line.startswith("$ curl"):
                     result = subprocess.run(["bash", "-c", line[2:]], capture_output=True, text=True, timeout=60)
                     assert result.returncode == 0 and json.loads(result.stdout)["route"] == "rule", result
-    assert [request["stream"] for request in llm_server.requests] == [True]  # only the open question reached it
+    # Only the open question reached the model, streamed, with the temperature the example passes on.
+    assert [(request["stream"], request["temperature"]) for request in llm_server.requests] == [(True, 0.3)]
 
 
 @pytest.mark.parametrize(
