@@ -297,3 +297,19 @@ def test_a_cli_answer_that_breaks_off_ends_its_line_then_says_why(tmp_path, weat
     result = CliRunner().invoke(cli, [QUESTION, "--today", TODAY.isoformat()], env=env)
     assert result.exit_code == 4
     assert result.stdout.startswith(ANSWER[:6] + "\n") and "broke off after it had begun" in result.stderr
+
+
+def test_chat_prints_each_answer_on_its_own_line_streamed_or_not(weather_server, llm_server):
+    from click.testing import CliRunner
+
+    from hybrid_weather.router.cli import cli
+
+    llm_server.then({**answer(ANSWER), "token_gap": 0.01})
+    env = {"HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url, "OPENAI_API_KEY": KEY,
+           "OPENAI_BASE_URL": llm_server.base_url, "HYBRID_WEATHER_MODEL": "gpt-4o-mini"}  # fmt: skip
+    result = CliRunner().invoke(cli, ["chat", "--no-emoji", "--today", TODAY.isoformat()],
+                                input=f"{QUESTION}\n上海明天天气\n退出\n", env=env)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    streamed, rule = result.stdout.splitlines()
+    assert streamed == ANSWER and rule.startswith("上海明天")
+    assert [request["stream"] for request in llm_server.requests] == [True]
