@@ -313,3 +313,27 @@ def test_chat_prints_each_answer_on_its_own_line_streamed_or_not(weather_server,
     streamed, rule = result.stdout.splitlines()
     assert streamed == ANSWER and rule.startswith("上海明天")
     assert [request["stream"] for request in llm_server.requests] == [True]
+
+
+def test_server_sent_events_are_read_as_the_format_says():
+    from hybrid_weather.agent.llm.reply import sse_data
+
+    lines = [": keep-alive", "", "event: message", "id: 7", "data: {\"a\":", "data:1}", "", "retry: 10", "",
+             "data:  two spaces", "data: [DONE]"]  # fmt: skip
+    assert list(sse_data(lines)) == ['{"a":\n1}', " two spaces\n[DONE]"]
+
+
+def test_a_server_that_sends_a_tool_call_whole_unnumbered_and_no_done_is_understood(weather_server, llm_server):
+    whole_call = {"id": "c1", "type": "function",
+                  "function": {"name": "get_weather", "arguments": {"place": "北京", "date": "明天"}}}  # fmt: skip
+    events = [
+        json.dumps({"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}),
+        json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [whole_call]}, "finish_reason": None}]}),
+        json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ]
+    llm_server.then({**answer(""), "events": events}, answer(ANSWER))  # each call whole, arguments an object
+    with make_router(weather_server, llm_server) as router:
+        result, pieces, _ = ask_streamed(router)
+    call = llm_server.requests[1]["messages"][-2]["tool_calls"][0]
+    assert json.loads(call["function"]["arguments"]) == {"place": "北京", "date": "明天"}
+    assert "".join(p.text for p in pieces) == result.text == ANSWER
