@@ -694,6 +694,7 @@ def status(as_json: bool) -> None:
     """
     from .ledger import SpoolLedger
     from .ledger.reports.savings import plural
+    from .ledger.store.spool import Spool, unclaimed_spool
 
     with _errors_as_exit_codes(), HybridRouter() as router:
         store = router.ledger
@@ -704,24 +705,31 @@ def status(as_json: bool) -> None:
         if not isinstance(store, SpoolLedger):
             with contextlib.suppress(Exception), contextlib.closing(store.connect()) as db:
                 rows = store.database.count(db)
+        unclaimed = Spool(unclaimed_spool())
         report = {
             "location": store.location,
             "rows": rows,
             "pending": store.pending,
-            "spooled": store.spool.count(),
+            "spooled": store.spooled,
             "spool": str(store.spool.path),
             "problem": store.problem,
+            "unclaimed": {"rows": n, "spool": str(unclaimed.path)} if (n := unclaimed.count()) else None,
         }
         if as_json:
             click.echo(json.dumps(report, ensure_ascii=False))
             return
         held = "unreachable" if rows is None else f"{rows:,} {plural(rows, 'row')}"
         click.echo(f"ledger:  {report['location']} ({held})")
-        pending, spooled = store.pending, store.spool.count()
+        pending, spooled = store.pending, store.spooled
         click.echo(f"pending: {pending:,} {plural(pending, 'row')} in this process's queue")
         click.echo(f"spooled: {spooled:,} {plural(spooled, 'row')} waiting in {store.spool.path}")
         if report["problem"]:
             click.echo(f"problem: {report['problem']}")
+        if n:
+            click.echo(
+                f"unclaimed: {n:,} {plural(n, 'row')} in {unclaimed.path}, spooled by an earlier version "
+                "for a ledger it did not name: none replays them; look at them, then delete the file"
+            )
 
 
 @ledger.command()

@@ -2,6 +2,7 @@
 process (`python -m hybrid_weather.router` runs entry.main, as the installed script does)."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -297,9 +298,29 @@ def test_ledger_status_counts_the_rows_and_what_waits_in_the_spool(tmp_path):
     result = console("ledger", "status", "--json", HYBRID_WEATHER_LEDGER=str(ledger))
     report = json.loads(result.stdout)
     assert result.returncode == 0 and report["rows"] == 1 and report["spooled"] == 1
-    assert report["spool"] == str(spool)
+    assert report["spool"] == str(spool) and report["unclaimed"] is None
     off = console("ledger", "status", HYBRID_WEATHER_LEDGER="off")
     assert off.returncode == 2 and "HYBRID_WEATHER_LEDGER=off" in off.stderr
+
+
+def test_ledger_status_names_the_spool_an_earlier_version_shared_and_nothing_replays_it(tmp_path):
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    shared = temporary / f"hybrid-weather-{os.getuid()}-ledger.spool.jsonl"
+    shared.write_text('{"id": "01a23f9807087009567ee9", "route": "rule"}\n' * 2, "utf-8")
+    ledger = tmp_path / "fresh" / "l.db"  # a folder not made yet: the case that replayed the shared file
+    assert (
+        console(
+            "上海今天天气", "--provider", "demo", HYBRID_WEATHER_LEDGER=str(ledger), TMPDIR=str(temporary)
+        ).returncode
+        == 0
+    )
+    report = json.loads(
+        console("ledger", "status", "--json", HYBRID_WEATHER_LEDGER=str(ledger), TMPDIR=str(temporary)).stdout
+    )
+    assert report["rows"] == 1 and report["unclaimed"] == {"rows": 2, "spool": str(shared)}
+    text = console("ledger", "status", HYBRID_WEATHER_LEDGER=str(ledger), TMPDIR=str(temporary)).stdout
+    assert "unclaimed: 2 rows in" in text and "delete the file" in text
 
 
 def test_an_unknown_place_with_the_geocoder_offline_is_exit_3_with_the_offline_hint(weather_server):

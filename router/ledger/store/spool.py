@@ -147,6 +147,12 @@ def stray_spool(ledger: str) -> Path:
     return _temporary_folder() / f"hybrid-weather-{os.getuid()}-sqlite-{digest}.spool.jsonl"
 
 
+def unclaimed_spool() -> Path:
+    """The one spool every SQLite ledger that could not write its folder shared in earlier versions: which
+    ledger its rows were for cannot be told, so none replays them (`ledger status` names the file)."""
+    return _temporary_folder() / f"hybrid-weather-{os.getuid()}-ledger.spool.jsonl"
+
+
 def _temporary_folder() -> Path:
     """The temporary folder as tempfile.gettempdir() finds it on Unix ($TMPDIR, $TEMP, $TMP, else /tmp),
     without tempfile's import: every SQLite ledger's writer looks for its stray spool as it starts, on the

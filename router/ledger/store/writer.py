@@ -368,6 +368,12 @@ class Ledger:
     def _prune_due(self) -> bool:
         return self.keep_days is not None and time.monotonic() - self._pruned_at > PRUNE_INTERVAL
 
+    @property
+    def spooled(self) -> int:
+        """Rows waiting to be replayed into this ledger: in its spool, and in its stray spool (rows spooled
+        while its folder could not be written)."""
+        return self.spool.count() + (self._stray.count() if self._stray is not None else 0)
+
     def _replay_waiting(self) -> bool:
         """Whether rows wait in the spool for this writer to write back."""
         return (
@@ -578,6 +584,10 @@ class SpoolLedger:
     @property
     def pending(self) -> int:
         return 0
+
+    @property
+    def spooled(self) -> int:
+        return self.spool.count()
 
     def connect(self) -> Any:
         raise LedgerUnavailable(self.problem or f"the ledger at {self.location} cannot be used")
