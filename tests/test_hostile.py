@@ -121,8 +121,11 @@ def test_a_cancelled_aask_does_not_fail_the_others_waiting_on_its_fetch(weather_
 
 
 def test_a_burst_of_aask_is_not_capped_by_the_default_executor(weather_server):
-    weather_server.delay = 0.5
-    with make_router(weather_server.url) as router:
+    # Each place's two asks must overlap for them to share a fetch (cache_ttl=0 keeps no copy): the upstream
+    # takes 1.5 s, ample for a loaded machine to start all 120 asks (0.5 s was not, once, under CI's load).
+    weather_server.delay = 1.5
+    with HybridRouter(settings=Settings(open_meteo_url=weather_server.url), ledger="off", cache_ttl=0, deadline=6.0,
+                      http_options={**FAST_HTTP, "read_timeout": 4.0}) as router:  # fmt: skip
         cities = distinct_cities(router, 60, TODAY)
 
         async def main():
