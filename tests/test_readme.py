@@ -86,6 +86,7 @@ def test_the_configuration_table_names_every_variable_the_code_reads():
     read = set()
     for source in [*root.glob("router/**/*.py"), *root.glob("agent/**/*.py"), *root.glob("rules/**/*.py")]:
         # A variable is read by its name in quotes (env.get("…"), _seconds(env, "…", …)).
-        read |= set(re.findall(r"[\"']((?:HYBRID_WEATHER|OPENAI|AMAP|OTEL)_[A-Z_]*[A-Z])[\"']", source.read_text("utf-8")))
+        text = source.read_text("utf-8")
+        read |= set(re.findall(r"[\"']((?:HYBRID_WEATHER|OPENAI|AMAP|OTEL)_[A-Z_]*[A-Z])[\"']", text))
     table = "\n".join(line for line in README.splitlines() if line.startswith("| `"))
     assert read and sorted(name for name in read if f"`{name}`" not in table) == []
