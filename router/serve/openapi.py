@@ -256,7 +256,11 @@ OPENAPI: dict[str, Any] = {
                         "content": {
                             "application/json": {"schema": _ref("ChatCompletion")},
                             "text/event-stream": {
-                                "schema": {"description": "data: chat.completion.chunk objects, then data: [DONE]"}
+                                "schema": {
+                                    "description": "data: chat.completion.chunk objects, then data: [DONE]; "
+                                    "an LLM answer's text comes as the model writes it, and a failure after "
+                                    'its first token is a data: {"error": {type, message, code}} event'
+                                }
                             },
                         },
                     },
