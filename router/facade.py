@@ -174,7 +174,9 @@ class HybridRouter:
 
         ON_TEXT receives the answer's text as it is produced, in TextPieces that join to Answer.text: an
         LLM answer's as the model streams it (on the thread that runs the model), a rule answer's whole.
-        Once a piece has gone out, a model that fails is not retried or replaced (it would say it twice)."""
+        Once a piece has gone out, a model that fails is not retried or replaced (it would say it twice).
+        An exception ON_TEXT raises ends its pieces, not the answer: the answer is recorded, then ask()
+        raises that exception."""
         request = self._begin(text, today, session, model, sampling, on_text)
         with self._recorded(request):
             request.decision = self._locate(request)
@@ -383,7 +385,12 @@ class HybridRouter:
 
         def pass_on(text: str) -> None:
             request.sent = True
-            on_text(TextPiece(text, model, request.request_id))
+            if request.on_text_failed is not None:
+                return
+            try:
+                on_text(TextPiece(text, model, request.request_id))
+            except Exception as error:  # the caller's (a closed pipe, a closed event loop): the answer, paid
+                request.on_text_failed = error  # for, still runs to its row; ask() raises this after that
 
         return pass_on
 
@@ -408,6 +415,8 @@ class HybridRouter:
         self._trace(request, answer=answer)
         if request.on_text is not None and not request.sent:  # a rule answer, or a model that did not stream
             self._passer(request, answer.model if answer.route == "llm" else None)(answer.text)
+        if request.on_text_failed is not None:
+            raise request.on_text_failed
         return answer
 
     def _trace(self, request: _Request, *, answer: Answer | None = None, error: BaseException | None = None) -> None:
@@ -472,6 +481,7 @@ class _Request:
     on_text: Callable[[TextPiece], object] | None = None  #: the caller's, for the answer's text as it comes
     request_id: str | None = None  #: the ledger row's id, made when the request arrived (None: no ledger)
     sent: bool = False  #: a piece of the answer has gone to on_text
+    on_text_failed: Exception | None = None  #: what on_text raised; no piece goes to it after that
 
 
 def _checked_tools(tools: Sequence[Any]) -> tuple[Any, ...]:

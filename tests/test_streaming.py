@@ -153,6 +153,25 @@ def test_a_stream_past_the_size_cap_stops(weather_server, llm_server, monkeypatc
         router.ask(QUESTION, today=TODAY, on_text=lambda piece: None)
 
 
+def test_a_caller_whose_on_text_fails_still_gets_the_answer_recorded(weather_server, llm_server):
+    """A closed pipe, a closed event loop: the caller's failure ends its pieces, not the answer the tokens
+    were spent on. The row is written, then ask() raises what on_text raised."""
+    llm_server.then({**answer(ANSWER, prompt=300, completion=20), "token_gap": 0.01})
+    got: list[str] = []
+
+    def on_text(piece):
+        if len(got) == 2:
+            raise BrokenPipeError("the reader went away")
+        got.append(piece.text)
+
+    with make_router(weather_server, llm_server) as router:
+        with pytest.raises(BrokenPipeError):
+            router.ask(QUESTION, today=TODAY, on_text=on_text)
+        (row,) = ledger_rows(router)
+    assert got == [ANSWER[:2], ANSWER[2:4]]
+    assert (row["outcome"], row["prompt_tokens"], row["completion_tokens"]) == ("ok", 300, 20)
+
+
 def test_aask_streams_from_its_worker_thread(weather_server, llm_server):
     import asyncio
 
