@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import sqlite3
 from typing import Any
 
 from hybrid_weather.rules.privacy import mask_personal_data
 
-from .rollup import moment, query
+from .rollup import execute, moment, query
 
 VERDICTS = ("wrong", "right")
 #: A comment past this is cut: a verdict's reason, not a document.
@@ -24,14 +23,11 @@ def record_feedback(db: Any, request_id: str, verdict: str, comment: str | None)
     if not query(db, "SELECT 1 FROM requests WHERE id = ?", (request_id,)):
         return False
     said = mask_personal_data(comment[:MAX_COMMENT_CHARS]) if comment else None
-    sql = (
+    execute(
+        db,
         "INSERT INTO feedback (request_id, verdict, comment, datetime_utc) VALUES (?, ?, ?, ?) ON CONFLICT "
         "(request_id) DO UPDATE SET verdict = excluded.verdict, comment = excluded.comment, "
-        "datetime_utc = excluded.datetime_utc"
+        "datetime_utc = excluded.datetime_utc",
+        (request_id, verdict, said, moment(db, dt.datetime.now(dt.timezone.utc))),
     )
-    params = (request_id, verdict, said, moment(db, dt.datetime.now(dt.timezone.utc)))
-    if isinstance(db, sqlite3.Connection):
-        db.execute(sql, params)
-    else:
-        db.execute(sql.replace("?", "%s"), params)
     return True

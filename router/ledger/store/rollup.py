@@ -137,11 +137,16 @@ def dialect_of(db: Any) -> Dialect:
     return SQLITE if isinstance(db, sqlite3.Connection) else POSTGRES
 
 
+def execute(db: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
+    """SQL (written with ? placeholders) run on a sqlite3 or psycopg connection; its cursor."""
+    if isinstance(db, sqlite3.Connection):
+        return db.execute(sql, params)
+    return db.execute(sql.replace("%", "%%").replace("?", "%s"), params)
+
+
 def query(db: Any, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
     """Rows of SQL (written with ? placeholders) on a sqlite3 or psycopg connection."""
-    if isinstance(db, sqlite3.Connection):
-        return db.execute(sql, params).fetchall()
-    return db.execute(sql.replace("%", "%%").replace("?", "%s"), params).fetchall()  # type: ignore[no-any-return]
+    return execute(db, sql, params).fetchall()  # type: ignore[no-any-return]
 
 
 def moment(db: Any, when: dt.datetime) -> Any:
