@@ -136,12 +136,17 @@ def spool_path(ledger: str, home: Path | None = None) -> Path:
     folder = beside.parent
     if folder.is_dir() and os.access(folder, os.W_OK) and not beside.is_dir():
         return beside.with_name(beside.name + ".spool.jsonl")
-    return stray_spool(ledger)
+    return _stray(ledger)
 
 
-def stray_spool(ledger: str) -> Path:
-    """Where rows of the SQLite ledger at LEDGER wait when its folder cannot hold them: a file in the
-    temporary folder named after the ledger's path, which that ledger replays once it can be written."""
+def stray_spool(ledger: str) -> Path | None:
+    """Where rows of the SQLite ledger at LEDGER wait when its folder cannot hold them, which that ledger
+    replays once it can be written; None for a PostgreSQL or in-memory ledger (no folder of its own)."""
+    return None if is_postgres(ledger) or ledger == ":memory:" else _stray(ledger)
+
+
+def _stray(ledger: str) -> Path:
+    """A file in the temporary folder named after the SQLite ledger's path."""
     where = str(Path(ledger).expanduser().absolute())
     digest = hashlib.sha256(where.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return _temporary_folder() / f"hybrid-weather-{os.getuid()}-sqlite-{digest}.spool.jsonl"

@@ -145,9 +145,9 @@ class Ledger:
         self.keep_days = keep_days  #: rows older than this are deleted (the rollup keeps their sums); None: kept
         self.problem: str | None = None  #: the first problem writing rows, for the CLI to say once
         self.spool = Spool(spool or spool_path(str(location)))
-        # Rows a process spooled while this ledger's folder could not be written (SpoolLedger): replayed too.
-        stray = None if is_postgres(str(location)) or str(location) == ":memory:" else stray_spool(str(location))
-        self._stray = Spool(stray) if stray is not None and stray != self.spool.path else None
+        # Its spool, and the file rows went to while this ledger's folder could not be written: replayed alike.
+        stray = stray_spool(str(location))
+        self._spools = (self.spool,) + ((Spool(stray),) if stray is not None and stray != self.spool.path else ())
         models = models or ModelTable()
         self._opened = True
         try:
@@ -372,15 +372,11 @@ class Ledger:
     def spooled(self) -> int:
         """Rows waiting to be replayed into this ledger: in its spool, and in its stray spool (rows spooled
         while its folder could not be written)."""
-        return self.spool.count() + (self._stray.count() if self._stray is not None else 0)
+        return sum(spool.count() for spool in self._spools)
 
     def _replay_waiting(self) -> bool:
         """Whether rows wait in the spool for this writer to write back."""
-        return (
-            self._replay_due
-            and self.database.replays
-            and (self.spool.holds_rows() or (self._stray is not None and self._stray.holds_rows()))
-        )
+        return self._replay_due and self.database.replays and any(spool.holds_rows() for spool in self._spools)
 
     def _reach(self, db: Any) -> Any:
         """DB, or a new writer connection; a database away when this process started is opened first
@@ -458,7 +454,7 @@ class Ledger:
     def _replay(self, db: Any) -> None:
         """Rows an earlier writer had to spool, written now; each row's unique id makes a second replay of
         the same row a no-op, so nothing is counted twice."""
-        taken = self.spool.take() + (self._stray.take() if self._stray is not None else [])
+        taken = [row for spool in self._spools for row in spool.take()]
         if not taken:
             return
         rows = [tuple(row.get(column) for column in COLUMNS) for row in taken]
