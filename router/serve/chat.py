@@ -184,18 +184,22 @@ class Chunks:
 
     def delta(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
-        return b"data: " + dumps({**self.base, "choices": [choice]}) + b"\n\n"
+        return _event({**self.base, "choices": [choice]})
 
     def end(self, answer: Answer, include_usage: bool) -> bytes:
         """The finish, ANSWER's usage when asked for, and [DONE]."""
-        usage = b"data: " + dumps({**self.base, "choices": [], "usage": _usage(answer)}) + b"\n\n"
-        return self.delta({}, "stop") + (usage if include_usage else b"") + self.DONE
+        usage = _event({**self.base, "choices": [], "usage": _usage(answer)}) if include_usage else b""
+        return self.delta({}, "stop") + usage + self.DONE
 
     @staticmethod
     def error(error: ApiError) -> bytes:
         """ERROR once the stream has begun (its status is sent): an event whose `error` the openai SDK raises."""
-        said = {"type": error.kind, "message": error.message, "code": error.code}
-        return b"data: " + dumps({"error": said}) + b"\n\n"
+        return _event(error.body())
+
+
+def _event(payload: dict[str, Any]) -> bytes:
+    """PAYLOAD as one Server-Sent Event."""
+    return b"data: " + dumps(payload) + b"\n\n"
 
 
 def chunks(answer: Answer, include_usage: bool) -> bytes:

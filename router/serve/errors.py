@@ -28,9 +28,12 @@ class ApiError(Exception):
         self.headers = headers or {}
         self.extra: dict[str, Any] = {}  #: keys beside "error" in the body (/v1/ask's partial answer)
 
+    def body(self) -> dict[str, Any]:
+        """The OpenAI-style error object: what a response, or a stream's error event, carries."""
+        return {"error": {"type": self.kind, "message": self.message, "code": self.code}, **self.extra}
+
     def response(self) -> JSONResponse:
-        body = {"error": {"type": self.kind, "message": self.message, "code": self.code}, **self.extra}
-        return JSONResponse(body, status_code=self.status, headers=self.headers)
+        return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
 
 
 def invalid(message: str, code: str = "invalid_request", status: int = 422) -> ApiError:
