@@ -427,7 +427,7 @@ class HybridRouter:
 
             decision, ended = request.decision, request.arrived + (time.perf_counter() - request.started)
             trace_request(tracer, arrived=request.arrived, routed_s=request.routed_s, ended=ended, decision=decision,
-                          answer=answer, error=error)  # fmt: skip
+                          request_id=request.request_id, answer=answer, error=error)  # fmt: skip
 
     @contextlib.contextmanager
     def _recorded(self, request: _Request) -> Iterator[None]:

@@ -86,16 +86,19 @@ def trace_request(
     routed_s: float,
     ended: float,
     decision: Decision,
+    request_id: str | None = None,
     answer: Answer | None = None,
     error: BaseException | None = None,
 ) -> None:
-    """The spans of one request that arrived at ARRIVED (time.time()), was routed in ROUTED_S seconds and
-    ended at ENDED with ANSWER or ERROR."""
+    """The spans of one request REQUEST_ID (its ledger row's id, the failed ones' too) that arrived at ARRIVED
+    (time.time()), was routed in ROUTED_S seconds and ended at ENDED with ANSWER or ERROR."""
     from opentelemetry import trace
     from opentelemetry.trace import Status, StatusCode
 
     route = answer.route if answer is not None else decision.route
     attributes: dict[str, Any] = {"hybrid_weather.route": route, "hybrid_weather.reason": decision.reason}
+    if request_id:
+        attributes["hybrid_weather.request_id"] = request_id
     if decision.cities:
         attributes["hybrid_weather.places"] = list(decision.cities)
     if answer is not None:
@@ -138,8 +141,6 @@ def trace_request(
 
 def _answer_attributes(answer: Answer) -> dict[str, Any]:
     attributes: dict[str, Any] = {"hybrid_weather.latency_ms": answer.latency_ms}
-    if answer.request_id:
-        attributes["hybrid_weather.request_id"] = answer.request_id
     if answer.cost_usd is not None:
         attributes["hybrid_weather.cost_usd"] = answer.cost_usd
     if answer.source:

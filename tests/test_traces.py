@@ -6,6 +6,7 @@ Each case runs in a process of its own: OpenTelemetry's tracer provider is set o
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -29,7 +30,8 @@ from hybrid_weather.router import HybridRouter, LLMUnavailable, Settings
 
 settings = Settings(provider="demo", openai_api_key="sk-test", openai_base_url=sys.argv[1], model="gpt-4o-mini")
 ids = []
-with HybridRouter(settings=settings, llm_options={"backoff_base": 0.01, "max_attempts": 1}) as router:
+options = {"backoff_base": 0.01, "max_attempts": 1}
+with HybridRouter(settings=settings, ledger=sys.argv[2], llm_options=options) as router:
     ids.append(router.ask("上海明天天气").request_id)
     ids.append(router.ask("北京明天适合出游吗").request_id)
     try:
@@ -46,14 +48,15 @@ print(json.dumps({"ids": ids, "spans": spans}, ensure_ascii=False))
 """
 
 
-def test_each_request_is_a_trace_of_its_routing_model_calls_and_tool_calls(llm_server):
+def test_each_request_is_a_trace_of_its_routing_model_calls_and_tool_calls(llm_server, tmp_path):
     llm_server.then(
         tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25),
         answer("适合。", prompt=560, completion=30),
         {"status": 500, "body": {"error": {"message": "down", "type": "server_error"}}},
     )
-    done = subprocess.run([sys.executable, "-c", PROGRAM, llm_server.base_url], capture_output=True, text=True,
-                          env=subprocess_env(), timeout=60)  # fmt: skip
+    ledger = tmp_path / "ledger.db"
+    done = subprocess.run([sys.executable, "-c", PROGRAM, llm_server.base_url, str(ledger)], capture_output=True,
+                          text=True, env=subprocess_env(), timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
     said = json.loads(done.stdout)
     rule_id, llm_id, failed = said["ids"]
@@ -62,6 +65,10 @@ def test_each_request_is_a_trace_of_its_routing_model_calls_and_tool_calls(llm_s
     rule, llm, broken = requests
     assert rule["attributes"]["hybrid_weather.request_id"] == rule_id and failed is None
     assert llm["attributes"]["hybrid_weather.request_id"] == llm_id
+    # A failed request's span names its ledger row too.
+    with sqlite3.connect(ledger) as db:
+        (failed_row,) = db.execute("SELECT id FROM requests WHERE outcome != 'ok'").fetchall()
+    assert broken["attributes"]["hybrid_weather.request_id"] == failed_row[0]
     assert llm["attributes"]["gen_ai.request.model"] == "gpt-4o-mini"
     assert (llm["attributes"]["gen_ai.usage.input_tokens"], llm["attributes"]["gen_ai.usage.output_tokens"]) == (
         980,
