@@ -257,16 +257,12 @@ class LLMAgent:
         return [(call, seen[key], i not in fresh) for i, (call, key) in enumerate(zip(calls, keys, strict=True))]
 
     def _graceful(
-        self,
-        seen: dict[tuple[str, str], ToolOutcome],
-        why: str,
-        on_text: Callable[[str], None] | None = None,
-        sent: list[str] | None = None,
+        self, seen: dict[tuple[str, str], ToolOutcome], why: str, on_text: Callable[[str], None] | None, sent: list[str]
     ) -> str:
         """An answer when the loop must stop: what the tools found, said plainly (and streamed, whole, to
         ON_TEXT after what it was SENT already)."""
         text = self._found(seen, why)
-        if on_text is None or sent is None:
+        if on_text is None:
             return text
         on_text(("\n" if sent else "") + text)
         return "".join(sent)
