@@ -8,13 +8,17 @@ place, and any of them can answer with the last good copy when the provider fail
 - a fetch lock per key, `SET NX PX` with a random token, released only by its holder (compare-and-delete
   in one Lua script); a holder that dies frees the key when the lock expires, which is never later than
   the holder's own deadline.
-Redis is a speed-up, never a dependency of an answer: any Redis error marks it down for DOWN_INTERVAL
-(one warning per interval) and the caller fetches for itself; it reconnects by itself after that.
+Redis is a speed-up, never a dependency of an answer: an error of the server or the connection marks it
+down for DOWN_INTERVAL (one warning per interval) and the caller fetches for itself; it reconnects by
+itself after that. An error that belongs to one key (a value of the wrong type or shape under our prefix,
+written by hand or by another program) is a miss for that key alone: the rest of Redis, with every budget
+and rate limit counted there, stays in use.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 import threading
 import time
@@ -30,6 +34,25 @@ DOWN_INTERVAL = 5.0
 #: Seconds one Redis command may take (connect included): a cache slower than this is no cache.
 COMMAND_TIMEOUT = 0.25
 _UNLOCK = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+# Take the fetch lock KEYS[1] with token ARGV[1] for ARGV[2] ms: 1 when taken, 0 when another worker holds it,
+# 2 when the key holds something that never expires: no lock of ours (each is taken with an expiry), so a
+# value planted there must not make every worker wait on a holder that does not exist.
+_LOCK = """
+if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('pttl', KEYS[1]) == -1 then return 2 end
+return 0
+"""
+# Append ARGV[1] to the list KEYS[1], keep its newest ARGV[2] items, expire it ARGV[3] ms after: one script,
+# so appends from many hosts at once each land (a conversation's turns). A key that holds no list (planted,
+# or left by another program under our prefix) holds nothing a reader can use: it is replaced.
+_APPEND = """
+local kind = redis.call('type', KEYS[1]).ok
+if kind ~= 'list' and kind ~= 'none' then redis.call('del', KEYS[1]) end
+redis.call('rpush', KEYS[1], ARGV[1])
+redis.call('ltrim', KEYS[1], -tonumber(ARGV[2]), -1)
+redis.call('pexpire', KEYS[1], ARGV[3])
+return 1
+"""
 # One request against every window at once, or none: KEYS are the windows' counters, ARGV their limits
 # then their lengths in ms. Returns 0 when the request may go, else the 1-based index of a full window.
 _SPEND = """
@@ -94,10 +117,21 @@ class SharedCache:
         self.keep_s = keep_s  #: how long a copy is kept: the stale window
         self.prefix = prefix
         self._errors: tuple[type[Exception], ...] = (redis.RedisError, OSError)
+        # A command's reply error (WRONGTYPE, a counter that is no number, a script that met a value of the
+        # wrong shape) is about its key; these few reply errors are about the whole server.
+        self._key_errors = redis.ResponseError
+        self._server_errors: tuple[type[Exception], ...] = (
+            redis.exceptions.ReadOnlyError,
+            redis.exceptions.OutOfMemoryError,
+            redis.exceptions.NoPermissionError,
+        )
+        self._key_warned_at = -math.inf
         self._client = redis.Redis.from_url(
             url, socket_timeout=COMMAND_TIMEOUT, socket_connect_timeout=COMMAND_TIMEOUT, health_check_interval=30
         )
         self._unlock = self._client.register_script(_UNLOCK)
+        self._lock_script = self._client.register_script(_LOCK)
+        self._append = self._client.register_script(_APPEND)
         self._spend = self._client.register_script(_SPEND)
         self._take = self._client.register_script(_TAKE)
         self._down_until = 0.0
@@ -126,8 +160,8 @@ class SharedCache:
         """A token if this worker may fetch KEY now (for at most HOLD_S), None if another worker is fetching
         it. While Redis is down every worker may fetch: a lost lock costs a request, never an answer."""
         token = secrets.token_hex(8)
-        got = self._call(self._client.set, self._name("lock", key), token, nx=True, px=max(1, int(hold_s * 1000)))
-        if got is None and self.down:
+        got = self._call(self._lock_script, keys=[self._name("lock", key)], args=[token, max(1, int(hold_s * 1000))])
+        if got is None:  # down, or a reply error about the key: fetch
             return token
         return token if got else None
 
@@ -155,24 +189,16 @@ class SharedCache:
         waited = self._call(self._take, keys=[f"{self.prefix}{bucket}"], args=[per_s, burst])
         return None if waited is None else int(waited) / 1000
 
-    def read_list(self, name: str) -> list[str] | None:
-        """The items of the list NAME (under the prefix), oldest first; None while Redis is down."""
-        items = self._call(self._client.lrange, f"{self.prefix}{name}", 0, -1)
+    def read_list(self, name: str, *, newest: int) -> list[str] | None:
+        """The NEWEST items at most of the list NAME (under the prefix), oldest first; None while Redis is
+        down or when NAME holds no list. Bounded: a list grown by another writer is read only at its end."""
+        items = self._call(self._client.lrange, f"{self.prefix}{name}", -newest, -1)
         return None if items is None else [item.decode("utf-8", "replace") for item in items]
 
     def append_list(self, name: str, item: str, *, keep: int, idle_s: float) -> None:
         """Append ITEM to the list NAME, keep its newest KEEP items, and let it expire IDLE_S after this
-        append: one transaction, so appends from many hosts at once each land (a conversation's turns)."""
-        key = f"{self.prefix}{name}"
-
-        def append() -> Any:
-            with self._client.pipeline(transaction=True) as pipe:
-                pipe.rpush(key, item)
-                pipe.ltrim(key, -keep, -1)
-                pipe.pexpire(key, max(1, int(idle_s * 1000)))
-                return pipe.execute()
-
-        self._call(append)
+        append (see _APPEND)."""
+        self._call(self._append, keys=[f"{self.prefix}{name}"], args=[item, keep, max(1, int(idle_s * 1000))])
 
     def add_float(self, name: str, amount: float, ttl_s: float) -> float | None:
         """Add AMOUNT to the counter NAME (under the prefix), kept TTL_S after it was made: its new value,
@@ -194,9 +220,10 @@ class SharedCache:
         if value is None:
             return None if self.down else 0.0
         try:
-            return float(value)
+            number = float(value)
         except ValueError:
             return 0.0
+        return number if math.isfinite(number) else 0.0  # 'nan' or 'inf' written by hand counts nothing
 
     def close(self) -> None:
         self._client.close()
@@ -205,21 +232,39 @@ class SharedCache:
         return f"{self.prefix}{kind}:{copies.key_text(key)}"
 
     def _call(self, command: Any, *args: Any, **kwargs: Any) -> Any:
+        """COMMAND's reply; None while Redis is down, when this call marks it down, or when the reply is an
+        error about the key alone (see the module's docstring)."""
         if self.down:
             return None
         try:
             return command(*args, **kwargs)
-        except self._errors as error:
-            with self._lock:
-                if not self.down:
-                    problem = (
-                        f"the shared cache at {_safe(self.url)} is unreachable ({type(error).__name__}); "
-                        f"each worker fetches for itself for {DOWN_INTERVAL:.0f} s"
-                    )
-                    logger.warning("%s", problem)
-                    self.problem = self.problem or problem
-                self._down_until = time.monotonic() + DOWN_INTERVAL
+        except self._key_errors as error:
+            if isinstance(error, self._server_errors):
+                self._mark_down(error)
+                return None
+            now = time.monotonic()
+            if now - self._key_warned_at >= DOWN_INTERVAL:  # one line per interval, however many keys
+                self._key_warned_at = now
+                logger.warning("the shared cache holds a value it cannot use (%s); read as a miss", _first_line(error))
             return None
+        except self._errors as error:
+            self._mark_down(error)
+            return None
+
+    def _mark_down(self, error: Exception) -> None:
+        with self._lock:
+            if not self.down:
+                problem = (
+                    f"the shared cache at {_safe(self.url)} is unreachable ({type(error).__name__}); "
+                    f"each worker fetches for itself for {DOWN_INTERVAL:.0f} s"
+                )
+                logger.warning("%s", problem)
+                self.problem = self.problem or problem
+            self._down_until = time.monotonic() + DOWN_INTERVAL
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).splitlines()[0][:200] if str(error) else type(error).__name__
 
 
 def _safe(url: str) -> str:

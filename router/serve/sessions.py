@@ -16,7 +16,6 @@ personal data masked; a session idle for SESSION_IDLE_S is gone.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 import threading
@@ -24,6 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from hybrid_weather.agent.guard import NotJSON, read_json
 from hybrid_weather.rules import mask_personal_data
 
 if TYPE_CHECKING:
@@ -58,9 +58,23 @@ def open_sessions(home: Path, shared: SharedCache | None) -> SessionStore:
 
 
 def _turns(raw: object) -> list[Turn]:
-    with contextlib.suppress(ValueError, TypeError):
-        return [(str(q), str(a)) for q, a in raw]  # type: ignore[attr-defined]
-    return []
+    """The turns RAW (parsed JSON) holds: each a [question, answer] pair of strings, others skipped. What is
+    stored may have been written by another program, or by hand: a turn of another shape is no turn."""
+    if not isinstance(raw, list):
+        return []
+    return [
+        (turn[0], turn[1])
+        for turn in raw
+        if isinstance(turn, list) and len(turn) == 2 and isinstance(turn[0], str) and isinstance(turn[1], str)
+    ]
+
+
+def _parsed(text: str | bytes) -> object:
+    """TEXT as JSON, or None when it is not JSON or nested too deep to read."""
+    try:
+        return read_json(text.encode() if isinstance(text, str) else text)
+    except NotJSON:
+        return None
 
 
 class RedisSessions:
@@ -70,12 +84,8 @@ class RedisSessions:
         self.shared, self.idle_s, self.max_turns = shared, idle_s, max_turns
 
     def turns(self, session_id: str) -> list[Turn]:
-        raw = self.shared.read_list(f"session:{session_id}") or []
-        turns: list[Turn] = []
-        for item in raw:
-            with contextlib.suppress(ValueError):
-                turns += _turns([json.loads(item)])
-        return turns
+        raw = self.shared.read_list(f"session:{session_id}", newest=self.max_turns) or []
+        return _turns([_parsed(item) for item in raw])
 
     def add(self, session_id: str, question: str, answer: str) -> None:
         turn = json.dumps([mask_personal_data(question), answer], ensure_ascii=False)
@@ -132,9 +142,7 @@ class SqliteSessions:
             self._db.execute("COMMIT")
 
     def _decode(self, text: str) -> list[Turn]:
-        with contextlib.suppress(ValueError):
-            return _turns(json.loads(text))
-        return []
+        return _turns(_parsed(text))
 
     def _clean(self) -> None:
         self._db.execute("DELETE FROM sessions WHERE touched < ?", (time.time() - self.idle_s,))
