@@ -12,7 +12,7 @@ from typing import Any
 _DATA = Path(__file__).parent / "data"
 
 
-@functools.cache
+@functools.lru_cache(maxsize=32)  # one per file of rules/data/: a bound the folder sets
 def load_table(name: str) -> Any:
     """Return the parsed contents of rules/data/NAME.json (cached: the tables never change at run time)."""
     return json.loads((_DATA / f"{name}.json").read_text("utf-8"))

@@ -461,7 +461,7 @@ def _han_starts() -> re.Pattern[str]:
     return re.compile("[" + "".join(sorted(re.escape(ch) for ch in starts)) + "]")
 
 
-@functools.cache
+@functools.lru_cache(maxsize=256)  # one per character that starts a Han date: a few dozen
 def _han_pattern(first: str) -> re.Pattern[str]:
     """The kinds of Han date that can start with the character FIRST, as one pattern, compiled on first
     use. One pattern of every kind would try all 13 at each position that may start a date, and a cold run

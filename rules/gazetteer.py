@@ -416,8 +416,11 @@ class _LocalPlaces:
     def get(self, word: str, default: tuple[Place, ...] = ()) -> tuple[Place, ...]:
         if word in self._areas:  # a hand-kept area is the one meant
             return (self._areas[word],)
+        rows = self._rows_of.get(word)
+        if rows is None:  # kept only for the table's words: every other word a question holds would grow it
+            return default
         if word not in self._made:
-            self._made[word] = tuple(self._town(self._rows[n]) for n in self._rows_of.get(word, ()))
+            self._made[word] = tuple(self._town(self._rows[n]) for n in rows)
         return self._made[word] or default
 
     def _town(self, row: list[Any]) -> Place:
@@ -466,7 +469,9 @@ class _PinyinIndex:
         for key in self.fuzzy:
             for at, syllable in enumerate(key):
                 self.fuzzy_at.setdefault(len(key), [set() for _ in key])[at].add(syllable)
-        self._sounds: dict[str, frozenset[str]] = {}  # a character's fuzzy syllables, made when asked for
+        # A character's fuzzy syllables, made when asked for: only characters with readings ask, so never more
+        # than the table holds.
+        self._sounds: dict[str, frozenset[str]] = {}
 
     def find(self, word: str, *, by_characters: bool = False) -> Place | None:
         per_char = self.readings_of(word, by_characters=by_characters)
@@ -523,7 +528,7 @@ _FUZZY_INITIALS = (("zh", "z"), ("ch", "c"), ("sh", "s"), ("l", "n"))
 _FUZZY_FINALS = (("iang", "ian"), ("uang", "uan"), ("ang", "an"), ("eng", "en"), ("ing", "in"))
 
 
-@functools.cache  # a few hundred syllables, each asked for again and again in every repair
+@functools.lru_cache(maxsize=2048)  # a few hundred syllables, each asked for again and again in every repair
 def _fuzzy_syllable(syllable: str) -> str:
     for a, b in _FUZZY_INITIALS:
         if syllable.startswith(a):

@@ -34,7 +34,9 @@ class SoundAlikes:
         PARTICLES the only one-character words the index holds (see rewrites)."""
         particles = frozenset(particles)
         self._table: dict[str, str] = load_table("pinyin")["readings"]  # toned, comma-separated
-        self._readings: dict[str, list[str]] = {}  # toneless, made for the characters that are asked about
+        # Toneless, made for the characters that are asked about: only those of the table, so never more
+        # than it holds (about 21,000), whatever questions come.
+        self._readings: dict[str, list[str]] = {}
         # The words each window sounds like, as rewrites tries them: the windows around a misheard word recur
         # (天七 in 北京明天天七怎么样 and in 天七预报), and reading one through its characters' sounds is a
         # large part of a repair.

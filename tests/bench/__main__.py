@@ -56,6 +56,7 @@ BENCHMARKS = {
     "misses": Benchmark("bench_savings.py", ("--misses", "--runs", "3"),
                         ("--misses", "--rows", "20000", "--runs", "1")),
     "async": Benchmark("bench_async.py", (), ("--asks", "100", "--places", "50")),
+    "memory": Benchmark("bench_memory.py", (), ("--questions", "20000", "--every", "10000")),
 }  # fmt: skip
 
 

@@ -53,7 +53,7 @@ def _values(rows: int, width: int) -> str:
     return ", ".join(["(" + ", ".join("?" * width) + ")"] * rows)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)  # one per batch shape: batch sizes and the widths of the schema's versions
 def _insert(rows: int, width: int, once: bool) -> str:
     """The statement that stores ROWS rows of the first WIDTH columns; ONCE skips those already stored (a
     replayed row: its id says so)."""
