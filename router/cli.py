@@ -1044,5 +1044,10 @@ def feedback(request_id: str, verdict: str, comment: str | None) -> None:
     `misses` and the dashboard list rule answers marked wrong first; `savings` gives their share.
     """
     with _errors_as_exit_codes(), HybridRouter() as router:
-        router.feedback(request_id, verdict, comment)
-        click.echo(f"kept: {request_id} marked {verdict}")
+        if router.feedback(request_id, verdict, comment):
+            click.echo(f"kept: {request_id} marked {verdict}")
+        else:
+            from .ledger.store.feedback import PENDING_FEEDBACK_S
+
+            click.echo(f"kept: {request_id} marked {verdict} once its answer's row is stored (another process "
+                       f"holds it; given up after {PENDING_FEEDBACK_S / 60:g} minutes)")  # fmt: skip

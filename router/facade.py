@@ -166,18 +166,20 @@ class HybridRouter:
         model: str | None = None,
         sampling: dict[str, Any] | None = None,
         on_text: Callable[[TextPiece], object] | None = None,
+        caller: str | None = None,
     ) -> Answer:
         """Answer TEXT. Raises WeatherUnavailable (no data, not even stale), LLMUnavailable, or InvalidQuestion
         (TEXT longer than rules.MAX_QUESTION_CHARS: nothing asked, nothing recorded). MODEL: a model of the
         price table to answer with if TEXT needs one, instead of the configured one (ConfigurationError for
-        a name the table lacks); SAMPLING, its temperature and max_tokens for this request.
+        a name the table lacks); SAMPLING, its temperature and max_tokens for this request; CALLER, whose
+        request it is, kept on its ledger row (`serve` names the key: feedback and reports show a key its own).
 
         ON_TEXT receives the answer's text as it is produced, in TextPieces that join to Answer.text: an
         LLM answer's as the model streams it (on the thread that runs the model), a rule answer's whole.
         Once a piece has gone out, a model that fails is not retried or replaced (it would say it twice).
         An exception ON_TEXT raises ends its pieces, not the answer: the answer is recorded, then ask()
         raises that exception."""
-        request = self._begin(text, today, session, model, sampling, on_text)
+        request = self._begin(text, today, session, model, sampling, on_text, caller)
         with self._recorded(request):
             request.decision = self._locate(request)
             if request.decision.route != "llm":
@@ -199,12 +201,13 @@ class HybridRouter:
         model: str | None = None,
         sampling: dict[str, Any] | None = None,
         on_text: Callable[[TextPiece], object] | None = None,
+        caller: str | None = None,
     ) -> Answer:
         """ask() for asyncio programs: places are fetched concurrently, the event loop never blocks (ON_TEXT
         is called on the worker thread that runs the model: hand its pieces to the loop thread-safely)."""
         import asyncio
 
-        request = self._begin(text, today, session, model, sampling, on_text)
+        request = self._begin(text, today, session, model, sampling, on_text, caller)
         loop = asyncio.get_running_loop()
         with self._recorded(request):
             if request.decision.unknown_place is not None:
@@ -220,12 +223,14 @@ class HybridRouter:
             return await asyncio.shield(loop.run_in_executor(self.weather.io_pool, self._answer_llm, request))
         return self._finish(request, answer)
 
-    def feedback(self, request_id: str, verdict: str, comment: str | None = None) -> None:
+    def feedback(self, request_id: str, verdict: str, comment: str | None = None, *, caller: str | None = None) -> bool:
         """Keep a user's VERDICT ("wrong" or "right", and an optional COMMENT) on the answer whose
         `request_id` is REQUEST_ID (its ledger row's id; a drop-in completion's id with or without its
-        "chatcmpl-"). InvalidQuestion for a verdict or an id that is not one, RequestNotFound (one) for an id
-        the ledger does not hold; ConfigurationError without a ledger; LedgerUnavailable when it cannot be
-        reached."""
+        "chatcmpl-"), one of CALLER's when given (ask's `caller`). True when kept, False when its row is not
+        stored yet but may be on its way (another process's queue, the spool): the verdict is applied when
+        it lands, if within ledger.PENDING_FEEDBACK_S. InvalidQuestion for a verdict or an id that is not
+        one, RequestNotFound (one) for an id the ledger does not hold (or not of CALLER's);
+        ConfigurationError without a ledger; LedgerUnavailable when it cannot be reached."""
         from .ledger.store.feedback import REQUEST_ID, VERDICTS
 
         request_id = request_id.strip().removeprefix("chatcmpl-") if isinstance(request_id, str) else ""
@@ -238,8 +243,10 @@ class HybridRouter:
         ledger = self.ledger
         if ledger is None:
             raise ConfigurationError("the ledger is off (HYBRID_WEATHER_LEDGER=off): there is no answer to mark")
-        if not ledger.feedback(request_id, verdict, comment):
+        outcome = ledger.feedback(request_id, verdict, comment, caller)
+        if outcome == "unknown":
             raise RequestNotFound(f"no answer with request id {request_id} is in the ledger at {ledger.location}")
+        return outcome == "kept"
 
     def weather_part(self, text: str, *, today: dt.date | None = None, emoji: bool = True) -> Answer | None:
         """The plain weather part of an LLM question answered by the rules, or None when it has none.
@@ -295,6 +302,7 @@ class HybridRouter:
         model: str | None,
         sampling: dict[str, Any] | None = None,
         on_text: Callable[[TextPiece], object] | None = None,
+        caller: str | None = None,
     ) -> _Request:
         # The deadline counts from the call, routing included: a first ask that loads the gazetteer still
         # ends when the caller was promised, not that long after it.
@@ -322,7 +330,7 @@ class HybridRouter:
         recorder = self.parts.recorder
         request_id = recorder.new_id(arrived) if recorder is not None else None
         return _Request(text, today, session, decision, arrived, started, deadline, model, sampling, overlay, routed_s,
-                        on_text, request_id)  # fmt: skip
+                        on_text, request_id, caller=caller)  # fmt: skip
 
     def _locate(self, request: _Request) -> Decision:
         """For a place the gazetteer lacks, ask the provider's geocoder and, if it finds one, read again."""
@@ -411,6 +419,7 @@ class HybridRouter:
                 session.id if session is not None else None,
                 request.overlay,
                 request_id=request.request_id,
+                caller=request.caller,
             )
         self._trace(request, answer=answer)
         if request.on_text is not None and not request.sent:  # a rule answer, or a model that did not stream
@@ -452,6 +461,7 @@ class HybridRouter:
                     session_id=request.session.id if request.session is not None else None,
                     overlay=request.overlay,
                     request_id=request.request_id,
+                    caller=request.caller,
                 )
             self._trace(request, error=error)
             raise
@@ -482,6 +492,7 @@ class _Request:
     request_id: str | None = None  #: the ledger row's id, made when the request arrived (None: no ledger)
     sent: bool = False  #: a piece of the answer has gone to on_text
     on_text_failed: Exception | None = None  #: what on_text raised; no piece goes to it after that
+    caller: str | None = None  #: whose request it is, for its ledger row (None: nobody's in particular)
 
 
 def _checked_tools(tools: Sequence[Any]) -> tuple[Any, ...]:

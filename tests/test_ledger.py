@@ -278,6 +278,7 @@ def test_a_ledger_from_an_older_schema_migrates(tmp_path):
                 "m007_misses_rollup",
                 "m008_learning",
                 "m009_feedback",
+                "m010_tenancy",
             ]
         )
         # The row stored before the rollup existed is in it once, beside the one written after.

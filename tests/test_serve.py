@@ -46,12 +46,14 @@ def error_of(response, status, code=None):
 
 
 def test_ask_route_and_a_session_over_http(service):
-    answer_ = service.post("/v1/ask", json={"query": "上海明天天气", "today": TODAY.isoformat(), "session_id": "s1"})
+    answer_ = service.post(
+        "/v1/ask", json={"query": "上海明天天气", "today": TODAY.isoformat(), "session_id": "s1-conversation-test"}
+    )
     assert answer_.status_code == 200
     body = answer_.json()
     assert body["route"] == "rule" and body["decision"]["cities"] == ["上海市"] and body["source"] == "demo"
     follow = service.post(
-        "/v1/ask", json={"query": "那北京呢？", "today": TODAY.isoformat(), "session_id": "s1"}
+        "/v1/ask", json={"query": "那北京呢？", "today": TODAY.isoformat(), "session_id": "s1-conversation-test"}
     ).json()
     assert follow["route"] == "rule" and follow["decision"]["cities"] == ["北京市"]
     assert follow["decision"]["dates"] == body["decision"]["dates"]  # borrowed from the session
@@ -138,7 +140,8 @@ def _pass_through_untouched(service, llm_server):
         ({"json": ["a list"]}, 422, "invalid_body"),
         ({"json": {}}, 422, "invalid_query"),
         ({"json": {"query": "上海", "today": "2026-13-01"}}, 422, "invalid_today"),
-        ({"json": {"query": "上海", "session_id": "no spaces allowed"}}, 422, "invalid_session_id"),
+        ({"json": {"query": "上海", "session_id": "no spaces allowed"}}, 400, "invalid_session_id"),
+        ({"json": {"query": "上海", "session_id": "1"}}, 400, "invalid_session_id"),
         ({"json": {"query": "天" * 2001}}, 422, "query_too_long"),
         ({"content": b'{"query": "' + b"x" * 70_000 + b'"}'}, 413, "body_too_large"),
     ],
@@ -244,8 +247,12 @@ def test_a_session_goes_on_in_another_worker(tmp_path):
     two, second = client_for(tmp_path / "two")
     today = TODAY.isoformat()
     with one, two:
-        asked = one.post("/v1/ask", json={"query": "上海后天会下雨吗", "today": today, "session_id": "w"})
-        follow = two.post("/v1/ask", json={"query": "那北京呢？", "today": today, "session_id": "w"}).json()
+        asked = one.post(
+            "/v1/ask", json={"query": "上海后天会下雨吗", "today": today, "session_id": "two-workers-one-talk"}
+        )
+        follow = two.post(
+            "/v1/ask", json={"query": "那北京呢？", "today": today, "session_id": "two-workers-one-talk"}
+        ).json()
     assert follow["route"] == "rule" and follow["decision"]["cities"] == ["北京市"]
     assert follow["decision"]["dates"] == asked.json()["decision"]["dates"] and follow["decision"]["aspect"] == "rain"
     first.close()
@@ -256,13 +263,13 @@ def test_session_turns_are_stored_masked_and_expire(tmp_path):
     from hybrid_weather.router.serve.sessions import SqliteSessions
 
     store = SqliteSessions(tmp_path / "s.db", idle_s=0.2)
-    store.add("s", "我的电话13812345678，上海明天天气", "晴")
-    assert store.turns("s") == [("我的电话[phone]，上海明天天气", "晴")]
+    store.add("-", "s", "我的电话13812345678，上海明天天气", "晴")
+    assert store.turns("-", "s") == [("我的电话[phone]，上海明天天气", "晴")]
     assert b"13812345678" not in (tmp_path / "s.db").read_bytes() + (tmp_path / "s.db-wal").read_bytes()
     import time
 
     time.sleep(0.3)
-    assert store.turns("s") == []  # idle too long: a new conversation
+    assert store.turns("-", "s") == []  # idle too long: a new conversation
     store.close()
 
 
@@ -323,7 +330,8 @@ def test_v1_ask_is_the_cli_json_object_and_a_model_failure_keeps_the_weather_par
     command = [sys.executable, "-m", "hybrid_weather.router", "魔都明天会下雨吗", "--json", "--today", day]
     cli = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
     printed = json.loads(cli.stdout)
-    assert set(served) == set(printed) and served["decision"] == printed["decision"]
+    # The --json object, and the session the service made for a request that named none.
+    assert set(served) == set(printed) | {"session_id"} and served["decision"] == printed["decision"]
     assert served["answer"] == printed["answer"]  # no emoji: the same text a program reads from --json
     assert not any(0x1F300 <= ord(char) <= 0x1FAFF or 0x2600 <= ord(char) <= 0x27BF for char in served["answer"])
     assert failed.status_code == 503 and failed.json()["error"]["code"] == "llm_unavailable"

@@ -159,9 +159,11 @@ def test_serve_refuses_a_bad_setting_once_and_clearly(setting, value):
 
 def test_follow_ups_work_whichever_worker_answers(tmp_path, llm_server):
     with serving(tmp_path, llm_server, workers=2) as server:
-        first = post(f"{server.url}/v1/ask", {"query": "广州后天天气", "session_id": "live"})[1]
+        first = post(f"{server.url}/v1/ask", {"query": "广州后天天气", "session_id": "live-conversation-1"})[1]
         replies = [
-            post(f"{server.url}/v1/ask", {"query": f"那{place}呢？", "session_id": "live"})[1]  # a new connection each
+            post(f"{server.url}/v1/ask", {"query": f"那{place}呢？", "session_id": "live-conversation-1"})[
+                1
+            ]  # a new connection each
             for place in ["北京", "上海", "成都", "深圳"] * 3
         ]
     assert all(r["route"] == "rule" and r["decision"]["dates"] == first["decision"]["dates"] for r in replies), replies

@@ -40,6 +40,7 @@ class LedgerEntry(NamedTuple):
     lookup_date: str | None = None  #: plain lookups: the date the weather tools were called with (明天)
     overlay_version: int | None = None  #: the overlay version the question was read through (None: none)
     request_id: str | None = None  #: the row's id, as the answer carried it (None: the writer makes one)
+    caller: str | None = None  #: whose request it was (serve: "key:" and the key's SHA-256 prefix), never a key
 
 
 class RequestIds:

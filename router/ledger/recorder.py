@@ -45,10 +45,11 @@ class Recorder:
         overlay: int | None = None,
         *,
         request_id: str | None = None,
+        caller: str | None = None,
     ) -> str:
         """ANSWER's row: QUERY arrived at ARRIVED (time.time()), in session SESSION_ID, read through OVERLAY,
-        under REQUEST_ID (new_id's) or a new id. Returns the row's id, which the answer carries (feedback
-        names it)."""
+        under REQUEST_ID (new_id's) or a new id, on CALLER's behalf. Returns the row's id, which the answer
+        carries (feedback names it)."""
         decision, result = answer.decision, answer.llm
         request_id = request_id or self._ids.new(arrived)
         entry = LedgerEntry(
@@ -70,6 +71,7 @@ class Recorder:
             unknown_words=decision.unknown_words,
             overlay_version=overlay,
             request_id=request_id,
+            caller=caller,
         )
         self.ledger.record(entry if result is None else _with_llm(entry, result, decision.open_ended))
         return request_id
@@ -87,6 +89,7 @@ class Recorder:
         session_id: str | None,
         overlay: int | None = None,
         request_id: str | None = None,
+        caller: str | None = None,
     ) -> None:
         self.ledger.record(
             LedgerEntry(
@@ -108,6 +111,7 @@ class Recorder:
                 unknown_words=decision.unknown_words,
                 overlay_version=overlay,
                 request_id=request_id,
+                caller=caller,
             )
         )
 
@@ -122,6 +126,7 @@ class Recorder:
         usage: Usage | None,
         cost_usd: float | None,
         outcome: str,
+        caller: str | None = None,
     ) -> None:
         """A chat request `serve` sent to the model as it came (it carried its own tools): an llm row, which
         an all-LLM design pays alike (it saved nothing), with the endpoint's tokens and their cost (None:
@@ -137,6 +142,7 @@ class Recorder:
                 cost_usd=cost_usd,
                 latency_ms=latency_ms,
                 outcome=outcome,
+                caller=caller,
             )
         )
 

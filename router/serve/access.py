@@ -39,6 +39,11 @@ def hashed(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
+def caller_of(digest: str) -> str:
+    """Who a key is in limits, logs and the ledger: a prefix of its SHA-256 hex DIGEST, never the key."""
+    return f"key:{digest[:16]}"
+
+
 def load_keys(plain: str | None, file: str | None) -> frozenset[str]:
     """SHA-256 hex of every accepted key: PLAIN is comma-separated keys (HYBRID_WEATHER_API_KEYS), FILE
     holds one SHA-256 hex per line (HYBRID_WEATHER_API_KEYS_FILE; # starts a comment)."""
@@ -113,7 +118,7 @@ class Access:
                 raise ApiError(401, "authentication_error", "a valid API key is required: send "
                                "'Authorization: Bearer KEY' (keys come from HYBRID_WEATHER_API_KEYS)",
                                "invalid_api_key", {"www-authenticate": "Bearer"})  # fmt: skip
-            caller = f"key:{digest[:16]}"
+            caller = caller_of(digest)
         if self.rate is not None:
             wait = self._spend(caller, self.rate)
             if wait > 0:

@@ -15,7 +15,6 @@ import contextlib
 import datetime as dt
 import functools
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -44,7 +43,7 @@ from ..answer import TextPiece
 from ..facade import HybridRouter
 from ..session import Session
 from ..settings import Settings
-from . import chat
+from . import chat, tenants
 from .access import COOKIE, COOKIE_MAX_AGE_S, Access, Rate, load_keys
 from .budgets import Budgets
 from .encoding import JSONResponse, loads
@@ -65,7 +64,6 @@ MAX_LOGIN_BYTES = 4 * 1024
 #: path's peak rate that is a few seconds of rows — what a SIGKILL of a worker can
 #: lose; SIGTERM loses none — where several workers share one SQLite file and wait for its write lock.
 LEDGER_QUEUE = 10_000
-_SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 #: Headers a page on an allowed origin may send, and read, across origins (HYBRID_WEATHER_CORS_ORIGINS).
 CORS_REQUEST_HEADERS = ["authorization", "content-type"]
 CORS_EXPOSED_HEADERS = ["x-hybrid-weather-route", "x-request-id", "retry-after"]
@@ -93,6 +91,7 @@ class Service:
         self.access = Access(load_keys(self.settings.api_keys, self.settings.api_keys_file),
                              Rate.parse(self.settings.rate_limit), shared)  # fmt: skip
         self.budgets = Budgets.parse(self.settings.key_budgets, shared)
+        self.admins = tenants.admins(self.settings.admin_keys, self.access.keys)  # keys that see every key's rows
         # The fleet's conversations are where its cache is (Redis), so a follow-up may reach any host.
         self.sessions = open_sessions(self.router.parts.settings.home_dir(), shared)
         self._upstream: Any = None  # httpx.AsyncClient for pass-through requests, made on first use
@@ -125,9 +124,10 @@ class Service:
         body = await self._json(request)
         query = _query(body)
         today = _today(body)
-        session = await self._session(body.get("session_id"), today or today_in_china())
+        caller = _caller(request)
+        session = await self._session(caller, tenants.session_id(body.get("session_id")), today or today_in_china())
         try:
-            answer = await self._answer("ask", query, today, session, emoji=False, caller=_caller(request))
+            answer = await self._answer("ask", query, today, session, emoji=False, caller=caller)
         except ApiError as error:
             if error.code in ("llm_unavailable", "llm_timeout"):
                 # As the CLI's --json: what the rules can say of the question's weather, beside the error.
@@ -135,9 +135,11 @@ class Service:
                 if partial is not None:
                     error.extra["partial"] = partial.to_json(query)
             raise
-        if session is not None:
-            await run_in_threadpool(self.sessions.add, session.id, query, answer.text)
-        return JSONResponse(answer.to_json(query), headers=_request_id_header(answer.request_id))
+        owner = tenants.owner(caller) or tenants.OPEN
+        await run_in_threadpool(self.sessions.add, owner, session.id, query, answer.text)
+        # The session the client continues with: its own, or the one made for it.
+        return JSONResponse({**answer.to_json(query), "session_id": session.id},
+                            headers=_request_id_header(answer.request_id))  # fmt: skip
 
     async def route(self, request: Request) -> Response:
         body = await self._json(request)
@@ -155,7 +157,7 @@ class Service:
                                "carries its own tools, or its last message is not the user's), and pass-through "
                                "is off: the operator turns it on with HYBRID_WEATHER_PASS_THROUGH=1",
                                "pass_through_off")  # fmt: skip
-            return await self._pass_through(body, messages)
+            return await self._pass_through(body, messages, _caller(request))
         today = _today(body)
         question = chat.text_of(messages[-1].get("content"))
         if len(question) > MAX_QUERY_CHARS:
@@ -231,25 +233,35 @@ class Service:
                           "invalid_feedback")  # fmt: skip
         if comment is not None and not isinstance(comment, str):
             raise invalid('"comment" must be text', "invalid_feedback")
+        caller = tenants.scope(_caller(request), self.admins)
         try:
-            await run_in_threadpool(self.router.feedback, request_id, verdict, comment)
-        except RequestNotFound as error:
-            raise ApiError(404, "invalid_request_error", str(error), "request_not_found") from None
+            kept = await run_in_threadpool(
+                functools.partial(self.router.feedback, request_id, verdict, comment, caller=caller)
+            )
+        except RequestNotFound:
+            # The same for an id nobody was given and another key's: which ids exist is not this key's to
+            # learn, and the library's message names the ledger's address.
+            raise ApiError(404, "invalid_request_error", "no answer with this request id was given to this key; give "
+                           "the request_id an answer to it carried", "request_not_found") from None  # fmt: skip
         except InvalidQuestion as error:
             raise ApiError(422, "invalid_request_error", str(error), "invalid_feedback") from None
-        return JSONResponse({"request_id": request_id.removeprefix("chatcmpl-"), "verdict": verdict})
+        except HybridWeatherError as error:
+            raise from_library(error, self.hidden_hosts) from None
+        said = {"request_id": request_id.strip().removeprefix("chatcmpl-"), "verdict": verdict}
+        # Its row is not stored yet (another worker's queue, the spool): kept, and applied when it lands.
+        return JSONResponse(said) if kept else JSONResponse({**said, "pending": True}, status_code=202)
 
     async def savings(self, request: Request) -> Response:
         from ..ledger import savings_report
 
-        days = _days(request)
-        return JSONResponse(await run_in_threadpool(self._report, lambda db: savings_report(db, days)))
+        days, caller = _days(request), tenants.scope(_caller(request), self.admins)
+        return JSONResponse(await run_in_threadpool(self._report, lambda db: savings_report(db, days, caller=caller)))
 
     async def misses(self, request: Request) -> Response:
         from ..ledger import misses_report
 
-        days = _days(request)
-        return JSONResponse(await run_in_threadpool(self._report, lambda db: misses_report(db, days)))
+        days, caller = _days(request), tenants.scope(_caller(request), self.admins)
+        return JSONResponse(await run_in_threadpool(self._report, lambda db: misses_report(db, days, caller=caller)))
 
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -272,9 +284,9 @@ class Service:
         from ..ledger import misses_report, savings_report
         from .dashboard import render
 
-        days = _days(request)
+        days, caller = _days(request), tenants.scope(_caller(request), self.admins)
         savings, misses = await run_in_threadpool(
-            self._report, lambda db: (savings_report(db, days), misses_report(db, days))
+            self._report, lambda db: (savings_report(db, days, caller=caller), misses_report(db, days, caller=caller))
         )
         return HTMLResponse(render(savings, misses))
 
@@ -326,15 +338,12 @@ class Service:
             raise invalid("the body must be a JSON object", "invalid_body")
         return body
 
-    async def _session(self, session_id: Any, today: dt.date) -> Session | None:
-        """The conversation SESSION_ID names, rebuilt from its stored turns (each routed again, no I/O), so
-        any worker can continue it; None when the request names none."""
-        if session_id is None:
-            return None
-        if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
-            raise invalid("'session_id' must be 1 to 128 letters, digits or . _ : -", "invalid_session_id")
+    async def _session(self, caller: str, session_id: str, today: dt.date) -> Session:
+        """CALLER's conversation SESSION_ID (tenants.py), rebuilt from its stored turns (each routed again, no
+        I/O), so any worker can continue it."""
         session = Session(id=session_id)
-        for question, reply in await run_in_threadpool(self.sessions.turns, session_id):
+        owner = tenants.owner(caller) or tenants.OPEN
+        for question, reply in await run_in_threadpool(self.sessions.turns, owner, session_id):
             session.remember(question, reply, self.router.route(question, today=today, session=session))
         return session
 
@@ -359,7 +368,14 @@ class Service:
             await run_in_threadpool(budgets.check, caller)
         try:
             answer = await self.router.aask(
-                query, today=today, session=session, model=model, emoji=emoji, sampling=sampling, on_text=on_text
+                query,
+                today=today,
+                session=session,
+                model=model,
+                emoji=emoji,
+                sampling=sampling,
+                on_text=on_text,
+                caller=tenants.owner(caller),
             )
         except HybridWeatherError as error:
             self.metrics.failed(endpoint, "-", type(error).__name__, time.perf_counter() - started)
@@ -422,7 +438,7 @@ class Service:
             checks["cache"] = {"ok": not shared.down, "down": shared.down}
         return checks
 
-    async def _pass_through(self, body: dict[str, Any], messages: list[dict[str, Any]]) -> Response:
+    async def _pass_through(self, body: dict[str, Any], messages: list[dict[str, Any]], caller: str) -> Response:
         """A request the router does not answer, sent to the configured OpenAI-compatible endpoint as it
         came (with the service's key), its answer returned as it came — scrubbed of that key — and its
         ledger row written: an llm row, its tokens and cost as the endpoint reported them."""
@@ -455,7 +471,7 @@ class Service:
             row = functools.partial(
                 self._record_pass_through, chat.last_user_text(messages)[:MAX_QUERY_CHARS],
                 chat.pass_through_reason(body), arrived=arrived, latency_ms=(time.perf_counter() - started) * 1000,
-                model=model, usage=usage, outcome=outcome,
+                model=model, usage=usage, outcome=outcome, caller=tenants.owner(caller),
             )  # fmt: skip
             if built(self.router.parts, "recorder") is not None:
                 row()  # queues the row: no I/O
@@ -463,12 +479,12 @@ class Service:
                 await run_in_threadpool(row)
 
     def _record_pass_through(self, query: str, reason: str, *, model: str | None, usage: Any, outcome: str,
-                             **timing: float) -> None:  # fmt: skip
+                             caller: str | None, **timing: float) -> None:  # fmt: skip
         recorder = self.router.parts.recorder
         if recorder is not None:
             cost = self.router.parts.models.cost(model, usage) if usage is not None and model else None
             recorder.passed_through(query, reason, model=model, usage=usage, outcome=outcome,
-                                    cost_usd=cost if outcome == "ok" else 0.0, **timing)  # fmt: skip
+                                    cost_usd=cost if outcome == "ok" else 0.0, caller=caller, **timing)  # fmt: skip
 
 
 def _caller(request: Request) -> str:

@@ -80,7 +80,12 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "query": {"type": "string", "maxLength": 2000, "examples": ["上海今天天气"]},
             "today": _DATE,
-            "session_id": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$"},
+            "session_id": {
+                "type": "string",
+                "pattern": "^[A-Za-z0-9._:-]{16,128}$",
+                "description": "A conversation of this key's to continue (the session_id an answer returned); "
+                "none begins a new one",
+            },
         },
     },
     "RouteRequest": {
@@ -104,7 +109,11 @@ SCHEMAS: dict[str, Any] = {
     "Feedback": {
         "type": "object",
         "required": ["request_id", "verdict"],
-        "properties": {"request_id": {"type": "string"}, "verdict": {"enum": ["wrong", "right"]}},
+        "properties": {
+            "request_id": {"type": "string"},
+            "verdict": {"enum": ["wrong", "right"]},
+            "pending": {"const": True, "description": "202: kept until the answer's row is stored (10 minutes)"},
+        },
     },
     "Decision": _DECISION,
     "Answer": {
@@ -137,6 +146,7 @@ SCHEMAS: dict[str, Any] = {
             "stale_age_s": {"type": ["number", "null"]},
             "attribution": _NULLABLE_STRING,
             "request_id": _NULLABLE_STRING,
+            "session_id": {"type": "string", "description": "/v1/ask: the conversation to follow up in"},
         },
     },
     "ChatRequest": {
@@ -238,6 +248,7 @@ OPENAPI: dict[str, Any] = {
                 "requestBody": _body("FeedbackRequest"),
                 "responses": {
                     "200": _json("Feedback", "The verdict, kept"),
+                    "202": _json("Feedback", "The verdict, applied when its answer's row is stored"),
                     **_errors("400", *_LIMITED, "404", "408", "413", "422", "503"),
                 },
             }

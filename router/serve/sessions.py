@@ -4,14 +4,16 @@ A follow-up (那北京呢？) may reach another worker process, or another host,
 a session never lives in one worker's memory: each request that names a session reads its turns, replays
 them through the router (no I/O, microseconds a turn) and appends its own. Appending one turn, never
 writing the list back, is what keeps two concurrent follow-ups from losing one. Questions are stored with
-personal data masked; a session idle for SESSION_IDLE_S is gone.
+personal data masked; a session idle for SESSION_IDLE_S is gone. A session is its OWNER's (the key it was
+begun with, tenants.py): the same id sent with another key names another, new, conversation.
 
-- With HYBRID_WEATHER_CACHE_URL (a fleet), `RedisSessions`: one list per session, `<prefix>session:<id>`,
+- With HYBRID_WEATHER_CACHE_URL (a fleet), `RedisSessions`: one list per session, `<prefix>session:<owner>/<id>`,
   appended, trimmed to MAX_TURNS and given its idle expiry in one transaction; every host reads the same.
   A Redis that cannot be reached makes a follow-up a new question (one warning, shared_cache.py), never
   an error.
 - Else `SqliteSessions`: $HYBRID_WEATHER_HOME/serve-sessions.db, shared by the workers of one host; past
-  MAX_SESSIONS the least recently used go first.
+  MAX_SESSIONS the least recently used go first. Its table is keyed by (owner, id); a file of the table
+  before owners (`sessions`, keyed by id alone) has it dropped: those conversations had no owner to keep.
 """
 
 from __future__ import annotations
@@ -41,11 +43,11 @@ Turn = tuple[str, str]  #: (question, answer)
 
 
 class SessionStore(Protocol):
-    def turns(self, session_id: str) -> list[Turn]:
-        """The turns of SESSION_ID, oldest first; none for a new or expired session."""
+    def turns(self, owner: str, session_id: str) -> list[Turn]:
+        """The turns of OWNER's SESSION_ID, oldest first; none for a new or expired session."""
 
-    def add(self, session_id: str, question: str, answer: str) -> None:
-        """Append one turn to SESSION_ID (its question masked), and keep the session another idle period."""
+    def add(self, owner: str, session_id: str, question: str, answer: str) -> None:
+        """Append one turn to OWNER's SESSION_ID (its question masked), and keep it another idle period."""
 
     def close(self) -> None: ...
 
@@ -77,19 +79,24 @@ def _parsed(text: str | bytes) -> object:
         return None
 
 
+def _name(owner: str, session_id: str) -> str:
+    # '/' is in no owner (access.caller_of, tenants.OPEN) and in no id (tenants.session_id): one name a pair.
+    return f"session:{owner}/{session_id}"
+
+
 class RedisSessions:
     """Turns of each session in the fleet's Redis. Thread-safe (redis-py's pool)."""
 
     def __init__(self, shared: SharedCache, *, idle_s: float = SESSION_IDLE_S, max_turns: int = MAX_TURNS) -> None:
         self.shared, self.idle_s, self.max_turns = shared, idle_s, max_turns
 
-    def turns(self, session_id: str) -> list[Turn]:
-        raw = self.shared.read_list(f"session:{session_id}", newest=self.max_turns) or []
+    def turns(self, owner: str, session_id: str) -> list[Turn]:
+        raw = self.shared.read_list(_name(owner, session_id), newest=self.max_turns) or []
         return _turns([_parsed(item) for item in raw])
 
-    def add(self, session_id: str, question: str, answer: str) -> None:
+    def add(self, owner: str, session_id: str, question: str, answer: str) -> None:
         turn = json.dumps([mask_personal_data(question), answer], ensure_ascii=False)
-        self.shared.append_list(f"session:{session_id}", turn, keep=self.max_turns, idle_s=self.idle_s)
+        self.shared.append_list(_name(owner, session_id), turn, keep=self.max_turns, idle_s=self.idle_s)
 
     def close(self) -> None:
         """The Redis client is the cache's, closed with it."""
@@ -104,34 +111,38 @@ class SqliteSessions:
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("DROP TABLE IF EXISTS sessions")  # keyed by id alone: nobody's to keep
         self._db.execute(
-            "CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, turns TEXT NOT NULL, touched REAL NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS owned_sessions (owner TEXT NOT NULL, id TEXT NOT NULL, turns TEXT NOT NULL,"
+            " touched REAL NOT NULL, PRIMARY KEY (owner, id))"
         )
-        self._db.execute("CREATE INDEX IF NOT EXISTS sessions_touched ON sessions(touched)")
+        self._db.execute("CREATE INDEX IF NOT EXISTS owned_sessions_touched ON owned_sessions(touched)")
         self._lock = threading.Lock()
         self._saves = 0
 
-    def turns(self, session_id: str) -> list[Turn]:
+    def turns(self, owner: str, session_id: str) -> list[Turn]:
         with self._lock:
             row = self._db.execute(
-                "SELECT turns FROM sessions WHERE id = ? AND touched >= ?", (session_id, time.time() - self.idle_s)
+                "SELECT turns FROM owned_sessions WHERE owner = ? AND id = ? AND touched >= ?",
+                (owner, session_id, time.time() - self.idle_s),
             ).fetchone()
         return [] if row is None else self._decode(row[0])
 
-    def add(self, session_id: str, question: str, answer: str) -> None:
+    def add(self, owner: str, session_id: str, question: str, answer: str) -> None:
         with self._lock:
             # BEGIN IMMEDIATE takes the file's write lock before the read: another worker's append to the
             # same session waits for this one, then reads it, so neither is lost.
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 row = self._db.execute(
-                    "SELECT turns FROM sessions WHERE id = ? AND touched >= ?", (session_id, time.time() - self.idle_s)
+                    "SELECT turns FROM owned_sessions WHERE owner = ? AND id = ? AND touched >= ?",
+                    (owner, session_id, time.time() - self.idle_s),
                 ).fetchone()
                 turns = ([] if row is None else self._decode(row[0])) + [(mask_personal_data(question), answer)]
                 self._db.execute(
-                    "INSERT INTO sessions VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET turns = excluded.turns,"
-                    " touched = excluded.touched",
-                    (session_id, json.dumps(turns[-MAX_TURNS:], ensure_ascii=False), time.time()),
+                    "INSERT INTO owned_sessions VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO UPDATE SET"
+                    " turns = excluded.turns, touched = excluded.touched",
+                    (owner, session_id, json.dumps(turns[-MAX_TURNS:], ensure_ascii=False), time.time()),
                 )
                 self._saves += 1
                 if self._saves % _CLEAN_EVERY == 0:
@@ -145,9 +156,10 @@ class SqliteSessions:
         return _turns(_parsed(text))
 
     def _clean(self) -> None:
-        self._db.execute("DELETE FROM sessions WHERE touched < ?", (time.time() - self.idle_s,))
+        self._db.execute("DELETE FROM owned_sessions WHERE touched < ?", (time.time() - self.idle_s,))
         self._db.execute(
-            "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions ORDER BY touched DESC LIMIT -1 OFFSET ?)",
+            "DELETE FROM owned_sessions WHERE rowid IN"
+            " (SELECT rowid FROM owned_sessions ORDER BY touched DESC LIMIT -1 OFFSET ?)",
             (self.max_sessions,),
         )
 

@@ -8,7 +8,18 @@ from typing import Any
 
 from hybrid_weather.rules import MAX_QUESTION_CHARS
 
-from ..store.rollup import EXAMPLES, MISSED, dialect_of, iso, moment, query, split_window
+from ..store.rollup import (
+    EXAMPLES,
+    MISSED,
+    caller_params,
+    dialect_of,
+    iso,
+    moment,
+    of_caller,
+    query,
+    rows_of,
+    split_window,
+)
 
 # Shadow disagreements listed at the most.
 _DISAGREEMENTS = 20
@@ -17,17 +28,18 @@ _DISAGREEMENTS = 20
 _SHOWN_CHARS = 60
 
 
-def misses_report(db: Any, days: int, *, now: dt.datetime | None = None) -> dict[str, Any]:
+def misses_report(db: Any, days: int, *, now: dt.datetime | None = None, caller: str | None = None) -> dict[str, Any]:
     """The `misses --json` object, aggregated in SQL over a sqlite3 or psycopg connection to the ledger:
     whole hours from the misses rollup (m007), the window's partial first hour from the rows themselves
-    with the same expressions, so the figures are those of the rows."""
+    with the same expressions, so the figures are those of the rows. CALLER: only that caller's requests
+    (all read from the rows: the rollup keeps no caller); shadow runs are nobody's, so none are listed."""
     now = now or dt.datetime.now(dt.timezone.utc)
     since = now - dt.timedelta(days=days)
     dialect = dialect_of(db)
-    hour, edge = split_window(db, since)
+    hour, edge = split_window(db, since, caller)
     window = (hour, *edge)
     missed, words_of = MISSED.format(r="r"), dialect.words.format(r="r")
-    raw = f"FROM requests AS r, {words_of} WHERE {missed} AND r.datetime_utc >= ? AND r.datetime_utc < ?"
+    raw = f"FROM requests AS r, {words_of} WHERE {missed} AND {rows_of(caller)}"
     # SUM() of no cost is NULL (COALESCE'd to 0 by the report, ordered apart): `priced` keeps that so.
     cost = "coalesce(CASE WHEN sum(p) > 0 THEN sum(c) END, 0)"
     lookups, spent = query(
@@ -35,7 +47,7 @@ def misses_report(db: Any, days: int, *, now: dt.datetime | None = None) -> dict
         f"SELECT coalesce(sum(n), 0), {cost} FROM ("
         "SELECT requests AS n, priced AS p, cost_usd AS c FROM lookups_hourly WHERE hour >= ?"
         " UNION ALL SELECT count(*), count(r.cost_usd), coalesce(sum(r.cost_usd), 0.0) FROM requests AS r"
-        f" WHERE {missed} AND r.datetime_utc >= ? AND r.datetime_utc < ?) AS t",
+        f" WHERE {missed} AND {rows_of(caller)}) AS t",
         window,
     )[0]
     examples: dict[Any, list[str]] = {}
@@ -74,14 +86,15 @@ def misses_report(db: Any, days: int, *, now: dt.datetime | None = None) -> dict
         }
         for when, text, reason in query(
             db,
-            "SELECT datetime_utc, query, reason FROM requests"
-            " WHERE route = 'shadow' AND agreement IS FALSE AND datetime_utc >= ? ORDER BY id DESC LIMIT ?",
+            "SELECT datetime_utc, query, reason FROM requests WHERE route = 'shadow' AND agreement IS FALSE"
+            " AND datetime_utc >= ? ORDER BY id DESC LIMIT ?",
             (moment(db, since), _DISAGREEMENTS),
         )
+        if caller is None
     ]
     return {
         "days": days,
-        "marked_wrong": marked_wrong(db, since),
+        "marked_wrong": marked_wrong(db, since, caller=caller),
         "plain_lookups": int(lookups),
         "cost_usd": round(spent, 8),
         "words": words,
@@ -89,9 +102,11 @@ def misses_report(db: Any, days: int, *, now: dt.datetime | None = None) -> dict
     }
 
 
-def marked_wrong(db: Any, since: dt.datetime, limit: int = _DISAGREEMENTS) -> list[dict[str, Any]]:
+def marked_wrong(
+    db: Any, since: dt.datetime, limit: int = _DISAGREEMENTS, *, caller: str | None = None
+) -> list[dict[str, Any]]:
     """The rule and clarify answers users marked wrong (feedback) in the window, the last marked first: the
-    first thing to look at, as each is a wrong answer somebody saw."""
+    first thing to look at, as each is a wrong answer somebody saw. CALLER: only answers to that caller."""
     return [
         {
             "request_id": request_id,
@@ -105,8 +120,8 @@ def marked_wrong(db: Any, since: dt.datetime, limit: int = _DISAGREEMENTS) -> li
             db,
             "SELECT r.id, r.datetime_utc, r.route, r.query, r.reason, f.comment FROM feedback AS f"
             " JOIN requests AS r ON r.id = f.request_id WHERE f.verdict = 'wrong' AND r.route IN ('rule', 'clarify')"
-            " AND r.datetime_utc >= ? ORDER BY f.datetime_utc DESC LIMIT ?",
-            (moment(db, since), limit),
+            f" AND r.datetime_utc >= ?{of_caller(caller)} ORDER BY f.datetime_utc DESC LIMIT ?",
+            (moment(db, since), *caller_params(caller), limit),
         )
     ]
 

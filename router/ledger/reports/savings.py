@@ -10,16 +10,19 @@ from typing import Any, get_args
 from ...understand import Route
 from ..baseline import Baseline
 from ..recorder import EMPTY
-from ..store.rollup import moment, percentile, query, read_window
+from ..store.rollup import caller_params, moment, of_caller, percentile, query, read_window
 
 ROUTES = get_args(Route)
 
 
-def savings_report(db: Any, days: int, *, now: dt.datetime | None = None, by: str | None = None) -> dict[str, Any]:
+def savings_report(
+    db: Any, days: int, *, now: dt.datetime | None = None, by: str | None = None, caller: str | None = None
+) -> dict[str, Any]:
     """The `savings --json` object (docs/contracts.md keys first, then the operator figures), aggregated in
-    SQL over a sqlite3 or psycopg connection to the ledger."""
+    SQL over a sqlite3 or psycopg connection to the ledger. CALLER: only that caller's requests (shadow runs
+    are nobody's: they are the operator's spend)."""
     now = now or dt.datetime.now(dt.timezone.utc)
-    window = read_window(db, now - dt.timedelta(days=days))
+    window = read_window(db, now - dt.timedelta(days=days), caller)
     shadows = [g for g in window.groups if g["route"] == "shadow"]
     groups_in = [g for g in window.groups if g["route"] != "shadow"]
     estimate = Baseline(groups_in, shadows)
@@ -92,9 +95,9 @@ def savings_report(db: Any, days: int, *, now: dt.datetime | None = None, by: st
             "agreement_rate": round(sum(g["agreed"] for g in shadows) / judged, 4) if judged else None,
             "judged": judged,
         },
-        "feedback": _feedback(db, now - dt.timedelta(days=days), by_route.get("rule", 0)),
+        "feedback": _feedback(db, now - dt.timedelta(days=days), by_route.get("rule", 0), caller),
         "timeline": {day: timeline[day] for day in sorted(timeline)},  # requests per day (UTC) and route
-        "groups": _overlay_groups(db, now - dt.timedelta(days=days))
+        "groups": _overlay_groups(db, now - dt.timedelta(days=days), caller)
         if by == "overlay"
         else {
             "by": by or "day",
@@ -112,20 +115,21 @@ def savings_report(db: Any, days: int, *, now: dt.datetime | None = None, by: st
     }
 
 
-def _feedback(db: Any, since: dt.datetime, rule_answers: int) -> dict[str, Any]:
-    """How many rule answers of the window users marked wrong, and their share of the rule answers."""
+def _feedback(db: Any, since: dt.datetime, rule_answers: int, caller: str | None) -> dict[str, Any]:
+    """How many rule answers of the window (CALLER's, if given) users marked wrong, and their share of the
+    rule answers."""
     (wrong,) = query(
         db,
         "SELECT count(*) FROM feedback AS f JOIN requests AS r ON r.id = f.request_id"
-        " WHERE f.verdict = 'wrong' AND r.route = 'rule' AND r.datetime_utc >= ?",
-        (moment(db, since),),
+        f" WHERE f.verdict = 'wrong' AND r.route = 'rule' AND r.datetime_utc >= ?{of_caller(caller)}",
+        (moment(db, since), *caller_params(caller)),
     )[0]
     wrong = int(wrong)
     share = round(wrong / rule_answers, 6) if rule_answers else None
     return {"rule_answers": rule_answers, "rule_marked_wrong": wrong, "rule_marked_wrong_share": share}
 
 
-def _overlay_groups(db: Any, since: dt.datetime) -> dict[str, Any]:
+def _overlay_groups(db: Any, since: dt.datetime, caller: str | None) -> dict[str, Any]:
     """The window's requests by the overlay version they were read through (teach, learn; a canary runs
     two): how many, what they cost against the all-LLM baseline, the share the rules answered, how many
     failed, and how often shadow runs agreed. Read from the rows themselves: the rollup has no version."""
@@ -136,8 +140,8 @@ def _overlay_groups(db: Any, since: dt.datetime) -> dict[str, Any]:
         f"sum(CASE WHEN route <> 'shadow' AND outcome NOT IN ('ok', '{EMPTY}') THEN 1 ELSE 0 END), "
         "sum(coalesce(cost_usd, 0)), sum(coalesce(baseline_cost_usd, 0)), "
         "sum(CASE WHEN agreement IS NULL THEN 0 ELSE 1 END), sum(CASE WHEN agreement THEN 1 ELSE 0 END) "
-        "FROM requests WHERE datetime_utc >= ? GROUP BY 1",
-        (moment(db, since),),
+        f"FROM requests AS r WHERE datetime_utc >= ?{of_caller(caller)} GROUP BY 1",
+        (moment(db, since), *caller_params(caller)),
     )
     groups = {}
     for version, requests, rules, failed, actual, baseline, judged, agreed in rows:

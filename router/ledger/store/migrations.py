@@ -13,6 +13,8 @@ from collections.abc import Callable
 from .rollup import EXAMPLES, LATENCY_BOUNDS_MS, MISSED, ROLLUP_KEY, ROLLUP_SUMS, SQLITE, listed_words, misses_backfill
 
 MIGRATIONS_TABLE = "_hybrid_weather_migrations"
+#: Seconds since 1970, now, in SQLite's SQL (unixepoch('subsec') needs SQLite 3.42).
+SQLITE_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 
 
 def m001_requests(db: sqlite3.Connection) -> None:
@@ -197,6 +199,34 @@ def m009_feedback(db: sqlite3.Connection) -> None:
     """)
 
 
+def m010_tenancy(db: sqlite3.Connection) -> None:
+    # caller: whose request a row is (serve with keys: "key:" and a prefix of the key's SHA-256, never the key),
+    # so feedback, `misses`, `savings` and the dashboard show a key only its own; indexed for a key's window.
+    # pending_feedback: a verdict that came before its row was stored (another worker's queue, the spool),
+    # applied by the trigger as the row lands, if it lands by `expires` (seconds since 1970) and the verdict's
+    # caller ('' for one who sees every row) is the row's; then it is gone either way.
+    db.execute("ALTER TABLE requests ADD COLUMN caller TEXT")
+    db.execute("CREATE INDEX requests_caller ON requests(caller, datetime_utc) WHERE caller IS NOT NULL")
+    db.execute("""
+        CREATE TABLE pending_feedback (
+            request_id TEXT NOT NULL, caller TEXT NOT NULL, verdict TEXT NOT NULL, comment TEXT,
+            datetime_utc TEXT NOT NULL, expires REAL NOT NULL, PRIMARY KEY (request_id, caller)
+        )
+    """)
+    db.execute(f"""
+        CREATE TRIGGER requests_pending_feedback AFTER INSERT ON requests
+        WHEN EXISTS (SELECT 1 FROM pending_feedback WHERE request_id = NEW.id) BEGIN
+            INSERT INTO feedback (request_id, verdict, comment, datetime_utc)
+                SELECT request_id, verdict, comment, datetime_utc FROM pending_feedback
+                WHERE request_id = NEW.id AND (caller = '' OR caller = NEW.caller) AND expires > {SQLITE_NOW}
+                ORDER BY datetime_utc
+                ON CONFLICT (request_id) DO UPDATE SET verdict = excluded.verdict, comment = excluded.comment,
+                    datetime_utc = excluded.datetime_utc;
+            DELETE FROM pending_feedback WHERE request_id = NEW.id;
+        END
+    """)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_requests,
     m002_agent_health,
@@ -207,6 +237,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m007_misses_rollup,
     m008_learning,
     m009_feedback,
+    m010_tenancy,
 ]
 
 

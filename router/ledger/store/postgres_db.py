@@ -54,6 +54,8 @@ KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 5, "keepalives
 _MIGRATION_LOCK = 0x68772D6D  # "hw-m"
 _PRUNE_LOCK = 0x68772D70  # "hw-p"
 _PRUNE_BATCH = 50_000
+#: Held shared by every insert's pending-feedback trigger, exclusively by a verdict kept pending (m010).
+PENDING_LOCK = 0x68772D66  # "hw-f"
 
 
 def _rollup_statements() -> tuple[str, ...]:
@@ -143,6 +145,37 @@ def _misses_statements() -> tuple[str, ...]:
     )
 
 
+def _tenancy_statements() -> tuple[str, ...]:
+    # What m010_tenancy does in SQLite, for PostgreSQL: a statement-level trigger over the rows an INSERT
+    # really inserted. It holds PENDING_LOCK shared (writers never wait for each other), which a verdict kept
+    # pending takes exclusively before it looks for its row again (feedback.py): a row whose trigger ran
+    # before the verdict was committed is then committed too, and found; none falls between the two.
+    return (
+        "ALTER TABLE requests ADD COLUMN caller text",
+        "CREATE INDEX requests_caller ON requests (caller, datetime_utc) WHERE caller IS NOT NULL",
+        """CREATE TABLE pending_feedback (
+            request_id text NOT NULL, caller text NOT NULL, verdict text NOT NULL, comment text,
+            datetime_utc timestamptz NOT NULL, expires double precision NOT NULL, PRIMARY KEY (request_id, caller))""",
+        f"""CREATE FUNCTION requests_pending_feedback() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock_shared({PENDING_LOCK});
+            IF EXISTS (SELECT 1 FROM pending_feedback) THEN  -- nearly always empty: one look a batch
+                INSERT INTO feedback AS f (request_id, verdict, comment, datetime_utc)
+                SELECT DISTINCT ON (p.request_id) p.request_id, p.verdict, p.comment, p.datetime_utc
+                FROM pending_feedback AS p JOIN inserted AS i ON i.id = p.request_id
+                WHERE (p.caller = '' OR p.caller = i.caller) AND p.expires > extract(epoch FROM clock_timestamp())
+                ORDER BY p.request_id, p.datetime_utc DESC
+                ON CONFLICT (request_id) DO UPDATE SET verdict = excluded.verdict, comment = excluded.comment,
+                    datetime_utc = excluded.datetime_utc;
+                DELETE FROM pending_feedback AS p USING inserted AS i WHERE p.request_id = i.id;
+            END IF;
+            RETURN NULL;
+        END $$""",
+        """CREATE TRIGGER requests_pending_feedback AFTER INSERT ON requests REFERENCING NEW TABLE AS inserted
+            FOR EACH STATEMENT EXECUTE FUNCTION requests_pending_feedback()""",
+    )
+
+
 #: migrations.MIGRATIONS in PostgreSQL's types, under the same names, so both ledgers record the same list.
 POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m001_requests", (
@@ -172,6 +205,7 @@ POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
         "CREATE TABLE feedback (request_id text PRIMARY KEY, verdict text NOT NULL, comment text,"
         " datetime_utc timestamptz NOT NULL)",
     )),
+    ("m010_tenancy", _tenancy_statements()),
 ]  # fmt: skip
 
 

@@ -170,25 +170,47 @@ class Window(NamedTuple):
 _GROUP = ("day", *ROLLUP_KEY[1:])
 
 
-def split_window(db: Any, since: dt.datetime) -> tuple[Any, tuple[Any, Any]]:
+#: Past every row: where the rollup's part of one caller's window starts (it has none: the rollup keeps no
+#: caller), so all of it is read from the rows, by the index on (caller, datetime_utc).
+_NEVER = dt.datetime(9999, 12, 31, tzinfo=dt.timezone.utc)
+
+
+def of_caller(caller: str | None) -> str:
+    """The condition (after another) that keeps CALLER's rows `r`: none for None; caller_params binds it."""
+    return "" if caller is None else " AND r.caller = ?"
+
+
+def caller_params(caller: str | None) -> tuple[str, ...]:
+    return () if caller is None else (caller,)
+
+
+def rows_of(caller: str | None) -> str:
+    """The condition on rows `r` of split_window's bounds: in the partial hour, and CALLER's if given."""
+    return "r.datetime_utc >= ? AND r.datetime_utc < ?" + of_caller(caller)
+
+
+def split_window(db: Any, since: dt.datetime, caller: str | None = None) -> tuple[Any, tuple[Any, ...]]:
     """A window from SINCE as a rollup reads it: the first whole hour (as the rollup's `hour` column holds
-    it), and the bounds of the partial hour before it, read from the rows themselves."""
+    it), and the parameters of rows_of(CALLER): the bounds of the partial hour before it, read from the rows
+    themselves. One CALLER's window is all read from its rows (the rollup's part starts past them)."""
     first_hour = since.replace(minute=0, second=0, microsecond=0)
     if first_hour < since:
         first_hour += dt.timedelta(hours=1)
+    if caller is not None:
+        first_hour = _NEVER
     hour: Any = first_hour.strftime("%Y-%m-%dT%H") if isinstance(db, sqlite3.Connection) else first_hour
-    return hour, (moment(db, since), moment(db, first_hour))
+    return hour, (moment(db, since), moment(db, first_hour), *caller_params(caller))
 
 
-def read_window(db: Any, since: dt.datetime) -> Window:
-    """The rows that arrived at or after SINCE, aggregated in SQL: whole hours from the rollup, the partial
-    first hour from the rows themselves."""
+def read_window(db: Any, since: dt.datetime, caller: str | None = None) -> Window:
+    """The rows that arrived at or after SINCE (CALLER's, if given), aggregated in SQL: whole hours from the
+    rollup, the partial first hour from the rows themselves."""
     dialect = dialect_of(db)
-    hour_param, bounds = split_window(db, since)
+    hour_param, bounds = split_window(db, since, caller)
     row = dialect.row_values("r")
     keys = ", ".join(ROLLUP_KEY[1:])
     positions = ", ".join(str(i) for i in range(1, len(_GROUP) + 1))
-    edge = ("FROM requests AS r WHERE r.datetime_utc >= ? AND r.datetime_utc < ?", bounds)
+    edge = (f"FROM requests AS r WHERE {rows_of(caller)}", bounds)
     groups = query(
         db,
         f"SELECT {dialect.day_of_hour}, {keys}, {', '.join(f'sum({c})' for c in ROLLUP_SUMS)}"

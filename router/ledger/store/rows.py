@@ -66,6 +66,9 @@ class Row(NamedTuple):
     query: str | None  #: masked; None when queries are hashed
     query_hmac: str
     days: int
+    # Before the columns a rule answer leaves empty (sqlite_db._ANSWER_WIDTH): most rows of a service with
+    # keys carry it.
+    caller: str | None  #: the key the request came with, as a prefix of its SHA-256 ("key:…"); None without keys
     # What only LLM, shadow, failed or session requests fill:
     model: str | None = None
     prompt_tokens: int | None = None
@@ -169,6 +172,7 @@ class RowFormat:
             query=None if hashed else masked,
             query_hmac=query_hmac,
             days=e.days,
+            caller=None if e.caller is None else _safe_text(e.caller, invalid, "caller"),
             model=e.model,
             prompt_tokens=prompt_tokens,
             cached_tokens=cached_tokens,

@@ -198,13 +198,14 @@ class Ledger:
                 f"{self.setting} to one that can"
             ) from None
 
-    def feedback(self, request_id: str, verdict: str, comment: str | None = None) -> bool:
-        """Keep VERDICT on the request REQUEST_ID (after everything queued is stored, so an answer just given
-        can be marked); False when the ledger holds no such request."""
+    def feedback(self, request_id: str, verdict: str, comment: str | None = None, caller: str | None = None) -> str:
+        """Keep VERDICT on the request REQUEST_ID, of CALLER's if given (after everything queued here is
+        stored, so an answer just given can be marked): "kept", "pending" (its row may be on its way from
+        another process: applied when it lands) or "unknown" (feedback.record_feedback)."""
         from .feedback import record_feedback
 
         self.flush()
-        return self.report(lambda db: record_feedback(db, request_id, verdict, comment))
+        return self.report(lambda db: record_feedback(db, request_id, verdict, comment, caller))
 
     def report(self, read: Callable[[Any], T]) -> T:
         """READ's result over a new read connection, closed after; LedgerUnavailable, in one line, when
@@ -588,9 +589,9 @@ class SpoolLedger:
     def connect(self) -> Any:
         raise LedgerUnavailable(self.problem or f"the ledger at {self.location} cannot be used")
 
-    def feedback(self, request_id: str, verdict: str, comment: str | None = None) -> bool:
+    def feedback(self, request_id: str, verdict: str, comment: str | None = None, caller: str | None = None) -> str:
         """No verdict can be kept: the rows are in the spool, not in a ledger."""
-        return self.report(lambda db: False)
+        return self.report(lambda db: "unknown")
 
     def report(self, read: Callable[[Any], T]) -> T:
         return read(self.connect())
