@@ -144,6 +144,14 @@ class Parts:
         """The configured model, then the fallbacks HYBRID_WEATHER_MODEL=primary,fallback,… names."""
         return self.settings.models() or [self.models.default_model]
 
+    @property
+    def request_tokens(self) -> int:
+        """The most tokens the LLM loop lets one request spend, prompt and completion of every call: its
+        token budget (the loop stops a request once it has used that many)."""
+        from hybrid_weather.agent.llm.loop import DEFAULT_TOKEN_BUDGET
+
+        return int(self._llm_options.get("token_budget", DEFAULT_TOKEN_BUDGET))
+
     @lazy_part
     def ledger(self) -> Ledger | SpoolLedger | None:
         """The request ledger, or None when it is off (ledger="off" or HYBRID_WEATHER_LEDGER=off, any case).

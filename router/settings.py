@@ -73,6 +73,7 @@ class Settings:
     admin_keys: str | None = None  #: SHA-256 hex digests of accepted keys that see every key's rows (comma-separated)
     rate_limit: str | None = None  #: per-key (or per-address) rate of `serve`, e.g. 20/s; None: none
     key_budgets: str | None = None  #: daily LLM budgets per key of `serve`, e.g. 5usd,team=20usd (budgets.py)
+    key_concurrency: str | None = None  #: requests to the model a key of `serve` may have in flight, or off
     #: `serve` sends chat requests it does not answer (their own tools) to the model as they came: off
     #: unless the operator says so, as each one spends the service's model key on a client's behalf.
     pass_through: bool = False
@@ -147,6 +148,7 @@ class Settings:
             admin_keys=env.get("HYBRID_WEATHER_ADMIN_KEYS") or None,
             rate_limit=env.get("HYBRID_WEATHER_RATE_LIMIT") or None,
             key_budgets=env.get("HYBRID_WEATHER_KEY_BUDGETS") or None,
+            key_concurrency=env.get("HYBRID_WEATHER_KEY_CONCURRENCY") or None,
             pass_through=_switch(env, "HYBRID_WEATHER_PASS_THROUGH"),
             header_timeout=_seconds(env, "HYBRID_WEATHER_HEADER_TIMEOUT", DEFAULT_HEADER_TIMEOUT),
             body_timeout=_seconds(env, "HYBRID_WEATHER_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT),

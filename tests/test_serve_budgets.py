@@ -1,11 +1,19 @@
 """Daily LLM budgets per key (HYBRID_WEATHER_KEY_BUDGETS, router/serve/budgets.py): over budget, a key's
 questions for the model get 429 while its weather lookups are answered; two serve processes count one
 budget through the real Redis; tokens are counted too, in one process without Redis; bad settings are
-refused at start."""
+refused at start. Under concurrency (issue 49): 40 requests at once across two processes spend no more
+than the budget allows, pass-through included; a key's requests in flight are capped across the fleet; a
+failed request gives its reservation back."""
 
+import datetime as dt
+import hashlib
+import json
 import subprocess
 import sys
+import threading
 import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from live_server import post, serving
@@ -20,6 +28,44 @@ from fake_openai import answer
 openai = pytest.importorskip("openai")
 #: One answer of the fake model: 500 prompt and 20 completion tokens of gpt-4o-mini, about $0.000087.
 ONE_ANSWER = {"prompt": 500, "completion": 20}
+ANSWER_USD = (500 * 0.15 + 20 * 0.60) / 1e6
+QUESTION = [{"role": "user", "content": "北京明天适合出游吗"}]
+#: A request the router does not answer: it brings its own tools (pass-through).
+OWN_TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+
+
+def chat_at(url, key, tools=False):
+    """POST one chat request to URL as KEY: (status, error code or None)."""
+    body = {"model": "gpt-4o-mini", "messages": QUESTION, **({"tools": OWN_TOOLS} if tools else {})}
+    headers = {"content-type": "application/json", "authorization": f"Bearer {key}"}
+    request = urllib.request.Request(f"{url}/v1/chat/completions", json.dumps(body).encode(), headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, None
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())["error"]["code"]
+
+
+def all_at_once(calls):
+    """Run CALLS (functions of no argument) on threads that start together; their results in order."""
+    start = threading.Barrier(len(calls))
+
+    def run(call):
+        start.wait()
+        return call()
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(run, calls))
+
+
+def spent_in_redis(prefix, key, unit="usd"):
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    day = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    value = client.get(f"{prefix}budget:key:{hashlib.sha256(key.encode()).hexdigest()[:16]}:{unit}:{day}")
+    client.close()
+    return float(value or 0)
 
 
 def test_two_hosts_share_a_keys_dollar_budget_through_redis(tmp_path, llm_server, redis_prefix):
@@ -77,3 +123,70 @@ def test_a_budget_that_is_not_one_is_refused_naming_the_variable(value):
     result = subprocess.run(command, capture_output=True, text=True, timeout=30,
                             env=subprocess_env(HYBRID_WEATHER_KEY_BUDGETS=value))  # fmt: skip
     assert result.returncode == 2 and "HYBRID_WEATHER_KEY_BUDGETS" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_forty_requests_at_once_across_two_hosts_spend_what_the_budget_allows(tmp_path, llm_server, redis_prefix):
+    # A budget of 4.5 answers: a key may end the day at most one answer over (the last one let through saw
+    # it under), so 5 answers at the most, whichever host, route or pass-through each request takes.
+    budget = 4.5 * ANSWER_USD
+    llm_server.repeat_last = True
+    llm_server.then({"sleep": 0.3, "then": answer("适合。", **ONE_ANSWER)})
+
+    def host(name):
+        return serving(tmp_path / name, llm_server, HYBRID_WEATHER_HOME=str(tmp_path / f"home-{name}"),
+                       HYBRID_WEATHER_API_KEYS="team-a", HYBRID_WEATHER_KEY_BUDGETS=f"team-a={budget:.10f}usd",
+                       HYBRID_WEATHER_PASS_THROUGH="1", HYBRID_WEATHER_CACHE_URL=REDIS_URL,
+                       HYBRID_WEATHER_CACHE_PREFIX=redis_prefix)  # fmt: skip
+
+    with host("a") as a, host("b") as b:
+        calls = [lambda url=h.url, tools=n % 4 == 0: chat_at(url, "team-a", tools)
+                 for n, h in enumerate([a, b] * 20)]  # fmt: skip
+        results = all_at_once(calls)
+        answered = [r for r in results if r[0] == 200]
+        refused = [r for r in results if r != (200, None)]
+        assert 1 <= len(answered) <= 5 and set(refused) == {(429, "key_budget_exceeded")}, results
+        assert len(llm_server.requests) == len(answered)  # the refused ones never reached the model
+        # What Redis counts, once every reservation is settled, is what the model was paid for.
+        deadline = dt.datetime.now() + dt.timedelta(seconds=5)
+        while (
+            spent_in_redis(redis_prefix, "team-a") > len(answered) * ANSWER_USD + 1e-9 and dt.datetime.now() < deadline
+        ):
+            threading.Event().wait(0.05)
+        assert spent_in_redis(redis_prefix, "team-a") == pytest.approx(len(answered) * ANSWER_USD)
+        # Pass-through is checked like any request to the model: over budget, it is refused too.
+        if len(answered) * ANSWER_USD >= budget:
+            assert chat_at(b.url, "team-a", tools=True) == (429, "key_budget_exceeded")
+
+
+def test_a_keys_requests_in_flight_are_capped_across_two_hosts(tmp_path, llm_server, redis_prefix):
+    llm_server.repeat_last = True
+    llm_server.then({"status": 401}, {"sleep": 1.0, "then": answer("适合。", **ONE_ANSWER)})
+
+    def host(name):
+        return serving(tmp_path / name, llm_server, HYBRID_WEATHER_HOME=str(tmp_path / f"home-{name}"),
+                       HYBRID_WEATHER_API_KEYS="team-a,team-b", HYBRID_WEATHER_KEY_BUDGETS="100000tokens",
+                       HYBRID_WEATHER_KEY_CONCURRENCY="2", HYBRID_WEATHER_PASS_THROUGH="1",
+                       HYBRID_WEATHER_CACHE_URL=REDIS_URL, HYBRID_WEATHER_CACHE_PREFIX=redis_prefix)  # fmt: skip
+
+    with host("a") as a, host("b") as b:
+        # A request the model refused gives its reservation back: the budget is whole after it.
+        assert chat_at(a.url, "team-a") == (503, "llm_unavailable")
+        assert spent_in_redis(redis_prefix, "team-a", "tokens") == 0
+        results = all_at_once([lambda url=h.url, n=n: chat_at(url, "team-a", tools=n % 3 == 0)
+                               for n, h in enumerate([a, b] * 5)])  # fmt: skip
+        assert sorted(results, key=str) == [(200, None)] * 2 + [(429, "key_concurrency_exceeded")] * 8, results
+        # Another key has slots of its own; and the slots are free again once the answers are in.
+        assert all_at_once([lambda: chat_at(a.url, "team-b"), lambda: chat_at(b.url, "team-b")]) == [(200, None)] * 2
+        assert spent_in_redis(redis_prefix, "team-a", "tokens") == 1040  # two answers of 520 tokens: spent
+        assert chat_at(b.url, "team-a") == (200, None)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+def test_a_concurrency_cap_that_is_not_one_is_refused_naming_the_variable(value):
+    with pytest.raises(ConfigurationError, match="HYBRID_WEATHER_KEY_CONCURRENCY"):
+        Budgets.parse("5usd", concurrency=value)
+    command = [sys.executable, "-m", "hybrid_weather.router", "serve", "--port", "0"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=30,
+                            env=subprocess_env(HYBRID_WEATHER_KEY_CONCURRENCY=value))  # fmt: skip
+    assert result.returncode == 2 and "HYBRID_WEATHER_KEY_CONCURRENCY" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -136,6 +136,18 @@ class ModelTable:
             uncached * facts.input + usage.cached_tokens * cached_price + usage.completion_tokens * facts.output
         ) / 1e6
 
+    def dearest(self, models: list[str]) -> float:
+        """USD a token at the dearest price (input, cached or output) of any of MODELS, a model without a
+        price at the dearest of the whole table: what bounds a request's cost before its usage is known
+        (serve's budgets reserve it), so an unpriced model never spends a budget for nothing."""
+
+        def most(facts: ModelFacts | None) -> float | None:
+            prices = [p for p in (facts.input, facts.cached_input, facts.output) if p is not None] if facts else []
+            return max(prices) if prices else None
+
+        table = max((price for facts in self._models.values() if (price := most(facts)) is not None), default=0.0)
+        return max((most(self.get(model)) or table for model in models), default=table) / 1e6
+
 
 @functools.cache
 def _shipped() -> dict[str, Any]:

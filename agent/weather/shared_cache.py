@@ -81,6 +81,31 @@ redis.call('hset', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
 redis.call('pexpire', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
 return wait
 """
+# A reservation against a budget and a cap on requests in flight, both at once or neither. KEYS[1]: the
+# budget's counter (spent and reserved), KEYS[2]: the holds in flight, a sorted set of tokens scored by the
+# ms their lease ends (a worker that died frees its holds then). ARGV: the budget (-1: none), what this
+# worker counted while Redis was away, the estimate to reserve, the cap (0: none), the hold's token, its
+# lease (ms), the counter's life (s). Returns {0, counted} when reserved, {1, counted} when the budget is
+# spent, {2, held} at the cap; numbers as text, as Lua would truncate them.
+_RESERVE = """
+local t = redis.call('time')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local budget, cap = tonumber(ARGV[1]), tonumber(ARGV[4])
+local counted = (tonumber(redis.call('get', KEYS[1]) or '0') or 0) + tonumber(ARGV[2])
+if budget >= 0 and counted >= budget then return {1, tostring(counted)} end
+if cap > 0 then
+  redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+  local held = redis.call('zcard', KEYS[2])
+  if held >= cap then return {2, tostring(held)} end
+  redis.call('zadd', KEYS[2], now + tonumber(ARGV[6]), ARGV[5])
+  redis.call('pexpire', KEYS[2], ARGV[6])
+end
+if tonumber(ARGV[3]) > 0 then
+  redis.call('incrbyfloat', KEYS[1], ARGV[3])
+  redis.call('expire', KEYS[1], ARGV[7], 'NX')
+end
+return {0, tostring(counted)}
+"""
 _UNITS = {"s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
 
 
@@ -134,6 +159,7 @@ class SharedCache:
         self._append = self._client.register_script(_APPEND)
         self._spend = self._client.register_script(_SPEND)
         self._take = self._client.register_script(_TAKE)
+        self._reserve = self._client.register_script(_RESERVE)
         self._down_until = 0.0
         self._lock = threading.Lock()
         #: The first time it could not be used, in one line, for the CLI to print once (None: never).
@@ -213,6 +239,34 @@ class SharedCache:
 
         value = self._call(add)
         return None if value is None else float(value)
+
+    def reserve(self, counter: str, holds: str, *, budget: float | None, counted_here: float, estimate: float,
+                cap: int | None, token: str, lease_s: float, ttl_s: float) -> tuple[int, float] | None:  # fmt: skip
+        """Add ESTIMATE to the counter COUNTER while it (plus COUNTED_HERE, what this worker counted while Redis
+        was away) is under BUDGET, and hold TOKEN among HOLDS (for at most LEASE_S) while fewer than CAP are
+        held: one script, so any number of workers at once never pass both checks on the same room. (0, the
+        count before) when reserved, (1, the count) when the budget is spent, (2, the holds) at the cap; None
+        while Redis is down (the caller reserves for itself)."""
+        args = [-1 if budget is None else budget, counted_here, estimate, cap or 0, token,
+                max(1, int(lease_s * 1000)), max(1, int(ttl_s))]  # fmt: skip
+        result = self._call(self._reserve, keys=[f"{self.prefix}{counter}", f"{self.prefix}{holds}"], args=args)
+        return None if result is None else (int(result[0]), float(result[1]))
+
+    def settle(self, counter: str, holds: str, *, token: str, change: float, ttl_s: float) -> bool:
+        """End TOKEN's hold among HOLDS and add CHANGE (the real cost less the estimate reserved) to COUNTER:
+        one transaction. False while Redis is down (the reservation then stands: a budget over-counted, never
+        under)."""
+        counter_key = f"{self.prefix}{counter}"
+
+        def settle() -> Any:
+            with self._client.pipeline(transaction=True) as pipe:
+                pipe.zrem(f"{self.prefix}{holds}", token)
+                if change:
+                    pipe.incrbyfloat(counter_key, change)
+                    pipe.expire(counter_key, max(1, int(ttl_s)), nx=True)
+                return pipe.execute()
+
+        return self._call(settle) is not None
 
     def read_float(self, name: str) -> float | None:
         """The counter NAME's value (0 when there is none), or None while Redis is down."""

@@ -16,7 +16,7 @@ import datetime as dt
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -45,7 +45,7 @@ from ..session import Session
 from ..settings import Settings
 from . import chat, tenants
 from .access import COOKIE, COOKIE_MAX_AGE_S, Access, Rate, load_keys
-from .budgets import Budgets
+from .budgets import Budgets, Cost, Hold
 from .encoding import JSONResponse, loads
 from .errors import ApiError, from_library, hide_addresses, invalid
 from .guard import HEADER_TIMEOUT_STATE, BodyDeadline, Guard
@@ -90,7 +90,7 @@ class Service:
             )
         self.access = Access(load_keys(self.settings.api_keys, self.settings.api_keys_file),
                              Rate.parse(self.settings.rate_limit), shared)  # fmt: skip
-        self.budgets = Budgets.parse(self.settings.key_budgets, shared)
+        self.budgets = Budgets.parse(self.settings.key_budgets, shared, self.settings.key_concurrency)
         self.admins = tenants.admins(self.settings.admin_keys, self.access.keys)  # keys that see every key's rows
         # The fleet's conversations are where its cache is (Redis), so a follow-up may reach any host.
         self.sessions = open_sessions(self.router.parts.settings.home_dir(), shared)
@@ -361,31 +361,61 @@ class Service:
         on_text: Callable[[TextPiece], object] | None = None,
     ) -> Any:
         started = time.perf_counter()
-        budgets = self.budgets
+        hold = None
         # A key over its budget may still ask what the rules answer: only a question bound for the model
-        # (routing is microseconds, no I/O) is refused.
-        if budgets is not None and self.router.route(query, today=today, session=session).route == "llm":
-            await run_in_threadpool(budgets.check, caller)
+        # (routing is microseconds, no I/O) reserves, or is refused.
+        if self.budgets is not None and self.router.route(query, today=today, session=session).route == "llm":
+            hold = await run_in_threadpool(self.budgets.reserve, caller, self._worst(model))
+        asking = self.router.aask(
+            query,
+            today=today,
+            session=session,
+            model=model,
+            emoji=emoji,
+            sampling=sampling,
+            on_text=on_text,
+            caller=tenants.owner(caller),
+        )
         try:
-            answer = await self.router.aask(
-                query,
-                today=today,
-                session=session,
-                model=model,
-                emoji=emoji,
-                sampling=sampling,
-                on_text=on_text,
-                caller=tenants.owner(caller),
-            )
+            answer = await (asking if hold is None else self._settled(hold, asking))
         except HybridWeatherError as error:
             self.metrics.failed(endpoint, "-", type(error).__name__, time.perf_counter() - started)
             if isinstance(error, WeatherUnavailable):
                 self.metrics.upstream.labels(self.settings.provider, "error").inc()
             raise from_library(error, self.hidden_hosts) from None
         self.metrics.answered(endpoint, answer, self._saved(answer))
-        if budgets is not None and answer.route == "llm":
-            await run_in_threadpool(budgets.spend, caller, answer)
         return answer
+
+    async def _settled(self, hold: Hold, asking: Awaitable[Any]) -> Any:
+        """ASKING's answer, with HOLD settled when it ends: at its real cost, or given back when it failed. In
+        a task of its own, shielded: a request cancelled midway (its client gone) still settles what its
+        model spent once the model is done."""
+        budgets = self.budgets
+        assert budgets is not None
+
+        async def settle() -> Any:
+            try:
+                answer = await asking
+            except BaseException:
+                await run_in_threadpool(budgets.settle, hold, 0, 0.0)
+                raise
+            usage = answer.llm.usage if answer.route == "llm" and answer.llm is not None else None
+            tokens = (None if usage.invalid else usage.prompt_tokens + usage.completion_tokens) if usage else 0
+            await run_in_threadpool(budgets.settle, hold, tokens, answer.cost_usd if usage else 0.0)
+            return answer
+
+        settling = asyncio.ensure_future(settle())
+        self._answering.add(settling)
+        settling.add_done_callback(self._answering.discard)
+        return await asyncio.shield(settling)
+
+    def _worst(self, model: str | None) -> Cost:
+        """The most one LLM answer can cost: the tokens the loop lets a request spend, at the dearest price
+        of the models that may answer it (the one the caller named, else the configured one and its
+        fallbacks: one of them answers, the others' failed calls are not counted)."""
+        parts = self.router.parts
+        tokens = parts.request_tokens
+        return Cost(tokens, tokens * parts.models.dearest([model] if model else parts.model_chain))
 
     def _saved(self, answer: Any) -> float | None:
         """What answering without a model saved: the all-LLM baseline of this answer (rule and clarify)."""
@@ -441,8 +471,17 @@ class Service:
     async def _pass_through(self, body: dict[str, Any], messages: list[dict[str, Any]], caller: str) -> Response:
         """A request the router does not answer, sent to the configured OpenAI-compatible endpoint as it
         came (with the service's key), its answer returned as it came — scrubbed of that key — and its
-        ledger row written: an llm row, its tokens and cost as the endpoint reported them."""
+        ledger row written: an llm row, its tokens and cost as the endpoint reported them. Against the
+        caller's budget and cap like any request to the model: its worst cost reserved first, settled at
+        what the endpoint reported (a stream's, whose usage is not read, at its reservation)."""
         from .upstream import forward
+
+        hold = None
+        if self.budgets is not None:
+            named = body.get("model") if isinstance(body.get("model"), str) else None
+            tokens = chat.pass_through_tokens(body)
+            price = self.router.parts.models.dearest([named or self.router.parts.model])
+            hold = await run_in_threadpool(self.budgets.reserve, caller, Cost(tokens, tokens * price))
 
         if self._upstream is None:
             import httpx2 as httpx
@@ -468,6 +507,8 @@ class Service:
                 )
             return response
         finally:
+            if hold is not None:
+                self._settle_pass_through(hold, response if outcome == "ok" else None, model, usage)
             row = functools.partial(
                 self._record_pass_through, chat.last_user_text(messages)[:MAX_QUERY_CHARS],
                 chat.pass_through_reason(body), arrived=arrived, latency_ms=(time.perf_counter() - started) * 1000,
@@ -477,6 +518,31 @@ class Service:
                 row()  # queues the row: no I/O
             else:  # the first row opens the ledger (a file, a database connection): not on the event loop
                 await run_in_threadpool(row)
+
+    def _settle_pass_through(self, hold: Hold, response: Response | None, model: str | None, usage: Any) -> None:
+        """Settle a pass-through's HOLD, off the event loop: given back when no answer came (RESPONSE None:
+        an error, a refusal, the client gone), at USAGE's cost when the answer reported it, and at its
+        reservation otherwise — for a stream, when it ends."""
+        budgets, loop = self.budgets, asyncio.get_running_loop()
+        assert budgets is not None
+        if response is None:
+            loop.run_in_executor(None, budgets.settle, hold, 0, 0.0)
+        elif isinstance(response, StreamingResponse):
+            relayed = response.body_iterator
+
+            async def relay() -> AsyncIterator[Any]:
+                try:
+                    async for piece in relayed:
+                        yield piece
+                finally:  # ended, or the client left: settled either way, without waiting on it here
+                    loop.run_in_executor(None, budgets.settle, hold, None, None)
+
+            response.body_iterator = relay()
+        else:
+            known = usage is not None and not usage.invalid
+            cost = self.router.parts.models.cost(model, usage) if known and model else None
+            tokens = usage.prompt_tokens + usage.completion_tokens if known else None
+            loop.run_in_executor(None, budgets.settle, hold, tokens, cost)
 
     def _record_pass_through(self, query: str, reason: str, *, model: str | None, usage: Any, outcome: str,
                              caller: str | None, **timing: float) -> None:  # fmt: skip

@@ -64,6 +64,20 @@ def pass_through_reason(body: dict[str, Any]) -> str:
     return "pass-through: the last message is not the user's"
 
 
+def pass_through_tokens(body: dict[str, Any]) -> int:
+    """The most tokens a pass-through request BODY can spend: its JSON's bytes as prompt tokens (a token is
+    at least one byte of text, and the JSON's keys and quotes outweigh each message's framing), and the
+    completion it allows — max_tokens or max_completion_tokens, else MAX_REPLY_TOKENS — for each of its n
+    choices."""
+    from hybrid_weather.agent.llm.models import MAX_REPLY_TOKENS, MAX_TOKENS
+
+    asked = [value for name in ("max_tokens", "max_completion_tokens")
+             if type(value := body.get(name)) is int and value > 0]  # fmt: skip
+    n = body.get("n")
+    choices = n if type(n) is int and n > 0 else 1
+    return min(MAX_TOKENS, len(dumps(body)) + min(asked, default=MAX_REPLY_TOKENS) * choices)
+
+
 def last_user_text(messages: list[dict[str, Any]]) -> str:
     """The text of the last user message (the question the ledger keeps), or ""."""
     for message in reversed(messages):
