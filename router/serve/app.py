@@ -241,8 +241,8 @@ class Service:
         except RequestNotFound:
             # The same for an id nobody was given and another key's: which ids exist is not this key's to
             # learn, and the library's message names the ledger's address.
-            raise ApiError(404, "invalid_request_error", "no answer with this request id was given to this key; give "
-                           "the request_id an answer to it carried", "request_not_found") from None  # fmt: skip
+            raise ApiError(404, "invalid_request_error", "no answer of yours has this request id; give the "
+                           "request_id one of your answers carried", "request_not_found") from None  # fmt: skip
         except InvalidQuestion as error:
             raise ApiError(422, "invalid_request_error", str(error), "invalid_feedback") from None
         except HybridWeatherError as error:
