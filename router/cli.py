@@ -600,7 +600,7 @@ def _serve(host: str, port: int, workers: int, grace: int, tls: tuple[str, str] 
         import uvicorn
         from uvicorn.supervisors import Multiprocess
 
-        from .serve.access import Rate, load_keys
+        from .serve.access import Rate, cookie_secret, load_keys
         from .serve.connection import HeadDeadlineProtocol
     except ImportError:
         raise ConfigurationError(f"serve needs its server: {install_hint('serve')}") from None
@@ -608,6 +608,8 @@ def _serve(host: str, port: int, workers: int, grace: int, tls: tuple[str, str] 
 
     settings = Settings.from_env()  # a setting that is wrong fails here, once, not in every worker
     keys = load_keys(settings.api_keys, settings.api_keys_file)
+    if keys:  # made here, once, before the workers read it
+        cookie_secret(settings.cookie_secret, settings.home_dir())
     Rate.parse(settings.rate_limit)
     from .serve.budgets import Budgets
 

@@ -70,6 +70,8 @@ class Settings:
     openai_base_url: str | None = None
     api_keys: str | None = None  #: keys `serve` accepts (comma-separated), or None
     api_keys_file: str | None = None  #: a file of SHA-256 hex digests of accepted keys, one per line
+    #: The key the dashboard's cookies are signed with (None: one made at first start in the home folder).
+    cookie_secret: str | None = field(default=None, repr=False)
     admin_keys: str | None = None  #: SHA-256 hex digests of accepted keys that see every key's rows (comma-separated)
     rate_limit: str | None = None  #: per-key (or per-address) rate of `serve`, e.g. 20/s; None: none
     key_budgets: str | None = None  #: daily LLM budgets per key of `serve`, e.g. 5usd,team=20usd (budgets.py)
@@ -145,6 +147,7 @@ class Settings:
             openai_base_url=_base_url(env, "OPENAI_BASE_URL"),
             api_keys=env.get("HYBRID_WEATHER_API_KEYS") or None,
             api_keys_file=env.get("HYBRID_WEATHER_API_KEYS_FILE") or None,
+            cookie_secret=env.get("HYBRID_WEATHER_COOKIE_SECRET") or None,
             admin_keys=env.get("HYBRID_WEATHER_ADMIN_KEYS") or None,
             rate_limit=env.get("HYBRID_WEATHER_RATE_LIMIT") or None,
             key_budgets=env.get("HYBRID_WEATHER_KEY_BUDGETS") or None,

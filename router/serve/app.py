@@ -44,7 +44,7 @@ from ..facade import HybridRouter
 from ..session import Session
 from ..settings import Settings
 from . import chat, tenants
-from .access import COOKIE, COOKIE_MAX_AGE_S, Access, Rate, load_keys
+from .access import COOKIE, COOKIE_MAX_AGE_S, Access, Rate, cookie_secret, load_keys
 from .budgets import Budgets, Cost, Hold
 from .encoding import JSONResponse, loads
 from .errors import ApiError, from_library, hide_addresses, invalid
@@ -88,8 +88,9 @@ class Service:
             shared = self._own_shared = SharedCache(
                 self.settings.cache_url, keep_s=60, prefix=self.settings.cache_prefix
             )
-        self.access = Access(load_keys(self.settings.api_keys, self.settings.api_keys_file),
-                             Rate.parse(self.settings.rate_limit), shared)  # fmt: skip
+        keys = load_keys(self.settings.api_keys, self.settings.api_keys_file)
+        secret = cookie_secret(self.settings.cookie_secret, self.settings.home_dir()) if keys else None
+        self.access = Access(keys, Rate.parse(self.settings.rate_limit), shared, secret)
         self.budgets = Budgets.parse(self.settings.key_budgets, shared, self.settings.key_concurrency)
         self.admins = tenants.admins(self.settings.admin_keys, self.access.keys)  # keys that see every key's rows
         # The fleet's conversations are where its cache is (Redis), so a follow-up may reach any host.
@@ -302,8 +303,16 @@ class Service:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
             raise invalid("send the login form: application/x-www-form-urlencoded with a 'key' field", "invalid_form")
         key = (parse_qs(raw.decode("utf-8", "replace")).get("key") or [""])[0]
+        client = request.client.host if request.client else "-"
+        try:
+            self.access.attempt(client, key.strip() or None)  # before the key is looked at
+        except ApiError as error:
+            wait = error.headers["retry-after"]
+            return HTMLResponse(login_page(f"Too many failed attempts from here; try again in {wait} s.", root),
+                                status_code=429, headers={"cache-control": "no-store", **error.headers})  # fmt: skip
         token = self.access.cookie_for(key)
         if token is None:
+            self.access.failures.record(client, key.strip() or None)
             return HTMLResponse(login_page("That key is not accepted.", root), status_code=401,
                                 headers={"cache-control": "no-store"})  # fmt: skip
         response = RedirectResponse(f"{root}/", status_code=303)

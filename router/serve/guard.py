@@ -52,11 +52,11 @@ class Guard:
         if scope["method"] in COOKIE_METHODS and "cookie" in headers:
             cookie = cookie_parser(headers["cookie"]).get(COOKIE)
         state = scope.setdefault("state", {})
+        client = scope["client"][0] if scope.get("client") else "-"
         if scope["path"] in OPEN_PATHS:
-            state["caller"] = self.access.identify(headers.get("authorization"), cookie)
+            state["caller"] = self.access.identify_open(headers.get("authorization"), cookie, client)
             await self.app(scope, receive, send)
             return
-        client = scope["client"][0] if scope.get("client") else "-"
         try:
             state["caller"] = self.access.check(headers.get("authorization"), client, cookie)
         except ApiError as error:
