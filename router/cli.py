@@ -289,6 +289,8 @@ def _ask_or_degrade(
     """router.ask(); when the LLM it needs is unavailable, give the plain weather part first, then raise
     (as text before the error line, or, given JSON_EXTRA, as its `partial` for the one JSON object).
     PRINTER shows the answer's text as it comes: a model's answer as the model writes it."""
+    if router.route(query, today=today, session=session).route == "llm":
+        router.connect_llm()  # the `openai` import before the answer's clock starts: model time is model time
     try:
         return router.ask(query, today=today, session=session, emoji=emoji, on_text=printer)
     except LLMUnavailable:

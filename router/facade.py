@@ -139,6 +139,17 @@ class HybridRouter:
         """The LLM loop; raises LLMUnavailable when no API key is configured."""
         return self.parts.agent
 
+    def connect_llm(self) -> bool:
+        """Build the configured model's client now, its `openai` import included, so that the first LLM
+        answer's time is the answer's, not an import's (`serve` at start, the CLI before an LLM question).
+        False, and nothing built, when no LLM is configured (no key): a rule-only service never pays it."""
+        try:
+            agent = self.parts.agent
+        except (LLMUnavailable, ConfigurationError):
+            return False
+        agent.connect()
+        return True
+
     def close(self) -> None:
         """Finish shadow runs, flush the ledger and close the HTTP clients."""
         self.parts.close()

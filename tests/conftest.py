@@ -116,7 +116,7 @@ def entries_of_every_kind(started_at: float):
 
     llm_columns = ("model", "prompt_tokens", "cached_tokens", "completion_tokens", "llm_attempts", "session_id",
                    "llm_loops", "tool_calls", "tool_failures", "agreement", "unknown_words", "plain_lookup",
-                   "invalid")  # fmt: skip
+                   "invalid", "model_ms")  # fmt: skip
 
     def rule(query: str, **fields) -> LedgerEntry:
         values = {"places": ("上海市",), "provider": "demo", "cache_hit": True, "days": 1, **fields}
@@ -125,11 +125,13 @@ def entries_of_every_kind(started_at: float):
     llm = LedgerEntry(
         started_at=started_at, route="llm", query="llm", model="m-1", usage=Usage(100, 20, 30), llm_attempts=1,
         llm_loops=2, tool_calls=1, tool_failures=0, plain_lookup=True, unknown_words=("遛狗",), cost_usd=0.001,
+        latency_ms=2250.0, model_ms=113.5,
     )  # fmt: skip
     failed = LedgerEntry(started_at=started_at, route="llm", query="failed", outcome="LLMUnavailable", llm_attempts=3)
     filled_by_llm = {
         "model": "m-1", "prompt_tokens": 100, "cached_tokens": 20, "completion_tokens": 30, "llm_attempts": 1,
         "llm_loops": 2, "tool_calls": 1, "tool_failures": 0, "plain_lookup": 1, "unknown_words": '["遛狗"]',
+        "model_ms": 113.5,
     }  # fmt: skip
     cases = [
         (rule("rule-1"), {}),

@@ -279,6 +279,7 @@ def test_a_ledger_from_an_older_schema_migrates(tmp_path):
                 "m008_learning",
                 "m009_feedback",
                 "m010_tenancy",
+                "m011_model_time",
             ]
         )
         # The row stored before the rollup existed is in it once, beside the one written after.

@@ -277,8 +277,9 @@ def _traffic(now):
             usage = Usage(800 + i, 100, 60)
             entries.append(LedgerEntry(
                 started_at=at, route="llm", query=f"北京适合出游吗{i}", model="gpt-4o-mini", usage=usage,
-                cost_usd=models.cost("gpt-4o-mini", usage), latency_ms=900.0 + i, llm_loops=1 + i % 3, tool_calls=2,
-                tool_failures=i % 2, places=("北京市",), unknown_words=("出游",), plain_lookup=bool(i % 2),
+                cost_usd=models.cost("gpt-4o-mini", usage), latency_ms=900.0 + i, model_ms=400.0 + i,
+                llm_loops=1 + i % 3, tool_calls=2, tool_failures=i % 2, places=("北京市",), unknown_words=("出游",),
+                plain_lookup=bool(i % 2),
             ))  # fmt: skip
         elif kind == 6:
             entries.append(LedgerEntry(started_at=at, route="shadow", query=f"上海{i}", cost_usd=0.00021,
@@ -311,6 +312,10 @@ def test_savings_and_misses_are_the_same_on_sqlite_and_postgres(pg_url, tmp_path
             assert on_sqlite["plain_lookups"] == 50 and on_sqlite["words"][0]["word"] == "出游"
         else:
             assert on_sqlite["requests"] == 400 - 50  # shadow runs are not requests; the old row is out of the window
+            # The model's own time, kept apart from the answer's: 400 + i ms of 900 + i (i = 5, 13, … 397; p50 i = 205).
+            model_p50, answer_p50 = on_sqlite["model_ms"]["llm"]["p50"], on_sqlite["latency_ms"]["llm"]["p50"]
+            assert 605 <= model_p50 <= 605 * 1.05 and 1105 <= answer_p50 <= 1105 * 1.05
+            assert set(on_sqlite["model_ms"]) == {"llm"}  # no model time where no model was called
         assert on_sqlite == on_postgres
 
 

@@ -87,6 +87,11 @@ class AgentResult:
         return sum(loop.attempts for loop in self.loops)
 
     @property
+    def model_ms(self) -> float:
+        """The model's own time: its calls, retries included, without the tools' or the answer's other work."""
+        return sum(loop.latency_ms for loop in self.loops)
+
+    @property
     def tool_calls(self) -> int:
         return _tool_calls(self.loops)
 
@@ -140,6 +145,11 @@ class LLMAgent:
 
     def __repr__(self) -> str:  # never show the key
         return f"LLMAgent(model={self.model!r}, base_url={self.base_url!r})"
+
+    def connect(self) -> None:
+        """Build the client now: the `openai` import (most of a second, seconds on a cold disk) is paid here,
+        before a question's clock starts, not inside the first LLM answer (serve's startup, the CLI)."""
+        self._client_once()
 
     def _client_once(self) -> Any:
         if self._client is None:

@@ -31,7 +31,8 @@ class LedgerEntry(NamedTuple):
     tool_calls: int | None = None
     tool_failures: int | None = None
     cost_usd: float | None = 0.0
-    latency_ms: float = 0.0
+    latency_ms: float = 0.0  #: the whole answer's time, from arrival to its last word
+    model_ms: float | None = None  #: the model's own time within it: its calls, retries included (llm, shadow)
     outcome: str = "ok"
     session_id: str | None = None
     agreement: bool | None = None  #: shadow rows: did the LLM agree with the rule answer

@@ -183,15 +183,16 @@ class Recorder:
 
 
 def _with_llm(entry: LedgerEntry, result: AgentResult | None, open_ended: bool) -> LedgerEntry:
-    """ENTRY with the LLM loop's tokens, attempts, loops and tool calls, when there was a loop. A question an
-    open-ended word sent to the LLM (适合, 规划: OPEN_ENDED) is no plain lookup, whatever tools answered it:
-    `misses` is what the rules could have answered, not what they leave to the LLM on purpose."""
+    """ENTRY with the LLM loop's tokens, attempts, loops, tool calls and model time, when there was a loop. A
+    question an open-ended word sent to the LLM (适合, 规划: OPEN_ENDED) is no plain lookup, whatever tools
+    answered it: `misses` is what the rules could have answered, not what they leave to the LLM on purpose."""
     if result is None:
         return entry
     looked_up = None if open_ended else plain_lookup_date(result)
     return entry._replace(
         usage=result.usage, llm_attempts=result.attempts, llm_loops=len(result.loops), tool_calls=result.tool_calls,
         tool_failures=result.tool_failures, plain_lookup=looked_up is not None, lookup_date=looked_up,
+        model_ms=result.model_ms,
     )  # fmt: skip
 
 

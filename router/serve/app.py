@@ -106,6 +106,9 @@ class Service:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        # The LLM client (its `openai` import, most of a second) is built before the first request, not
+        # inside it: the first LLM answer's time is the model's and the answer's, not an import's.
+        await run_in_threadpool(self.router.connect_llm)
         # The server's connections read their header timeout here (connection.py): the app's settings,
         # whichever process or test built it.
         yield {HEADER_TIMEOUT_STATE: self.settings.header_timeout}

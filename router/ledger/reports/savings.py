@@ -84,6 +84,15 @@ def savings_report(
             for route in ROUTES
             if window.latency.get(route)
         },
+        # The model's own time within those answers (its calls, retries included), bounded the same way.
+        "model_ms": {
+            route: {
+                "p50": percentile(window.model_latency[route], 0.50),
+                "p95": percentile(window.model_latency[route], 0.95),
+            }
+            for route in ROUTES
+            if window.model_latency.get(route)
+        },
         "baseline_method": estimate.method,
         "baseline_sample": estimate.sample,
         "unknown_cost_requests": unknown_cost,
@@ -219,6 +228,14 @@ def render_report(report: dict[str, Any]) -> str:
             f"{route} p50 {v['p50']:.1f} ms, p95 {v['p95']:.1f} ms" for route, v in report["latency_ms"].items()
         )
     )
+    if report["model_ms"]:
+        lines.append(
+            "Model:     "
+            + "; ".join(
+                f"{route} p50 {v['p50']:.1f} ms, p95 {v['p95']:.1f} ms" for route, v in report["model_ms"].items()
+            )
+            + "  (the model's own time within the latency above)"
+        )
     if report["llm_loops"]:
         loops = report["llm_loops"].items()
         lines.append("LLM loops: " + ", ".join(f"{_count(int(k), 'loop')}: {v}" for k, v in loops))

@@ -10,7 +10,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from .rollup import EXAMPLES, LATENCY_BOUNDS_MS, MISSED, ROLLUP_KEY, ROLLUP_SUMS, SQLITE, listed_words, misses_backfill
+from .rollup import (
+    EXAMPLES,
+    LATENCY_BOUNDS_MS,
+    MISSED,
+    MODEL_LATENCY,
+    MODEL_TIMED,
+    ROLLUP_KEY,
+    ROLLUP_SUMS,
+    SQLITE,
+    listed_words,
+    misses_backfill,
+)
 
 MIGRATIONS_TABLE = "_hybrid_weather_migrations"
 #: Seconds since 1970, now, in SQLite's SQL (unixepoch('subsec') needs SQLite 3.42).
@@ -227,6 +238,27 @@ def m010_tenancy(db: sqlite3.Connection) -> None:
     """)
 
 
+def m011_model_time(db: sqlite3.Connection) -> None:
+    # model_ms: the model's own time within latency_ms (its calls, retries included; NULL where no model was
+    # called), so `savings` tells a slow model from a slow answer: the first LLM answer of a process once
+    # paid the client's import inside it, and latency_ms alone called that the model's. Its histogram per
+    # hour and route is kept like latency_hourly's, on the same bounds. Rows before this have no model time.
+    db.execute("ALTER TABLE requests ADD COLUMN model_ms REAL")
+    db.execute("""
+        CREATE TABLE model_latency_hourly (
+            hour TEXT NOT NULL, route TEXT NOT NULL, le REAL NOT NULL, requests INTEGER NOT NULL,
+            PRIMARY KEY (hour, route, le)
+        )
+    """)
+    db.execute(f"""
+        CREATE TRIGGER requests_model_latency AFTER INSERT ON requests WHEN {MODEL_TIMED.format(r="NEW")} BEGIN
+            INSERT INTO model_latency_hourly (hour, route, le, requests)
+                SELECT {SQLITE.row["hour"].format(r="NEW")}, NEW.route, {MODEL_LATENCY.format(r="NEW")}, 1 WHERE true
+                ON CONFLICT (hour, route, le) DO UPDATE SET requests = requests + 1;
+        END
+    """)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_requests,
     m002_agent_health,
@@ -238,6 +270,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m008_learning,
     m009_feedback,
     m010_tenancy,
+    m011_model_time,
 ]
 
 

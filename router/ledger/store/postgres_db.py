@@ -28,6 +28,8 @@ from .rollup import (
     EXAMPLES,
     LATENCY_BOUNDS_MS,
     MISSED,
+    MODEL_LATENCY,
+    MODEL_TIMED,
     POSTGRES,
     ROLLUP_KEY,
     ROLLUP_SUMS,
@@ -176,6 +178,27 @@ def _tenancy_statements() -> tuple[str, ...]:
     )
 
 
+def _model_time_statements() -> tuple[str, ...]:
+    # What m011_model_time does in SQLite, for PostgreSQL: the column, and its histogram kept by a
+    # statement-level trigger over the rows an INSERT really inserted, keys upserted in order.
+    return (
+        "ALTER TABLE requests ADD COLUMN model_ms double precision",
+        """CREATE TABLE model_latency_hourly (
+            hour timestamptz NOT NULL, route text NOT NULL, le double precision NOT NULL, requests bigint NOT NULL,
+            PRIMARY KEY (hour, route, le))""",
+        f"""CREATE FUNCTION requests_model_latency() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO model_latency_hourly AS l (hour, route, le, requests)
+            SELECT {POSTGRES.row["hour"].format(r="i")}, i.route, {MODEL_LATENCY.format(r="i")}, count(*)
+            FROM inserted AS i WHERE {MODEL_TIMED.format(r="i")} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+            ON CONFLICT (hour, route, le) DO UPDATE SET requests = l.requests + excluded.requests;
+            RETURN NULL;
+        END $$""",
+        """CREATE TRIGGER requests_model_latency AFTER INSERT ON requests REFERENCING NEW TABLE AS inserted
+            FOR EACH STATEMENT EXECUTE FUNCTION requests_model_latency()""",
+    )
+
+
 #: migrations.MIGRATIONS in PostgreSQL's types, under the same names, so both ledgers record the same list.
 POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m001_requests", (
@@ -206,6 +229,7 @@ POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
         " datetime_utc timestamptz NOT NULL)",
     )),
     ("m010_tenancy", _tenancy_statements()),
+    ("m011_model_time", _model_time_statements()),
 ]  # fmt: skip
 
 

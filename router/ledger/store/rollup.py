@@ -99,6 +99,12 @@ POSTGRES = Dialect(
 )
 
 
+#: A row's model time bucket (m011), on latency_bounds as its latency's: the same expression in both dialects.
+MODEL_LATENCY = "(SELECT min(le) FROM latency_bounds WHERE le >= {r}.model_ms)"
+#: The rows whose model time the histogram counts: answered, with a model's call in them.
+MODEL_TIMED = "{r}.outcome = 'ok' AND {r}.model_ms IS NOT NULL"
+
+
 #: The rows `misses` reads: LLM answers that were plain lookups (a question the rules could have answered).
 MISSED = "{r}.route = 'llm' AND {r}.plain_lookup IS TRUE"
 #: Example questions `misses` shows per word: the last ones asked, each once.
@@ -161,10 +167,11 @@ def iso(value: Any) -> str:
 
 class Window(NamedTuple):
     """A report window's rows, aggregated: `groups` by day and the rollup's key (minus the hour), and the
-    latency histogram of answered requests per route."""
+    latency histograms of answered requests per route: the whole answer's, and the model's own time."""
 
     groups: list[dict[str, Any]]
     latency: dict[str, dict[float, int]]
+    model_latency: dict[str, dict[float, int]]
 
 
 _GROUP = ("day", *ROLLUP_KEY[1:])
@@ -228,6 +235,15 @@ def read_window(db: Any, since: dt.datetime, caller: str | None = None) -> Windo
         (hour_param, *edge[1]),
     ):
         latency[route][float(le)] += int(count)
+    model_latency: dict[str, dict[float, int]] = defaultdict(lambda: defaultdict(int))
+    for route, le, count in query(
+        db,
+        "SELECT route, le, sum(requests) FROM model_latency_hourly WHERE hour >= ? GROUP BY 1, 2"
+        f" UNION ALL SELECT r.route, {MODEL_LATENCY.format(r='r')}, count(*) {edge[0]} AND {MODEL_TIMED.format(r='r')}"
+        " GROUP BY 1, 2",
+        (hour_param, *edge[1]),
+    ):
+        model_latency[route][float(le)] += int(count)
     return Window(
         groups=[
             {
@@ -240,6 +256,7 @@ def read_window(db: Any, since: dt.datetime, caller: str | None = None) -> Windo
             for values in groups
         ],
         latency=latency,
+        model_latency=model_latency,
     )
 
 

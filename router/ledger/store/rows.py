@@ -85,6 +85,7 @@ class Row(NamedTuple):
     invalid: str | None = None  #: JSON list of the fields that held a fault and were stored as NULL
     lookup_date: str | None = None  #: plain lookups: the date the weather tools were called with, masked
     overlay_version: int | None = None  #: the overlay version the question was read through
+    model_ms: float | None = None  #: the model's own time within latency_ms (its calls, retries included)
 
 
 #: The stored columns, in order; the table has more (query_sha256 of old rows) that are no longer written.
@@ -188,6 +189,7 @@ class RowFormat:
             invalid=json.dumps(invalid) if invalid else None,  # after every field that may add to it
             lookup_date=lookup_date,
             overlay_version=overlay_version,
+            model_ms=e.model_ms if e.model_ms is not None and 0.0 <= e.model_ms < math.inf else None,
         )
 
     def _time(self, timestamp: float) -> str:
