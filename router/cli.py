@@ -571,31 +571,47 @@ def serve(
             metrics_dir = tempfile.mkdtemp(prefix="hybrid-weather-metrics-")
             os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
         try:
-            _serve(host, port, workers, grace, _tls(certfile, keyfile))
+            _serve(host, port, workers, grace, certfile, keyfile)
         finally:
             if metrics_dir:
                 shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
-def _tls(certfile: str | None, keyfile: str | None) -> tuple[str, str] | None:
-    """uvicorn's TLS settings for --certfile and --keyfile, checked here, once: a pair that does not load
-    is an error naming the option, not a traceback in every worker."""
+class _KeyIsEncrypted(Exception):
+    """OpenSSL asked for the passphrase of a key given none: a prompt on the terminal, were it let."""
+
+
+def _tls(certfile: str | None, keyfile: str | None, password: str | None) -> tuple[str, str] | None:
+    """uvicorn's TLS settings for --certfile and --keyfile (PASSWORD: an encrypted key's passphrase,
+    HYBRID_WEATHER_KEYFILE_PASSWORD), checked here, once: a pair that does not load is an error naming the
+    option, not a traceback in every worker, nor a passphrase prompt a server never answers."""
     if certfile is None and keyfile is None:
         return None
     if certfile is None or keyfile is None:
         raise ConfigurationError("HTTPS needs both --certfile and --keyfile (PEM files)")
     import ssl
 
+    def passphrase() -> str:
+        if password is None:
+            raise _KeyIsEncrypted
+        return password
+
     try:
-        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(certfile, keyfile)
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(certfile, keyfile, password=passphrase)
+    except _KeyIsEncrypted:
+        raise ConfigurationError(f"--keyfile {keyfile} is encrypted; give its passphrase in "
+                                 "HYBRID_WEATHER_KEYFILE_PASSWORD, or decrypt it: openssl pkey -in KEY -out PLAIN"
+                                 ) from None  # fmt: skip
     except (OSError, ssl.SSLError) as error:
         reason = getattr(error, "strerror", None) or getattr(error, "reason", None) or str(error)
+        if password is not None and isinstance(error, ssl.SSLError) and error.reason in (None, "PEM lib"):
+            reason = "the passphrase in HYBRID_WEATHER_KEYFILE_PASSWORD does not decrypt the key"
         raise ConfigurationError(f"cannot use --certfile {certfile} with --keyfile {keyfile}: {reason}; both must "
                                  "be readable PEM files, the key matching the certificate") from None  # fmt: skip
     return certfile, keyfile
 
 
-def _serve(host: str, port: int, workers: int, grace: int, tls: tuple[str, str] | None) -> None:
+def _serve(host: str, port: int, workers: int, grace: int, certfile: str | None, keyfile: str | None) -> None:
     import copy
 
     try:
@@ -609,6 +625,7 @@ def _serve(host: str, port: int, workers: int, grace: int, tls: tuple[str, str] 
     from .settings import Settings
 
     settings = Settings.from_env()  # a setting that is wrong fails here, once, not in every worker
+    tls = _tls(certfile, keyfile, settings.keyfile_password)
     keys = load_keys(settings.api_keys, settings.api_keys_file)
     if keys:  # made here, once, before the workers read it
         cookie_secret(settings.cookie_secret, settings.home_dir())
@@ -631,7 +648,8 @@ def _serve(host: str, port: int, workers: int, grace: int, tls: tuple[str, str] 
     config = uvicorn.Config("hybrid_weather.router.serve:create_app", factory=True, workers=workers,
                             timeout_graceful_shutdown=grace, access_log=False, log_level="warning", lifespan="on",
                             http=HeadDeadlineProtocol, log_config=log_config,
-                            ssl_certfile=tls[0] if tls else None, ssl_keyfile=tls[1] if tls else None)  # fmt: skip
+                            ssl_certfile=tls[0] if tls else None, ssl_keyfile=tls[1] if tls else None,
+                            ssl_keyfile_password=settings.keyfile_password if tls else None)  # fmt: skip
     with contextlib.closing(sock):
         if workers > 1:
             Multiprocess(config, sockets=[sock]).run()

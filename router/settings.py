@@ -72,6 +72,8 @@ class Settings:
     api_keys_file: str | None = None  #: a file of SHA-256 hex digests of accepted keys, one per line
     #: The key the dashboard's cookies are signed with (None: one made at first start in the home folder).
     cookie_secret: str | None = field(default=None, repr=False)
+    #: The passphrase of an encrypted TLS key (`serve --keyfile`); None: the key must be unencrypted.
+    keyfile_password: str | None = field(default=None, repr=False)
     admin_keys: str | None = None  #: SHA-256 hex digests of accepted keys that see every key's rows (comma-separated)
     rate_limit: str | None = None  #: per-key (or per-address) rate of `serve`, e.g. 20/s; None: none
     key_budgets: str | None = None  #: daily LLM budgets per key of `serve`, e.g. 5usd,team=20usd (budgets.py)
@@ -148,6 +150,7 @@ class Settings:
             api_keys=env.get("HYBRID_WEATHER_API_KEYS") or None,
             api_keys_file=env.get("HYBRID_WEATHER_API_KEYS_FILE") or None,
             cookie_secret=env.get("HYBRID_WEATHER_COOKIE_SECRET") or None,
+            keyfile_password=env.get("HYBRID_WEATHER_KEYFILE_PASSWORD") or None,
             admin_keys=env.get("HYBRID_WEATHER_ADMIN_KEYS") or None,
             rate_limit=env.get("HYBRID_WEATHER_RATE_LIMIT") or None,
             key_budgets=env.get("HYBRID_WEATHER_KEY_BUDGETS") or None,
@@ -259,10 +262,16 @@ def _origins(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     """The web origins in variable NAME (comma-separated), each scheme://host[:port] as a browser sends it
     in its Origin header, or * for any page; an error naming NAME for anything else (a path, a typo)."""
     origins = []
-    for text in (env.get(name) or "").split(","):
-        origin = text.strip().rstrip("/")
-        if not origin:
-            continue
+    texts = [text.strip().rstrip("/") for text in (env.get(name) or "").split(",")]
+    for origin in filter(None, texts):
+        if origin != "*" and "*" in origin:
+            # A browser sends one origin, never a pattern, and the allowed list is matched whole: a wildcard
+            # inside would match nothing (or, matched loosely, pages nobody meant). Say the line that works.
+            named = [text for text in texts if text and "*" not in text] + _spelled_out(origin)
+            raise ConfigurationError(
+                f"{name}: {origin!r} has a wildcard inside, which no browser sends; name each origin, e.g. "
+                f"{name}={','.join(dict.fromkeys(named))} (or * for any page)"
+            )
         if origin != "*":
             parts = _url_parts(origin, ("http", "https"))
             if parts is None or parts.path or parts.query or parts.fragment or "@" in parts.netloc:
@@ -272,6 +281,18 @@ def _origins(env: Mapping[str, str], name: str) -> tuple[str, ...]:
                 )
         origins.append(origin)
     return tuple(origins)
+
+
+def _spelled_out(pattern: str) -> list[str]:
+    """Origins a PATTERN with a wildcard (https://*.example.com) may have meant, each one a browser sends:
+    its domain without the wildcard's labels, and one host under it."""
+    scheme, _, rest = pattern.rpartition("://")
+    host, colon, port = rest.partition(":")
+    labels = [label for label in host.split(".") if label and "*" not in label]
+    domain = ".".join(labels) if len(labels) >= 2 else "example.com"
+    scheme = scheme if scheme in ("http", "https") else "https"
+    port = colon + port if port.isdigit() else ""
+    return [f"{scheme}://{domain}{port}", f"{scheme}://app.{domain}{port}"]
 
 
 def _base_url(env: Mapping[str, str], name: str, schemes: tuple[str, ...] = ("http", "https")) -> str | None:
