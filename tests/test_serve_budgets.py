@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -179,6 +180,38 @@ def test_a_keys_requests_in_flight_are_capped_across_two_hosts(tmp_path, llm_ser
         assert all_at_once([lambda: chat_at(a.url, "team-b"), lambda: chat_at(b.url, "team-b")]) == [(200, None)] * 2
         assert spent_in_redis(redis_prefix, "team-a", "tokens") == 1040  # two answers of 520 tokens: spent
         assert chat_at(b.url, "team-a") == (200, None)
+
+
+def test_forty_requests_at_once_in_one_process_without_redis_spend_what_the_budget_allows(tmp_path, llm_server):
+    # The same reservation, under the process's lock: one worker, its asyncio loop and its thread pool.
+    llm_server.repeat_last = True
+    llm_server.then({"sleep": 0.3, "then": answer("适合。", **ONE_ANSWER)})
+    with serving(tmp_path, llm_server, HYBRID_WEATHER_API_KEYS="team-a", HYBRID_WEATHER_PASS_THROUGH="1",
+                 HYBRID_WEATHER_KEY_BUDGETS="2340tokens") as server:  # 4.5 answers of 520 tokens  # fmt: skip
+        results = all_at_once([lambda n=n: chat_at(server.url, "team-a", tools=n % 4 == 0) for n in range(40)])
+        answered = [r for r in results if r == (200, None)]
+        assert 1 <= len(answered) <= 5 and len(answered) + results.count((429, "key_budget_exceeded")) == 40
+        assert len(llm_server.requests) == len(answered)
+
+
+def test_a_streamed_answer_whose_client_left_counts_what_its_model_spent(tmp_path, llm_server, redis_prefix):
+    # The client reads one piece and hangs up; the model writes on to its end (its tokens are spent), and
+    # the reservation settles at them — neither given back nor kept at the worst cost.
+    llm_server.then({**answer("北京明天多云，适合出游。" * 4, **ONE_ANSWER), "token_gap": 0.05})
+    with serving(tmp_path, llm_server, HYBRID_WEATHER_API_KEYS="team-a", HYBRID_WEATHER_KEY_BUDGETS="100000tokens",
+                 HYBRID_WEATHER_CACHE_URL=REDIS_URL, HYBRID_WEATHER_CACHE_PREFIX=redis_prefix) as server:  # fmt: skip
+        body = {"model": "gpt-4o-mini", "messages": QUESTION, "stream": True}
+        headers = {"content-type": "application/json", "authorization": "Bearer team-a"}
+        request = urllib.request.Request(f"{server.url}/v1/chat/completions", json.dumps(body).encode(), headers)
+        response = urllib.request.urlopen(request, timeout=10)
+        assert response.readline().startswith(b"data: ")
+        response.close()
+        reserved = spent_in_redis(redis_prefix, "team-a", "tokens")
+        assert reserved >= 8000  # the worst cost, while the model still writes
+        deadline = time.monotonic() + 10
+        while spent_in_redis(redis_prefix, "team-a", "tokens") != 520 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert spent_in_redis(redis_prefix, "team-a", "tokens") == 520
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
