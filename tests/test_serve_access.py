@@ -12,6 +12,7 @@ from test_serve import KEY, client_for, error_of
 from hybrid_weather.agent.errors import ConfigurationError
 from hybrid_weather.router import HybridRouter, Settings
 from hybrid_weather.router.serve import create_app
+from hybrid_weather.router.serve.access import Failures
 
 from fake_openai import answer
 
@@ -46,6 +47,9 @@ def test_every_route_but_the_health_checks_and_the_login_form_needs_a_key(tmp_pa
         for method, path in routes:
             if path in OPEN_PATHS:
                 continue
+            # Each route's guesses counted afresh: this test is that every route refuses them, and a dozen
+            # routes' guesses from one address pass the limit on failed authentications (access.Failures).
+            client.app.state.service.access.failures = Failures(None)
             body = {"json": PROBE} if method == "POST" else {}
             for attempt in refused:
                 response = client.request(method, path, **attempt, **body)

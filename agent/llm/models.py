@@ -122,6 +122,10 @@ class ModelTable:
     def get(self, model: str) -> ModelFacts | None:
         return self._models.get(model) or self._models.get(model.rsplit("/", 1)[-1])
 
+    def facts(self) -> list[ModelFacts]:
+        """Every model of the table, shipped and the user's, in the table's order."""
+        return list(self._models.values())
+
     def cost(self, model: str, usage: Usage) -> float | None:
         """USD for USAGE on MODEL; None (never 0) when the model's price or the usage is unknown."""
         if usage.invalid:

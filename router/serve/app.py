@@ -2,6 +2,7 @@
 
     POST /v1/ask                 the `--json` object           POST /v1/route     the Decision
     POST /v1/chat/completions    OpenAI-compatible              GET  /v1/savings   GET /v1/misses
+    GET  /v1/models  /v1/models/{id}   the models a request may name (OpenAI's shape)
     GET  /healthz  /readyz  /metrics  /openapi.json  /  (the savings dashboard)   POST /login
 
 Every route needs a key when keys are set but those guard.OPEN_PATHS names. Every error is an OpenAI-style
@@ -227,6 +228,12 @@ class Service:
 
         headers = {"x-hybrid-weather-route": "llm", "cache-control": "no-cache", **_request_id_header(first.request_id)}
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+    async def models(self, request: Request) -> Response:
+        return JSONResponse(chat.model_list(self.router))
+
+    async def model(self, request: Request) -> Response:
+        return JSONResponse(chat.model_named(request.path_params["model"], self.router))
 
     async def feedback(self, request: Request) -> Response:
         """A user's verdict on an answer: {"request_id", "verdict": "wrong"|"right", "comment"}."""
@@ -630,6 +637,8 @@ def create_app(router: HybridRouter | None = None, *, settings: Settings | None 
         Route("/v1/route", service.route, methods=["POST"]),
         Route("/v1/feedback", service.feedback, methods=["POST"]),
         Route("/v1/chat/completions", service.chat_completions, methods=["POST"]),
+        Route("/v1/models", service.models, methods=["GET"]),
+        Route("/v1/models/{model:path}", service.model, methods=["GET"]),  # a name may hold a / (openai/gpt-4o)
         Route("/v1/savings", service.savings, methods=["GET"]),
         Route("/v1/misses", service.misses, methods=["GET"]),
         Route("/healthz", service.healthz, methods=["GET"]),

@@ -136,10 +136,47 @@ def requested_model(body: dict[str, Any], router: HybridRouter) -> str | None:
     if not isinstance(name, str) or not name.strip():
         raise invalid("'model' must be the name of a model, e.g. " + router.parts.model, "invalid_model")
     if not router.known_model(name):
-        raise ApiError(404, "invalid_request_error", f"The model `{name[:100]}` does not exist here: this service "
-                       f"answers with {router.parts.model} or another model of its price table (models.json)",
-                       "model_not_found")  # fmt: skip
+        raise model_not_found(name, router)
     return name
+
+
+def model_not_found(name: str, router: HybridRouter) -> ApiError:
+    """OpenAI's 404 for a model NAME this service does not answer with (a request's `model`, GET /v1/models/…)."""
+    return ApiError(404, "invalid_request_error", f"The model `{name[:100]}` does not exist here: this service "
+                    f"answers with {router.parts.model} or another model of its price table (models.json)",
+                    "model_not_found")  # fmt: skip
+
+
+def model_list(router: HybridRouter) -> dict[str, Any]:
+    """GET /v1/models: the models a request may name, in OpenAI's list shape — the configured one first, then
+    the price table's (models.json, the user's included; none while the user's table is unusable, as the
+    LLM route refuses it), then the rules' own name."""
+    return {"object": "list", "data": [model_object(name, router) for name in _model_names(router)]}
+
+
+def model_object(name: str, router: HybridRouter) -> dict[str, Any]:
+    """One model as OpenAI describes it: `created` is when its facts were checked (models.json's as_of), 0 when
+    unknown; every model here is offered by this service, so it is their `owned_by`."""
+    facts = None if name == RULES_MODEL or router.models.problem else router.models.get(name)
+    as_of = facts.as_of if facts is not None else None
+    try:
+        day = dt.date.fromisoformat(as_of) if isinstance(as_of, str) else None
+    except ValueError:
+        day = None
+    created = int(dt.datetime.combine(day, dt.time(), dt.timezone.utc).timestamp()) if day else 0
+    return {"id": name, "object": "model", "created": created, "owned_by": "hybrid-weather"}
+
+
+def _model_names(router: HybridRouter) -> list[str]:
+    table = [] if router.models.problem else [facts.name for facts in router.models.facts()]
+    return list(dict.fromkeys([router.parts.model, *table, RULES_MODEL]))
+
+
+def model_named(name: str, router: HybridRouter) -> dict[str, Any]:
+    """GET /v1/models/NAME: the model, or model_not_found."""
+    if name != RULES_MODEL and not router.known_model(name):
+        raise model_not_found(name, router)
+    return model_object(name, router)
 
 
 def requested_sampling(body: dict[str, Any]) -> dict[str, Any] | None:

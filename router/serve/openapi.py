@@ -193,6 +193,22 @@ SCHEMAS: dict[str, Any] = {
             "usage": {"type": ["object", "null"]},
         },
     },
+    "Model": {
+        "type": "object",
+        "description": "A model a request may name, as OpenAI describes one",
+        "required": ["id", "object", "created", "owned_by"],
+        "properties": {
+            "id": {"type": "string"},
+            "object": {"const": "model"},
+            "created": {"type": "integer", "description": "When its facts were checked (as_of); 0: unknown"},
+            "owned_by": {"type": "string"},
+        },
+    },
+    "ModelList": {
+        "type": "object",
+        "required": ["object", "data"],
+        "properties": {"object": {"const": "list"}, "data": {"type": "array", "items": _ref("Model")}},
+    },
     "Report": {"type": "object", "required": ["days"], "properties": {"days": {"type": "integer"}}},
     "Health": {"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}},
 }
@@ -277,6 +293,20 @@ OPENAPI: dict[str, Any] = {
                     },
                     **_errors("400", *_LIMITED, "403", "404", "408", "413", "422", "503", "504"),
                 },
+            }
+        },
+        "/v1/models": {
+            "get": {
+                "summary": "The models a request may name: the configured one first, then the price table's "
+                "(models.json), then hybrid-weather-rules",
+                "responses": {"200": _json("ModelList", "OpenAI's list of models"), **_errors(*_LIMITED)},
+            }
+        },
+        "/v1/models/{model}": {
+            "get": {
+                "summary": "One model a request may name",
+                "parameters": [{"name": "model", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {"200": _json("Model", "The model"), **_errors(*_LIMITED, "404")},
             }
         },
         "/v1/savings": {
