@@ -43,6 +43,7 @@ from hybrid_weather.rules import (
 
 from ._lazy import built
 from .answer import DEGRADED_NOTE, Answer, TextPiece, elapsed_ms, llm_answer
+from .outgoing import mask_logs
 from .parts import DEFAULT_DEADLINE, Parts
 from .session import Session
 from .settings import Settings, check_provider
@@ -86,6 +87,7 @@ class HybridRouter:
         if not 0.0 <= shadow_rate <= 1.0:
             raise ValueError("shadow_rate is a fraction from 0 to 1")
         self.deadline = deadline
+        mask_logs(logger)  # the library's log lines may quote a request: masked before any handler sees them
         self.parts = Parts(
             settings=settings,
             provider=provider,
@@ -446,8 +448,8 @@ class HybridRouter:
             from .tracing import trace_request
 
             decision, ended = request.decision, request.arrived + (time.perf_counter() - request.started)
-            trace_request(tracer, arrived=request.arrived, routed_s=request.routed_s, ended=ended, decision=decision,
-                          request_id=request.request_id, answer=answer, error=error)  # fmt: skip
+            trace_request(tracer, self.parts.outgoing, arrived=request.arrived, routed_s=request.routed_s, ended=ended,
+                          decision=decision, request_id=request.request_id, answer=answer, error=error)  # fmt: skip
 
     @contextlib.contextmanager
     def _recorded(self, request: _Request) -> Iterator[None]:

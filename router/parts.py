@@ -22,6 +22,7 @@ from hybrid_weather.rules import Reader, today_in_china
 
 from ._lazy import built, lazy_part
 from .answer import RuleAnswerer
+from .outgoing import Outgoing
 from .settings import Settings, overlay_folder
 from .understand import QueryParser
 from .understand.overlay import Overlays, OverlayStore
@@ -87,6 +88,11 @@ class Parts:
     def parser(self) -> QueryParser:
         provider = PROVIDER_CLASSES[self.provider_name]
         return QueryParser(Reader(), provider.horizon, provider.label)
+
+    @lazy_part
+    def outgoing(self) -> Outgoing:
+        """The boundary this router's spans take their text through, as its ledger's rows do (router/outgoing.py)."""
+        return Outgoing(self.settings.ledger_queries)
 
     @lazy_part
     def tracing(self) -> tuple[Tracer | None, Any]:

@@ -15,6 +15,7 @@ turns it all off.
 from __future__ import annotations
 
 import sys
+import traceback
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
 
     from .answer import Answer
+    from .outgoing import Outgoing
     from .understand import Decision
 
 EXPORTERS = ("console", "otlp", "none")
@@ -81,6 +83,7 @@ def _provider(names: list[str], service: str) -> tuple[Tracer, Any]:
 
 def trace_request(
     tracer: Tracer,
+    outgoing: Outgoing,
     *,
     arrived: float,
     routed_s: float,
@@ -91,34 +94,40 @@ def trace_request(
     error: BaseException | None = None,
 ) -> None:
     """The spans of one request REQUEST_ID (its ledger row's id, the failed ones' too) that arrived at ARRIVED
-    (time.time()), was routed in ROUTED_S seconds and ended at ENDED with ANSWER or ERROR."""
+    (time.time()), was routed in ROUTED_S seconds and ended at ENDED with ANSWER or ERROR. Every text an
+    attribute carries passes OUTGOING, as the ledger's columns do: a span holds no more than its row."""
     from opentelemetry import trace
     from opentelemetry.trace import Status, StatusCode
 
     route = answer.route if answer is not None else decision.route
-    attributes: dict[str, Any] = {"hybrid_weather.route": route, "hybrid_weather.reason": decision.reason}
+    reason = outgoing.reason(decision.reason)
+    attributes: dict[str, Any] = {"hybrid_weather.route": route, "hybrid_weather.reason": reason}
     if request_id:
         attributes["hybrid_weather.request_id"] = request_id
     if decision.cities:
-        attributes["hybrid_weather.places"] = list(decision.cities)
+        attributes["hybrid_weather.places"] = [outgoing.text(city) for city in decision.cities]
     if answer is not None:
-        attributes.update(_answer_attributes(answer))
+        attributes.update(_answer_attributes(answer, outgoing))
     request = tracer.start_span("hybrid_weather.ask", start_time=_ns(arrived), attributes=attributes)
     if error is not None:
         request.set_status(Status(StatusCode.ERROR, type(error).__name__))
-        request.record_exception(error, timestamp=_ns(ended))
+        # The error's message and traceback may quote the request (a model's or a tool's words): masked.
+        said = {"exception.message": outgoing.text(str(error)),
+                "exception.stacktrace": outgoing.text("".join(traceback.format_exception(error)))}  # fmt: skip
+        request.record_exception(error, attributes=said, timestamp=_ns(ended))
     inside = trace.set_span_in_context(request)
     routing = tracer.start_span("hybrid_weather.route", context=inside, start_time=_ns(arrived),
                                 attributes={"hybrid_weather.route": decision.route})  # fmt: skip
     routing.end(end_time=_ns(arrived + routed_s))
     result = answer.llm if answer is not None else None
+    model_name = outgoing.text(answer.model) if answer is not None and answer.model else ""
     for loop in result.loops if result is not None else ():
         model = tracer.start_span(
-            f"chat {answer.model}" if answer is not None and answer.model else "chat",
+            f"chat {model_name}" if model_name else "chat",
             context=inside,
             start_time=_ns(loop.started_at),
             attributes={
-                "gen_ai.operation.name": "chat", "gen_ai.request.model": (answer.model if answer else None) or "",
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": model_name,
                 "gen_ai.usage.input_tokens": loop.usage.prompt_tokens,
                 "gen_ai.usage.output_tokens": loop.usage.completion_tokens, "hybrid_weather.loop": loop.loop,
                 "hybrid_weather.attempts": loop.attempts,
@@ -126,11 +135,12 @@ def trace_request(
         )  # fmt: skip
         model.end(end_time=_ns(loop.started_at + loop.latency_ms / 1000))
         for tool in loop.tools:
+            tool_name = outgoing.text(tool.name)  # the model's words: it may call a tool that is none
             span = tracer.start_span(
-                f"execute_tool {tool.name}",
+                f"execute_tool {tool_name}",
                 context=inside,
                 start_time=_ns(tool.started_at),
-                attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool.name,
+                attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool_name,
                             "hybrid_weather.tool.ok": tool.ok, "hybrid_weather.tool.reused": tool.reused},
             )  # fmt: skip
             if not tool.ok:
@@ -139,16 +149,16 @@ def trace_request(
     request.end(end_time=_ns(ended))
 
 
-def _answer_attributes(answer: Answer) -> dict[str, Any]:
+def _answer_attributes(answer: Answer, outgoing: Outgoing) -> dict[str, Any]:
     attributes: dict[str, Any] = {"hybrid_weather.latency_ms": answer.latency_ms}
     if answer.cost_usd is not None:
         attributes["hybrid_weather.cost_usd"] = answer.cost_usd
     if answer.source:
-        attributes["hybrid_weather.provider"] = answer.source
+        attributes["hybrid_weather.provider"] = outgoing.text(answer.source)
     if answer.cache_hit is not None:
         attributes["hybrid_weather.cache_hit"] = answer.cache_hit
     if answer.model:
-        attributes["gen_ai.request.model"] = answer.model
+        attributes["gen_ai.request.model"] = outgoing.text(answer.model)
     if answer.llm is not None:
         attributes["gen_ai.usage.input_tokens"] = answer.llm.usage.prompt_tokens
         attributes["gen_ai.usage.output_tokens"] = answer.llm.usage.completion_tokens

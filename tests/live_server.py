@@ -17,9 +17,10 @@ KEY = "sk-test-upstream-live-42"
 
 
 @contextlib.contextmanager
-def serving(tmp_path, llm_server, workers=1, tls=None, grace=None, **env):
+def serving(tmp_path, llm_server, workers=1, tls=None, grace=None, stderr=None, **env):
     """The server on a free port of 127.0.0.1 with a demo provider and a fresh ledger; TLS, a (certfile,
-    keyfile) pair, serves HTTPS (the server's `context` then trusts that certificate); GRACE, serve's --grace."""
+    keyfile) pair, serves HTTPS (the server's `context` then trusts that certificate); GRACE, serve's --grace;
+    STDERR, a file its standard error goes to (a pipe nobody reads fills up under a chatty exporter)."""
     port = free_port()
     ledger = tmp_path / "ledger.db"
     values = {"HYBRID_WEATHER_PROVIDER": "demo", "HYBRID_WEATHER_LEDGER": str(ledger), "OPENAI_API_KEY": KEY,
@@ -28,7 +29,7 @@ def serving(tmp_path, llm_server, workers=1, tls=None, grace=None, **env):
         [sys.executable, "-m", "hybrid_weather.router", "serve", "--port", str(port), "--workers", str(workers),
          *(["--certfile", str(tls[0]), "--keyfile", str(tls[1])] if tls else []),
          *(["--grace", str(grace)] if grace is not None else [])],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(**values),
+        stdout=subprocess.PIPE, stderr=stderr or subprocess.PIPE, text=True, env=subprocess_env(**values),
     )  # fmt: skip
     url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     context = ssl.create_default_context(cafile=str(tls[0])) if tls else None
@@ -42,7 +43,7 @@ def serving(tmp_path, llm_server, workers=1, tls=None, grace=None, **env):
             pass
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
-            raise AssertionError(f"the server did not start: {process.communicate()[1][-2000:]}")
+            raise AssertionError(f"the server did not start: {(process.communicate()[1] or '')[-2000:]}")
         time.sleep(0.1)
     server = type("Server", (), {"url": url, "process": process, "ledger": ledger, "context": context})
     try:

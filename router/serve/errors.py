@@ -14,6 +14,7 @@ from hybrid_weather.agent.errors import (
     UpstreamTimeout,
     WeatherUnavailable,
 )
+from hybrid_weather.rules.privacy import mask_personal_data
 
 from .encoding import JSONResponse
 
@@ -30,7 +31,9 @@ class ApiError(Exception):
 
     def body(self) -> dict[str, Any]:
         """The OpenAI-style error object: what a response, or a stream's error event, carries."""
-        return {"error": {"type": self.kind, "message": self.message, "code": self.code}, **self.extra}
+        # The one masker, as for the ledger and the spans: a message may quote what the request sent.
+        message = mask_personal_data(self.message)
+        return {"error": {"type": self.kind, "message": message, "code": self.code}, **self.extra}
 
     def response(self) -> JSONResponse:
         return JSONResponse(self.body(), status_code=self.status, headers=self.headers)

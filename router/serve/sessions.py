@@ -4,8 +4,9 @@ A follow-up (那北京呢？) may reach another worker process, or another host,
 a session never lives in one worker's memory: each request that names a session reads its turns, replays
 them through the router (no I/O, microseconds a turn) and appends its own. Appending one turn, never
 writing the list back, is what keeps two concurrent follow-ups from losing one. Questions are stored with
-personal data masked; a session idle for SESSION_IDLE_S is gone. A session is its OWNER's (the key it was
-begun with, tenants.py): the same id sent with another key names another, new, conversation.
+personal data masked, and so are answers; a session idle for SESSION_IDLE_S is gone. A session is its
+OWNER's (the key it was begun with, tenants.py): the same id sent with another key names another, new,
+conversation.
 
 - With HYBRID_WEATHER_CACHE_URL (a fleet), `RedisSessions`: one list per session, `<prefix>session:<owner>/<id>`,
   appended, trimmed to MAX_TURNS and given its idle expiry in one transaction; every host reads the same.
@@ -47,7 +48,8 @@ class SessionStore(Protocol):
         """The turns of OWNER's SESSION_ID, oldest first; none for a new or expired session."""
 
     def add(self, owner: str, session_id: str, question: str, answer: str) -> None:
-        """Append one turn to OWNER's SESSION_ID (its question masked), and keep it another idle period."""
+        """Append one turn to OWNER's SESSION_ID (its question and answer masked: a model may say back what it
+        was told), and keep it another idle period."""
 
     def close(self) -> None: ...
 
@@ -95,7 +97,7 @@ class RedisSessions:
         return _turns([_parsed(item) for item in raw])
 
     def add(self, owner: str, session_id: str, question: str, answer: str) -> None:
-        turn = json.dumps([mask_personal_data(question), answer], ensure_ascii=False)
+        turn = json.dumps([mask_personal_data(question), mask_personal_data(answer)], ensure_ascii=False)
         self.shared.append_list(_name(owner, session_id), turn, keep=self.max_turns, idle_s=self.idle_s)
 
     def close(self) -> None:
@@ -138,7 +140,9 @@ class SqliteSessions:
                     "SELECT turns FROM owned_sessions WHERE owner = ? AND id = ? AND touched >= ?",
                     (owner, session_id, time.time() - self.idle_s),
                 ).fetchone()
-                turns = ([] if row is None else self._decode(row[0])) + [(mask_personal_data(question), answer)]
+                turns = ([] if row is None else self._decode(row[0])) + [
+                    (mask_personal_data(question), mask_personal_data(answer))
+                ]
                 self._db.execute(
                     "INSERT INTO owned_sessions VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO UPDATE SET"
                     " turns = excluded.turns, touched = excluded.touched",

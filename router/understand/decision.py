@@ -86,6 +86,29 @@ class Decision:
         }
 
 
+#: A reason is clauses joined by "; ", each a label of the router's own, then ": " and what it is about, which may
+#: quote the question (`rule: 1 place(s), 1 day(s), weather; asked: 北京明天天气; context: 我在苏州上班`).
+REASON_CLAUSES, REASON_DETAIL = "; ", ": "
+#: Labels whose detail is the router's own summary, not the question's words (counts, aspect, how places matched).
+_SUMMARY_LABELS = frozenset({"rule"})
+#: Labels whose detail is another clause, with its own label (`clarify: invalid date: 13月`).
+_NESTED_LABELS = frozenset({"clarify", "shadow of"})
+
+
+def reason_labels(reason: str) -> str:
+    """REASON with only the router's own words: each clause's label, without what it quotes of the question
+    (`rule: 1 place(s), 1 day(s), weather; asked; context`). What a ledger that keeps no words of the
+    question (HYBRID_WEATHER_LEDGER_QUERIES=hash) stores of it."""
+    return REASON_CLAUSES.join(_label(clause) for clause in reason.split(REASON_CLAUSES))
+
+
+def _label(clause: str) -> str:
+    label, said, detail = clause.partition(REASON_DETAIL)
+    if not said or label in _SUMMARY_LABELS:
+        return clause
+    return f"{label}{REASON_DETAIL}{_label(detail)}" if label in _NESTED_LABELS else label
+
+
 #: How the reason of a question an open-ended word sent to the LLM begins.
 OPEN_ENDED_REASON = "open-ended"
 #: The reason of the decision for a question with nothing in it.

@@ -157,7 +157,7 @@ class QueryParser:
                     shared, _ = self._parse(f"{clean[: span.end]}天{clean[span.end :]}", today, context, recent_places,
                                             found, said=text)  # fmt: skip
                     if shared.route != "llm":  # a clarify too (明后天气: which place?), as for 明后天天气
-                        return shared.with_reason(f"{shared.reason}; 天气 said with the date's 天")
+                        return shared.with_reason(f"{shared.reason}; the date's last character read twice")
         return decision
 
     # Above ruff's complexity bound on purpose: the reading rules in their order of precedence, which a split would

@@ -1,10 +1,10 @@
 """Turn a LedgerEntry into the row that is stored: masked, keyed-hashed, validated, never failing.
 
 Privacy model (docs/ledger.md, "Privacy"): the query is stored with personal data masked (or not at
-all with HYBRID_WEATHER_LEDGER_QUERIES=hash); every other text field is masked too, and in hash mode
-keeps nothing of the question's words. The hash is an HMAC-SHA256 of the masked query under a
-per-installation secret kept beside the ledger (mode 0600), so repeats can be counted but a phone number
-cannot be recovered by hashing guesses.
+all with HYBRID_WEATHER_LEDGER_QUERIES=hash); every other text column passes the same boundary
+(router/outgoing.py), and in hash mode keeps nothing of the question's words. The hash is an HMAC-SHA256
+of the masked query under a per-installation secret kept beside the ledger (mode 0600), so repeats can be
+counted but a phone number cannot be recovered by hashing guesses.
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ from typing import Any, NamedTuple, TypeVar
 
 from hybrid_weather.agent.llm.models import MAX_TOKENS, TOKEN_FIELDS, ModelTable
 from hybrid_weather.rules import MAX_QUESTION_CHARS
-from hybrid_weather.rules.privacy import mask_personal_data
 
+from ...outgoing import Outgoing
 from ..baseline import default_baseline_cost
 from ..entry import LedgerEntry, RequestIds
 
-QUERY_STORAGE = ("masked", "hash")
 #: How many distinct questions, reasons and place lists a formatter keeps formatted: they repeat all day, and
 #: each question is masked (two regex scans) and hashed once rather than once a row.
 _MEMO_SIZE = 4096
@@ -90,6 +89,10 @@ class Row(NamedTuple):
 
 #: The stored columns, in order; the table has more (query_sha256 of old rows) that are no longer written.
 COLUMNS: tuple[str, ...] = Row._fields
+#: The text columns the row itself makes (its id, time and hash): every other text column passes the boundary.
+_MADE_HERE = frozenset({"id", "datetime_utc", "query_hmac", "invalid"})
+#: The positions of the text columns that come from outside: a request, a model, a client (session_id, model).
+_FROM_OUTSIDE = tuple(i for i, name in enumerate(COLUMNS) if name not in _MADE_HERE)
 
 
 class RowFormat:
@@ -97,8 +100,7 @@ class RowFormat:
     calls rows() (the writer's, or a caller holding the ledger's formatting lock)."""
 
     def __init__(self, *, models: ModelTable, model: str, store_queries: str, secret: bytes) -> None:
-        if store_queries not in QUERY_STORAGE:
-            raise ValueError(f"store_queries must be one of {QUERY_STORAGE}")
+        self.outgoing = Outgoing(store_queries)  # refuses a storage that is not one of QUERY_STORAGE
         self.models, self.model, self.store_queries = models, model, store_queries
         self._default_method = f"default:{model}"  # the baseline_method of every rule row
         self._secret = secret
@@ -147,15 +149,14 @@ class RowFormat:
         baseline, method = self._baseline(e, cost)
         words = None
         if e.unknown_words and not hashed:
-            words = json.dumps([mask_personal_data(_safe_text(w, invalid, "unknown_words")) for w in e.unknown_words],
-                               ensure_ascii=False)  # fmt: skip
+            words = json.dumps([_safe_text(w, invalid, "unknown_words") for w in e.unknown_words], ensure_ascii=False)
         lookup_date = None
         if e.lookup_date is not None and not hashed:
-            lookup_date = mask_personal_data(_safe_text(e.lookup_date, invalid, "lookup_date"))
+            lookup_date = _safe_text(e.lookup_date, invalid, "lookup_date")
         overlay_version = _tokens(e.overlay_version, invalid, "overlay_version")
         # Not a time (NaN) or none a date can say (a clock set past the year 9999): stored as 1970's first second.
         started = e.started_at if _FIRST_TIME <= e.started_at < _LAST_TIME else 0.0
-        return Row(
+        row = Row(
             id=e.request_id if isinstance(e.request_id, str) and e.request_id else self._ids.new(started),
             datetime_utc=self._time(started),
             route=e.route,
@@ -191,6 +192,18 @@ class RowFormat:
             overlay_version=overlay_version,
             model_ms=e.model_ms if e.model_ms is not None and 0.0 <= e.model_ms < math.inf else None,
         )
+        return self._masked(row)
+
+    def _masked(self, row: Row) -> Row:
+        """ROW with every text column from outside through the boundary: a column added later is masked
+        without a rule of its own (session_id and model come from the client, places from the model)."""
+        text = self.outgoing.text
+        values = list(row)
+        for i in _FROM_OUTSIDE:
+            value = values[i]
+            if type(value) is str:
+                values[i] = text(value)
+        return Row._make(values)
 
     def _time(self, timestamp: float) -> str:
         """datetime.fromtimestamp(TIMESTAMP, timezone.utc).isoformat(timespec="microseconds"), its date and
@@ -219,15 +232,13 @@ class RowFormat:
         # Cut as ask() refuses past it, for a row that came another way (a program's own entry, a
         # pass-through); masked with room past the cut, so an address across it is masked whole first.
         kept = query[: MAX_QUESTION_CHARS + _ADDRESS_ROOM]
-        masked = mask_personal_data(_safe_text(kept, repaired, "query"))[:MAX_QUESTION_CHARS]
+        masked = self.outgoing.text(_safe_text(kept, repaired, "query"))[:MAX_QUESTION_CHARS]
         digest = hmac.new(self._secret, masked.encode("utf-8"), hashlib.sha256).hexdigest()
         return masked, digest, bool(repaired)
 
     def _stored_reason(self, reason: str) -> tuple[str, bool]:
-        if self.store_queries == "hash":
-            return _without_words(reason), False
         repaired: list[str] = []
-        return mask_personal_data(_safe_text(reason, repaired, "reason")), bool(repaired)
+        return self.outgoing.reason(_safe_text(reason, repaired, "reason")), bool(repaired)
 
 
 def _bounded(make: Callable[[K], V]) -> functools._lru_cache_wrapper[V]:
@@ -327,14 +338,6 @@ def _tokens(value: int | None, invalid: list[str], field: str) -> int | None:
         invalid.append(field)
         return None
     return value
-
-
-def _without_words(reason: str) -> str:
-    """REASON with nothing of the question's own words (hash mode): 'unrecognised: 遛狗' → 'unrecognised'."""
-    if reason.startswith("rule:"):
-        return reason.split("; sound-alike:")[0]
-    head, separator, _ = reason.rpartition(": ")
-    return head if separator else reason
 
 
 def _flag(value: bool | None) -> int | None:
