@@ -583,7 +583,35 @@ def find_dates(text: str, today: dt.date) -> list[DateSpan]:
         spans = _around(text, spans)
     if len(spans) < 2:
         return spans  # most questions: nothing to join
+    if "的" in text:
+        spans = _composed(text, spans)
     return _join_ranges(text, _in_one_week(text, spans))
+
+
+#: The kinds of date said from a day (today, unless another day is said before it with 的): 明天, 周二, 三天后.
+_FROM_A_DAY = frozenset({"word", "weekday", "later"})
+
+
+def _composed(text: str, spans: list[DateSpan]) -> list[DateSpan]:
+    """SPANS, with a day said of another day (六周前的今天, 三周前的周二, 昨天的明天, 下周三的后天) as the one day
+    it means: the second said from the first, not from today, and not a second day beside it."""
+    at = 0
+    while at + 1 < len(spans):
+        first, then = spans[at], spans[at + 1]
+        if (
+            text[first.end : then.start] == "的"
+            and len(first.dates) == 1
+            and first.kind in _ONE_DAY_KINDS
+            and then.kind in _FROM_A_DAY
+            and len(then.dates) == 1
+        ):
+            again = find_dates(then.text, first.dates[0])
+            if len(again) == 1 and again[0].text == then.text and len(again[0].dates) == 1:
+                spans[at : at + 2] = [DateSpan(first.start, then.end, text[first.start : then.end], again[0].dates,
+                                               kind=again[0].kind)]  # fmt: skip
+                continue
+        at += 1
+    return spans
 
 
 def _until(text: str, spans: list[DateSpan], today: dt.date) -> list[DateSpan]:

@@ -53,8 +53,13 @@ class Lexicon:
         self.particle_chars = frozenset(data["particle_chars"])
         #: 不对, 我是说: the places and dates after one replace those before it.
         self.corrections = frozenset(data["corrections"])
-        #: 不是, 不要: the place or date that follows is excluded.
+        #: 不是, 不要: the place or date that follows is excluded; with none after it, those said right before it
+        #: (常州就不用了), where others stand.
         self.negations = frozenset(data["negations"])
+        #: Negations that are nothing else (去掉, 跳过): one that takes nothing back leaves a question unread.
+        self.retractions = frozenset(data["retractions"])
+        #: Corrections that replace only the place or date right before them (烟台换成威海).
+        self.replacements = frozenset(data["replacements"])
         self.conjunctions = frozenset(data["conjunctions"])
         self.compare = frozenset(data["compare"])
         #: 更, 冷一点: compare words that compare with something unsaid (the others ask which: 哪个, 谁, 比).

@@ -29,6 +29,7 @@ from hybrid_weather.rules import (
     in_supported_range,
     normalize,
 )
+from hybrid_weather.rules.reader import PlaceAt
 
 from .clauses import PlaceSpan, clauses, place_spans, question_starts
 from .decision import Comparison, Decision, clarify, open_ended, to_llm
@@ -229,7 +230,9 @@ class QueryParser:
             return to_llm(not_weather), []
         if not reading.places and not weather_talk and (said_to := self._said_to_the_assistant(tokens)):
             return to_llm(f"said to the assistant, not of a place: {said_to}"), []
-        reading, spans, excluded = self._apply_corrections(reading, tokens, spans)
+        reading, spans, excluded, unread = self._apply_corrections(reading, tokens, spans)
+        if unread is not None:
+            return to_llm(f"takes back nothing it names: {unread}", [unread]), [unread]
         if excluded and not reading.places and context is None:
             return to_llm("the question names a place only to exclude it"), []
         spans = _when_asked(spans, clean, lexicon.where_one_is)
@@ -462,36 +465,78 @@ class QueryParser:
 
     def _apply_corrections(
         self, reading: Reading, tokens: Tokens, spans: list[DateSpan]
-    ) -> tuple[Reading, list[DateSpan], bool]:
-        """Drop what the question takes back: the place or date after 不是/不要, and whatever a correction
-        (不对, 我是说) replaces. Returns READING with the places that stand, the date spans that stand and whether
-        a place was excluded."""
+    ) -> tuple[Reading, list[DateSpan], bool, str | None]:
+        """Drop what the question takes back. A negation excludes the place or date right after it (不是北京,
+        去掉无锡), or, with none there, those said right before it when others stand (常州就不用了, 青岛烟台不要);
+        a correction (不对, 我是说) replaces whatever came before it with what follows, a replacement (换成) only
+        the place or date right before it. Returns READING with the places that stand, the date spans that
+        stand, whether a place was excluded, and a retraction (去掉, 跳过) that took nothing back, if one did:
+        such a question is not read."""
         if not (reading.negation_at or reading.correction_at):
-            return reading, spans, False
+            return reading, spans, False, None
+        lexicon = self.reader.lexicon
         span_at = dict(zip((i for i, t in enumerate(tokens) if t is None), spans, strict=True))
-        dropped_places: set[int] = set()
-        dropped_spans: set[int] = set()
+        place_at = {index: match.candidates[0] for index, _, match in reading.places}
+        said = set(span_at) | set(place_at)
+        excluded: set[int] = set()  # taken back: what they name is not asked anywhere in the question
+        swapped: set[int] = set()  # replaced by what follows: what they name is not asked either
+        replaced: set[int] = set()  # corrected: only this mention goes (what follows may say it again)
         for negation in reading.negation_at:
-            target = next((i for i in range(negation + 1, len(tokens)) if not self.reader.is_filler(tokens[i])), -1)
-            if target in span_at:
-                dropped_spans.add(target)
-            elif any(index == target for index, _, _ in reading.places):
-                dropped_places.add(target)
-        if reading.correction_at:
-            cut = reading.correction_at[-1]
-            if any(index > cut for index, _, _ in reading.places):
-                dropped_places |= {index for index, _, _ in reading.places if index < cut}
-            if any(i > cut and span_at[i].dates for i in span_at):
-                dropped_spans |= {i for i in span_at if i < cut}
-        excluded_places = {m.candidates[0] for i, _, m in reading.places if i in dropped_places}
-        excluded_days = {d for i in dropped_spans for d in span_at[i].dates}
-        places = [p for p in reading.places if p[0] not in dropped_places and p[2].candidates[0] not in excluded_places]
-        kept = [
-            span
-            for i, span in span_at.items()
-            if i not in dropped_spans and not (span.dates and set(span.dates) <= excluded_days)
-        ]
-        return reading._replace(places=tuple(places)), kept, bool(excluded_places)
+            after = self._said_after(tokens, negation, said)
+            before = self._said_before(tokens, negation, said, reading.conjunction_at)
+            if after is not None and (not before or after == negation + 1):
+                excluded.add(after)
+            elif before and self._others_stand(before, excluded, place_at, span_at):
+                excluded |= set(before)
+            elif tokens[negation] in lexicon.retractions:
+                return reading, spans, False, tokens[negation]
+        for correction in reading.correction_at:
+            before = self._said_before(tokens, correction, said, reading.conjunction_at)
+            after = self._said_after(tokens, correction, said)
+            if tokens[correction] in lexicon.replacements:
+                if before and after is not None:
+                    swapped |= set(before)
+                continue
+            if after is None:
+                continue
+            # What follows the correction replaces the same kind of thing said before it: a place a place, a
+            # date a date (周五，不对，周六 keeps the place asked).
+            kinds = {after in place_at for after in range(correction + 1, len(tokens)) if after in said}
+            replaced |= {i for i in said if i < correction and (i in place_at) in kinds}
+        excluded_places = {place_at[i] for i in excluded if i in place_at}
+        places, kept = _standing(reading, place_at, span_at, excluded | swapped, replaced)
+        return reading._replace(places=places), kept, bool(excluded_places), None
+
+    def _said_after(self, tokens: Tokens, at: int, said: set[int]) -> int | None:
+        """The index of the place or date right after the word at AT (fillers between), or None."""
+        target = next((i for i in range(at + 1, len(tokens)) if not self.reader.is_filler(tokens[i])), None)
+        return target if target in said else None
+
+    def _said_before(self, tokens: Tokens, at: int, said: set[int], conjunction_at: tuple[int, ...]) -> list[int]:
+        """The places and dates said right before the word at AT: a run of them joined by conjunctions, with
+        fillers between (开封、洛阳都不要了 → 开封, 洛阳)."""
+        run = []
+        for i in range(at - 1, -1, -1):
+            if i in said:
+                run.append(i)
+            elif i not in conjunction_at and not self.reader.is_filler(tokens[i]):
+                break
+        return run
+
+    @staticmethod
+    def _others_stand(
+        taken: list[int], excluded: set[int], place_at: Mapping[int, Place], span_at: Mapping[int, DateSpan]
+    ) -> bool:
+        """Whether places and dates stand when TAKEN (and EXCLUDED before) are taken back: a word like 不用 takes
+        back one of several (常州就不用了), never the only place or day asked (明天不用带伞吧)."""
+        gone = excluded | set(taken)
+        gone_places = {place_at[i] for i in gone if i in place_at}
+        gone_days = {d for i in gone if i in span_at for d in span_at[i].dates}
+        places_left = any(place not in gone_places for i, place in place_at.items() if i not in gone)
+        days_left = any(set(span.dates) - gone_days for i, span in span_at.items() if i not in gone)
+        takes_places = any(i in place_at for i in taken)
+        takes_days = any(i in span_at for i in taken)
+        return (places_left or not takes_places) and (days_left or not takes_days)
 
     # Above ruff's complexity bound on purpose: the ways a place is found, tried in order.
     def _place_attempt(  # noqa: C901
@@ -801,3 +846,28 @@ def _comparison(aspect: Aspect, reading: Reading) -> Comparison | None:
     if reading.hot or aspect == "temperature":
         return "hot"
     return _COMPARABLE.get(aspect)
+
+
+def _standing(
+    reading: Reading,
+    place_at: Mapping[int, Place],
+    span_at: Mapping[int, DateSpan],
+    taken_back: set[int],
+    corrected: set[int],
+) -> tuple[tuple[PlaceAt, ...], list[DateSpan]]:
+    """The places and date spans that stand: none of the mentions at CORRECTED, nor any mention of what
+    TAKEN_BACK names (a range keeps its other days: 明天到周五，周四不用看)."""
+    gone = taken_back | corrected
+    gone_places = {place_at[i] for i in taken_back if i in place_at}
+    gone_days = {d for i in taken_back if i in span_at for d in span_at[i].dates}
+    places = tuple(p for p in reading.places if p[0] not in gone and place_at[p[0]] not in gone_places)
+    kept = []
+    for i, span in span_at.items():
+        if i in gone:
+            continue
+        if gone_days.intersection(span.dates):
+            span = span._replace(dates=tuple(d for d in span.dates if d not in gone_days))
+            if not span.dates:
+                continue
+        kept.append(span)
+    return places, kept

@@ -44,8 +44,8 @@ class Benchmark:
 BENCHMARKS = {
     "route": Benchmark("bench_route.py", ("--rounds", "10", "--cold-runs", "5"),
                        ("--rounds", "1", "--cold-runs", "1", "--first", "200")),
-    "reading": Benchmark("bench_route.py", ("--reading", "tests/data/holdout/first.jsonl"),
-                         ("--reading", "tests/data/holdout/first.jsonl")),
+    "reading": Benchmark("bench_route.py", ("--reading", "tests/data/tuning/first.jsonl"),
+                         ("--reading", "tests/data/tuning/first.jsonl")),
     "ask": Benchmark("bench_ask.py", ("--seconds", "3", "--ledger-turns", "10", "--processes", "0"),
                      ("--seconds", "0.5", "--ledger-turns", "2", "--processes", "0")),
     "ledger": Benchmark("bench_ledger.py", (), ("--asks", "2000")),

@@ -1,0 +1,81 @@
+"""Words that act on other words (issue 50, Operators): a retraction takes back what it names, a correction
+replaces what came before it, a replacement swaps one place or day, and a day said of another day is one
+day. Each rule with its own cases; none of them are hold-out questions (tests/test_holdout.py)."""
+
+import datetime as dt
+
+import pytest
+
+from hybrid_weather.router import HybridRouter
+
+TODAY = dt.date(2026, 12, 7)  # a Monday
+
+
+@pytest.fixture(scope="module")
+def route():
+    router = HybridRouter(provider="demo")
+    yield lambda text: router.route(text, today=TODAY)
+    router.close()
+
+
+def _days(*offsets: int) -> list[dt.date]:
+    return [TODAY + dt.timedelta(days=n) for n in offsets]
+
+
+@pytest.mark.parametrize(
+    ("question", "cities", "dates"),
+    [
+        # taken back after they were said, where others stand
+        ("广州、深圳、珠海明天天气，珠海就不用了", ["广州市", "深圳市"], _days(1)),
+        ("厦门福州泉州后天下雨吗，泉州不用查", ["厦门市", "福州市"], _days(2)),
+        ("西安、咸阳、宝鸡明天多少度，咸阳宝鸡都不要了", ["西安市"], _days(1)),
+        ("明天后天大后天南昌天气，后天不用看", ["南昌市"], _days(1, 3)),
+        ("明天到周四长春天气，周三不需要", ["长春市"], _days(1, 3)),
+        # taken back before they are said
+        ("合肥芜湖蚌埠 后天气温 去掉蚌埠", ["合肥市", "芜湖市"], _days(2)),
+        ("这周二到周四太原天气，跳过周三", ["太原市"], _days(1, 3)),
+        # a correction replaces what came before it, of the same kind
+        ("贵阳后天天气 不对 遵义后天天气", ["遵义市"], _days(2)),
+        ("杭州周三，不对，周四会下雨吗", ["杭州市"], _days(3)),
+        ("兰州明天，我说错了，是银川明天冷吗", ["银川市"], _days(1)),
+        # a replacement swaps only the one before it
+        ("济南和淄博明天天气，淄博换成泰安", ["济南市", "泰安市"], _days(1)),
+    ],
+)
+def test_what_is_taken_back_or_corrected_is_not_answered(route, question, cities, dates):
+    decision = route(question)
+    assert (decision.route, decision.cities, decision.dates) == ("rule", cities, dates), decision.reason
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "明天天气怎么样，去掉",  # a retraction that names nothing: the question is not read
+        "上海明天天气，删掉",
+    ],
+)
+def test_a_retraction_that_takes_back_nothing_is_not_read(route, question):
+    decision = route(question)
+    assert decision.route == "llm", decision.reason
+
+
+@pytest.mark.parametrize("question", ["上海明天不用带伞吧", "哈尔滨后天应该不用带伞吧"])
+def test_no_need_said_of_the_only_place_and_day_takes_nothing_back(route, question):
+    decision = route(question)
+    assert decision.route == "rule" and len(decision.cities) == 1 and len(decision.dates) == 1, decision.reason
+
+
+@pytest.mark.parametrize(
+    ("question", "day"),
+    [
+        ("四周前的今天成都天气", TODAY - dt.timedelta(weeks=4)),
+        ("一周后的今天重庆天气", TODAY + dt.timedelta(weeks=1)),
+        ("两个月前的今天天津天气", dt.date(2026, 10, 7)),
+        ("两周前的周四南京天气", dt.date(2026, 11, 26)),
+        ("前天的后天武汉天气", TODAY),
+        ("周二的明天长沙下雨吗", dt.date(2026, 12, 9)),
+    ],
+)
+def test_a_day_said_of_another_day_is_one_day(route, question, day):
+    decision = route(question)
+    assert decision.route == "rule" and decision.dates == [day], decision.reason
