@@ -343,6 +343,10 @@ class Gazetteer:
         found = [p for p in candidates if p.parent and self._enclosing_codes(p) & outer_codes]
         return found[0] if len(found) == 1 else None
 
+    def encloses(self, outer: Place, inner: Place) -> bool:
+        """Whether INNER lies inside OUTER (a unit with a code: a province, prefecture or county)."""
+        return bool(outer.adcode) and outer.adcode in self._enclosing_codes(inner)
+
     def _local_places(self) -> _LocalPlaces:
         if self._local is None:  # a race only builds it twice; both copies are equal
             self._local = _LocalPlaces(self._areas, self._place_named, self.place_of_code)

@@ -79,3 +79,32 @@ def test_no_need_said_of_the_only_place_and_day_takes_nothing_back(route, questi
 def test_a_day_said_of_another_day_is_one_day(route, question, day):
     decision = route(question)
     assert decision.route == "rule" and decision.dates == [day], decision.reason
+
+
+@pytest.mark.parametrize(
+    ("question", "city"),
+    [
+        ("辽宁大连明天天气", "大连市"),
+        ("吉林长春明天冷吗", "长春市"),  # 吉林 is a province and a city: the path says which
+        ("慈溪市 宁波 浙江 后天下雨吗", "宁波市慈溪市"),
+        ("昆山（苏州）明天天气", "苏州市昆山市"),
+        ("大连，辽宁省的，明天刮风吗", "大连市"),
+    ],
+)
+def test_a_place_inside_a_place_is_one_place(route, question, city):
+    decision = route(question)
+    assert decision.route == "rule" and decision.cities == [city], decision.reason
+
+
+@pytest.mark.parametrize("question", ["山东省苏州市明天天气", "广西省长沙市后天下雨吗"])
+def test_a_path_whose_parts_disagree_is_asked_about(route, question):
+    decision = route(question)
+    assert decision.route == "clarify" and decision.cities == [], decision.reason
+
+
+@pytest.mark.parametrize(
+    ("question", "cities"),
+    [("北京上海明天天气", ["北京市", "上海市"]), ("天津重庆明天哪个冷", ["天津市", "重庆市"])],
+)
+def test_places_of_one_level_said_together_are_a_list(route, question, cities):
+    assert route(question).cities == cities

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from hybrid_weather.agent.weather import Horizon
 from hybrid_weather.rules import (
@@ -230,6 +230,10 @@ class QueryParser:
             return to_llm(not_weather), []
         if not reading.places and not weather_talk and (said_to := self._said_to_the_assistant(tokens)):
             return to_llm(f"said to the assistant, not of a place: {said_to}"), []
+        reading_or_question = self._read_paths(reading, tokens)
+        if isinstance(reading_or_question, Decision):
+            return reading_or_question, []
+        reading = reading_or_question
         reading, spans, excluded, unread = self._apply_corrections(reading, tokens, spans)
         if unread is not None:
             return to_llm(f"takes back nothing it names: {unread}", [unread]), [unread]
@@ -462,6 +466,41 @@ class QueryParser:
             if len(after) == 2 and after[0] in lexicon.arriving and after[1] in lexicon.perfective:
                 return after[0]
         return None
+
+    def _read_paths(self, reading: Reading, tokens: Tokens) -> Reading | Decision:
+        """READING with each place said inside another read as that one place (吉林四平, 登封市 郑州 河南, 四平，
+        吉林省的: a path, in any order): places said one after the other, with nothing but fillers between, of
+        which exactly one unit lies inside all the others (a word's every unit counts: 吉林 is a province and a
+        city). A province said beside a place that does not lie in it (江苏省杭州市) is a path whose parts
+        disagree: a clarify that says so, never either of them."""
+        places = reading.places
+        if len(places) < 2 or "distance" in reading.aspects:  # 成都到重庆多远: two ends, not a path
+            return reading
+        gazetteer = self.reader.gazetteer
+        joined: list[PlaceAt] = []
+        for group in _runs_of_places(places, tokens, reading.conjunction_at, self.reader.is_filler):
+            if len(group) == 1:
+                joined.append(group[0])
+                continue
+            units = [(*match.candidates, *gazetteer.units_named(word)) for _, word, match in group]
+            inner = _innermost(units, gazetteer.encloses)
+            if inner is not None:
+                at, word, match = next(p for p, found in zip(group, units, strict=True) if inner in found)
+                joined.append((at, word, PlaceMatch((inner,), match.via)))
+                continue
+            provinces = [(word, m) for (_, word, m) in group if all(_holds_cities(c) for c in m.candidates)]
+            for province_word, province in provinces:
+                for _, word, match in group:
+                    if (
+                        all(c.level != "province" for c in match.candidates)
+                        and gazetteer.inside(province, match.candidates) is None
+                    ):
+                        return clarify(
+                            f"a path whose parts disagree: {province_word} {word}",
+                            f"{province_word}没有叫“{word}”的地方：请说出完整、准确的地名。",
+                        )
+            joined.extend(group)
+        return reading._replace(places=tuple(joined))
 
     def _apply_corrections(
         self, reading: Reading, tokens: Tokens, spans: list[DateSpan]
@@ -871,3 +910,38 @@ def _standing(
                 continue
         kept.append(span)
     return places, kept
+
+
+def _runs_of_places(
+    places: Sequence[PlaceAt], tokens: Tokens, conjunction_at: tuple[int, ...], is_filler: Callable[[str | None], bool]
+) -> list[list[PlaceAt]]:
+    """PLACES in runs said one after the other: nothing but fillers between two of a run (no conjunction, no
+    date, no other word)."""
+    runs: list[list[PlaceAt]] = []
+    for place in places:
+        if runs:
+            last = runs[-1][-1][0]
+            between = range(last + 1, place[0])
+            if all(i not in conjunction_at and is_filler(tokens[i]) for i in between):
+                runs[-1].append(place)
+                continue
+        runs.append([place])
+    return runs
+
+
+def _innermost(units: list[tuple[Place, ...]], encloses: Callable[[Place, Place], bool]) -> Place | None:
+    """The one unit of UNITS (each word's units) that lies inside a unit of every other word, or None."""
+    found = {
+        unit
+        for at, own in enumerate(units)
+        for unit in own
+        if all(
+            any(outer == unit or encloses(outer, unit) for outer in other) for n, other in enumerate(units) if n != at
+        )
+    }
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _holds_cities(place: Place) -> bool:
+    """Whether PLACE is a province that holds cities (江苏省), not a city of a province's level (北京市, 香港)."""
+    return place.level == "province" and not place.name.endswith(("市", "特别行政区"))
