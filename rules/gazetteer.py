@@ -163,6 +163,7 @@ class Gazetteer:
         # The codes enclosing each parent, made on first use: places named one after another (广州深圳东莞,
         # 北京朝阳) are each checked against the one before, and a chain of parents walked for each.
         self._enclosing: dict[str | None, frozenset[str]] = {}
+        self._capitals: dict[str, Place] = {}  # a province's code → its capital, found when first asked (34 at most)
 
     def _place(self, row: int) -> Place:
         """The Place of ROW, made on first use and kept (a race makes two equal ones; either is kept)."""
@@ -342,6 +343,29 @@ class Gazetteer:
         outer_codes = {p.adcode for p in outer.candidates if p.adcode}
         found = [p for p in candidates if p.parent and self._enclosing_codes(p) & outer_codes]
         return found[0] if len(found) == 1 else None
+
+    def capital_of(self, province: Place) -> Place | None:
+        """The capital of PROVINCE (a province that holds prefectures), or None. The sources place a province
+        at its seat (each of the 27 within 0.21° of one of its prefectures: tests/test_places.py holds them to
+        the capitals), so its capital is the prefecture nearest that point."""
+        if province.level != "province" or not province.adcode:
+            return None
+        capital = self._capitals.get(province.adcode)
+        if capital is None:
+            prefectures = [p for p in self._children(province) if p.level == "prefecture"]
+            if not prefectures:
+                return None
+            capital = self._capitals[province.adcode] = min(
+                prefectures,
+                key=lambda p: (p.latitude - province.latitude) ** 2 + (p.longitude - province.longitude) ** 2,
+            )
+        return capital
+
+    def _children(self, province: Place) -> list[Place]:
+        column = self._china_column
+        return [
+            self._place(row) for row, unit in enumerate(self._china_rows) if unit[column["parent"]] == province.adcode
+        ]
 
     def encloses(self, outer: Place, inner: Place) -> bool:
         """Whether INNER lies inside OUTER (a unit with a code: a province, prefecture or county)."""

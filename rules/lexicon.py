@@ -60,6 +60,8 @@ class Lexicon:
         self.retractions = frozenset(data["retractions"])
         #: Corrections that replace only the place or date right before them (烟台换成威海).
         self.replacements = frozenset(data["replacements"])
+        #: 省会, 首府: right after a province, its capital (湖南的省会 → 长沙).
+        self.capitals = frozenset(data["capitals"])
         self.conjunctions = frozenset(data["conjunctions"])
         self.compare = frozenset(data["compare"])
         #: 更, 冷一点: compare words that compare with something unsaid (the others ask which: 哪个, 谁, 比).
@@ -130,6 +132,7 @@ class Lexicon:
         self.role_of: dict[str, str] = {}
         for role, words in (("aspect", self.aspect_of), ("compare", self.compare), ("conjunction", self.conjunctions),
                             ("count", self.counts), ("correction", self.corrections), ("negation", self.negations),
+                            ("capital", self.capitals),
                             ("temperature", self.cold | self.hot), ("filler", self.fillers),
                             ("link", self.distance_links)):  # fmt: skip
             for word in words:
@@ -174,6 +177,7 @@ class Lexicon:
         yield from self.question_words()
         yield from self.corrections
         yield from self.negations
+        yield from self.capitals
         yield from self.place_suffixes
         yield from self.distance_links
         yield from self.complements

@@ -220,7 +220,13 @@ class Reader:
                 elif not lexicon.is_particles(token):
                     _add_unknown(found, index, token)
             elif role == "filler":
-                if token in lexicon.purposes and not _goes_to_the_place_before(lexicon, found.places, tokens, index):
+                if (
+                    token == "会"
+                    and self._says_capital(found, tokens, index)
+                    and self._to_capital(found, tokens, index)
+                ):
+                    pass  # 江苏省会和安徽省会: the tokenizer took 省 into the province, and 会 is its 省会
+                elif token in lexicon.purposes and not _goes_to_the_place_before(lexicon, found.places, tokens, index):
                     _add_unknown(found, index, token)  # 还能玩吗, 北京好玩吗: not why one goes there
                 elif token in lexicon.place_leaders:
                     if token in lexicon.whereabouts and _after_place(found.places, index):
@@ -253,6 +259,9 @@ class Reader:
                 found.conjunction_at += (index,)
             elif role == "count":
                 found.place_count = lexicon.counts[token]
+            elif role == "capital":
+                if not self._to_capital(found, tokens, index):
+                    _add_unknown(found, index, token)  # 公司首府, 日本首都: no province's capital
             elif role == "correction":
                 found.correction_at += (index,)
             elif role == "negation":
@@ -270,6 +279,34 @@ class Reader:
         return Reading(found.places, found.aspects, found.cold, found.hot, found.compare, found.asks_which, found.trend,
                        found.spread, found.place_count, found.conjunction_at, found.leader_at, found.correction_at,
                        found.negation_at, found.link_at, unknown, threshold)  # fmt: skip
+
+    def _says_capital(self, found: _Found, tokens: Tokens, index: int) -> bool:
+        """Whether the 会 at INDEX ends a 省会 whose 省 the province before took (江苏省会和…, 河北省会明天…): it
+        comes right after a province said with 省 and before no verb (a conjunction, a date, 城市 or the end);
+        before a verb it is the modal (江苏省会下雨吗: will it rain)."""
+        if not found.places or found.places[-1][0] != index - 1 or not found.places[-1][1].endswith("省"):
+            return False
+        following = tokens[index + 1] if index + 1 < len(tokens) else ""
+        return following is None or following in ("", "城市", "的") or following in self.lexicon.conjunctions
+
+    def _to_capital(self, found: _Found, tokens: Tokens, index: int) -> bool:
+        """Read the province said right before the capital word at INDEX (的 between or not) as its capital:
+        湖南的省会 → 长沙. False when no province that holds cities is there."""
+        if not found.places:
+            return False
+        at, word, match = found.places[-1]
+        if at != index - 1 and not (at == index - 2 and tokens[index - 1] == "的"):
+            return False
+        # Every unit the word names: 吉林 is a city and a province, and only a province has a capital.
+        capitals = {self.gazetteer.capital_of(p) for p in (*match.candidates, *self.gazetteer.units_named(word))}
+        capitals.discard(None)
+        if len(capitals) != 1:
+            return False
+        capital = capitals.pop()
+        if capital is None:
+            return False
+        found.places = (*found.places[:-1], (at, word, PlaceMatch((capital,), match.via)))
+        return True
 
     def _made_up_names(self, tokens: Tokens, found: _Found, clean: str) -> None:
         """Read a name said with a unit's suffix that no place has (某某市, 阿斯达斯县, 新北京市, 东海岸市, 大美丽市)

@@ -108,3 +108,41 @@ def test_a_path_whose_parts_disagree_is_asked_about(route, question):
 )
 def test_places_of_one_level_said_together_are_a_list(route, question, cities):
     assert route(question).cities == cities
+
+
+#: Every province's capital, as the atlas has it: what capital_of must find for each.
+CAPITALS = {
+    "河北省": "石家庄市", "山西省": "太原市", "内蒙古自治区": "呼和浩特市", "辽宁省": "沈阳市", "吉林省": "长春市",
+    "黑龙江省": "哈尔滨市", "江苏省": "南京市", "浙江省": "杭州市", "安徽省": "合肥市", "福建省": "福州市",
+    "江西省": "南昌市", "山东省": "济南市", "河南省": "郑州市", "湖北省": "武汉市", "湖南省": "长沙市",
+    "广东省": "广州市", "广西壮族自治区": "南宁市", "海南省": "海口市", "四川省": "成都市", "贵州省": "贵阳市",
+    "云南省": "昆明市", "西藏自治区": "拉萨市", "陕西省": "西安市", "甘肃省": "兰州市", "青海省": "西宁市",
+    "宁夏回族自治区": "银川市", "新疆维吾尔自治区": "乌鲁木齐市",
+}  # fmt: skip
+
+
+def test_every_province_has_its_capital():
+    router = HybridRouter(provider="demo")
+    gazetteer = router.parts.parser.reader.gazetteer
+    found = {name: gazetteer.capital_of(gazetteer.units_named(name)[0]) for name in CAPITALS}
+    router.close()
+    assert {name: place.name if place else None for name, place in found.items()} == CAPITALS
+
+
+@pytest.mark.parametrize(
+    ("question", "cities"),
+    [
+        ("四川的省会后天下雨吗", ["成都市"]),
+        ("宁夏首府明天冷不冷", ["银川市"]),
+        ("山东省会城市明天天气", ["济南市"]),
+        ("湖北省会和河南省会后天哪个热", ["武汉市", "郑州市"]),
+    ],
+)
+def test_a_provinces_capital_is_its_capital_city(route, question, cities):
+    decision = route(question)
+    assert decision.route == "rule" and decision.cities == cities, decision.reason
+
+
+@pytest.mark.parametrize("question", ["上海的省会明天天气", "我们公司首府明天天气"])
+def test_a_capital_of_no_province_is_not_read(route, question):
+    assert route(question).route != "rule"
