@@ -2,6 +2,7 @@
 
     POST /v1/ask                 the `--json` object           POST /v1/route     the Decision
     POST /v1/chat/completions    OpenAI-compatible              GET  /v1/savings   GET /v1/misses
+    POST /v1/responses           the Responses API, the same questions
     GET  /v1/models  /v1/models/{id}   the models a request may name (OpenAI's shape)
     GET  /healthz  /readyz  /metrics  /openapi.json  /  (the savings dashboard)   POST /login
 
@@ -44,7 +45,7 @@ from ..answer import TextPiece
 from ..facade import HybridRouter
 from ..session import Session
 from ..settings import Settings
-from . import chat, tenants
+from . import chat, responses, tenants
 from .access import COOKIE, COOKIE_MAX_AGE_S, Access, Rate, cookie_secret, load_keys
 from .budgets import Budgets, Cost, Hold
 from .encoding import JSONResponse, loads
@@ -158,10 +159,7 @@ class Service:
         messages = chat.check_messages(body)
         if chat.wants_upstream(body, messages):
             if not self.settings.pass_through:
-                raise ApiError(403, "invalid_request_error", "this request would go to the model as it came (it "
-                               "carries its own tools, or its last message is not the user's), and pass-through "
-                               "is off: the operator turns it on with HYBRID_WEATHER_PASS_THROUGH=1",
-                               "pass_through_off")  # fmt: skip
+                raise chat.pass_through_off()
             return await self._pass_through(body, messages, _caller(request))
         today = _today(body)
         question = chat.text_of(messages[-1].get("content"))
@@ -172,7 +170,9 @@ class Service:
         options = body.get("stream_options")
         include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
         if body.get("stream") and self.router.route(question, today=today, session=session).route == "llm":
-            return await self._stream(question, today, session, model, sampling, _caller(request), include_usage)
+            chunks = functools.partial(chat.Chunks, include_usage=include_usage)
+            return await self._stream("chat", question, today, session, model, sampling, _caller(request),
+                                      lambda first: chunks(first.request_id, first.model))  # fmt: skip
         answer = await self._answer("chat", question, today, session, model, sampling=sampling, caller=_caller(request))
         headers = {"x-hybrid-weather-route": answer.route, **_request_id_header(answer.request_id)}
         if body.get("stream"):
@@ -182,25 +182,77 @@ class Service:
                             headers={**headers, "cache-control": "no-cache"})  # fmt: skip
         return JSONResponse(chat.completion(answer), headers=headers)
 
+    async def responses(self, request: Request) -> Response:
+        """The Responses API: the questions /v1/chat/completions answers, asked as `input` (text or messages),
+        a follow-up naming the response it follows (`previous_response_id`: that conversation, the caller's)."""
+        body = await self._json(request)
+        messages, caller = responses.read_input(body), _caller(request)
+        if responses.wants_upstream(body, messages):
+            if not self.settings.pass_through:
+                raise chat.pass_through_off()
+            return await self._pass_through(body, messages, caller, path="responses")
+        today = _today(body)
+        question = messages[-1]["content"]
+        if len(question) > MAX_QUERY_CHARS:
+            raise invalid(f"the last message is longer than {MAX_QUERY_CHARS} characters", "query_too_long")
+        model, sampling = chat.requested_model(body, self.router), chat.requested_sampling(body, responses.SAMPLING)
+        previous = responses.previous_id(body)
+        session = Session()
+        if previous is not None:
+            session = await self._session(caller, previous, today or today_in_china())
+            if not session.turns:
+                raise responses.not_found(previous)
+        chat.session_from(self.router, messages, today or today_in_china(), session)
+        # The conversation up to this response, kept under its id for a follow-up (unless `store` is false).
+        keep = None if body.get("store") is False else functools.partial(self._keep, caller, session)
+        if body.get("stream") and self.router.route(question, today=today, session=session).route == "llm":
+            return await self._stream("responses", question, today, session, model, sampling, caller,
+                                      lambda first: responses.Events(first.request_id, first.model, body),
+                                      keep)  # fmt: skip
+        created_at = time.time()
+        answer = await self._answer("responses", question, today, session, model, sampling=sampling, caller=caller)
+        if keep is not None:
+            await keep(answer)
+        headers = {"x-hybrid-weather-route": answer.route, **_request_id_header(answer.request_id)}
+        if body.get("stream"):  # a rule answer, whole at once: one body of its events
+            events = responses.Events(answer.request_id, responses.model_of(answer), body)
+            return Response(events.whole(answer), media_type="text/event-stream",
+                            headers={**headers, "cache-control": "no-cache"})  # fmt: skip
+        return JSONResponse(responses.response(answer, body, created_at), headers=headers)
+
+    async def _keep(self, caller: str, session: Session, answer: Any) -> None:
+        """SESSION's turns (ANSWER's the last) kept under ANSWER's response id, CALLER's, for a follow-up."""
+        owner, kept = tenants.owner(caller) or tenants.OPEN, responses.response_id(answer.request_id)
+
+        def store() -> None:
+            for question, reply in session.turns:
+                self.sessions.add(owner, kept, question, reply)
+
+        await run_in_threadpool(store)
+
     async def _stream(
         self,
+        endpoint: str,
         question: str,
         today: dt.date | None,
         session: Session | None,
         model: str | None,
         sampling: dict[str, Any] | None,
         caller: str,
-        include_usage: bool,
+        events_for: Callable[[TextPiece], Any],
+        after: Callable[[Any], Awaitable[None]] | None = None,
     ) -> Response:
-        """An LLM answer streamed as the model writes it: tool rounds first, then its text, event by event.
+        """An LLM answer streamed as the model writes it: tool rounds first, then its text, event by event —
+        written by EVENTS_FOR(the first piece): chat.Chunks or responses.Events (start, text, end, failed).
+        AFTER, given, runs on the answer before the stream's last events (a response's conversation kept).
 
         The status is sent with the first piece of text: a failure before it is an error response like any
-        other (429, 503, 504); after it, an `error` event ends the stream. The answer runs to its end and
+        other (429, 503, 504); after it, an error event ends the stream. The answer runs to its end and
         is recorded even when the client leaves midway (its tokens were spent)."""
         started, loop = time.perf_counter(), asyncio.get_running_loop()
         pieces: asyncio.Queue[TextPiece | None] = asyncio.Queue()
         answering = asyncio.ensure_future(
-            self._answer("chat", question, today, session, model, sampling=sampling, caller=caller,
+            self._answer(endpoint, question, today, session, model, sampling=sampling, caller=caller,
                          on_text=lambda piece: loop.call_soon_threadsafe(pieces.put_nowait, piece))
         )  # fmt: skip
         self._answering.add(answering)  # held: a task only the loop refers to may be collected midway
@@ -211,20 +263,22 @@ class Service:
             await answering  # its error, as any other request's
             raise AssertionError("an answer ended without its text")  # on_text always gets the text
         self.metrics.first_token.observe(time.perf_counter() - started)
-        events = chat.Chunks(first.request_id, first.model)
+        events = events_for(first)
 
         async def stream() -> AsyncIterator[bytes]:
             yield events.start()
             piece: TextPiece | None = first
             while piece is not None:
-                yield events.delta({"content": piece.text})
+                yield events.text(piece.text)
                 piece = await pieces.get()
             try:
                 answer = await answering
             except ApiError as error:
-                yield events.error(error)
+                yield events.failed(error)
                 return
-            yield events.end(answer, include_usage)
+            if after is not None:
+                await after(answer)
+            yield events.end(answer)
 
         headers = {"x-hybrid-weather-route": "llm", "cache-control": "no-cache", **_request_id_header(first.request_id)}
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
@@ -244,6 +298,7 @@ class Service:
                           "invalid_feedback")  # fmt: skip
         if comment is not None and not isinstance(comment, str):
             raise invalid('"comment" must be text', "invalid_feedback")
+        request_id = request_id.strip().removeprefix(responses.PREFIX)  # a response's id names its row too
         caller = tenants.scope(_caller(request), self.admins)
         try:
             kept = await run_in_threadpool(
@@ -487,7 +542,8 @@ class Service:
             checks["cache"] = {"ok": not shared.down, "down": shared.down}
         return checks
 
-    async def _pass_through(self, body: dict[str, Any], messages: list[dict[str, Any]], caller: str) -> Response:
+    async def _pass_through(self, body: dict[str, Any], messages: list[dict[str, Any]], caller: str,
+                            path: str = "chat/completions") -> Response:  # fmt: skip
         """A request the router does not answer, sent to the configured OpenAI-compatible endpoint as it
         came (with the service's key), its answer returned as it came — scrubbed of that key — and its
         ledger row written: an llm row, its tokens and cost as the endpoint reported them. Against the
@@ -509,7 +565,7 @@ class Service:
         arrived, started = time.time(), time.perf_counter()
         outcome, usage, model = "ok", None, body.get("model") if isinstance(body.get("model"), str) else None
         try:
-            response, reply = await forward(self._upstream, self.settings, body, self.metrics)
+            response, reply = await forward(self._upstream, self.settings, body, self.metrics, path)
         except ApiError as error:
             outcome = error.code or "failed"
             raise
@@ -637,6 +693,7 @@ def create_app(router: HybridRouter | None = None, *, settings: Settings | None 
         Route("/v1/route", service.route, methods=["POST"]),
         Route("/v1/feedback", service.feedback, methods=["POST"]),
         Route("/v1/chat/completions", service.chat_completions, methods=["POST"]),
+        Route("/v1/responses", service.responses, methods=["POST"]),
         Route("/v1/models", service.models, methods=["GET"]),
         Route("/v1/models/{model:path}", service.model, methods=["GET"]),  # a name may hold a / (openai/gpt-4o)
         Route("/v1/savings", service.savings, methods=["GET"]),

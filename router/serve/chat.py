@@ -57,6 +57,13 @@ def wants_upstream(body: dict[str, Any], messages: list[dict[str, Any]]) -> bool
     return bool(body.get("tools") or body.get("functions")) or messages[-1].get("role") != "user"
 
 
+def pass_through_off() -> ApiError:
+    """The 403 for a request that would go to the model as it came while pass-through is off."""
+    return ApiError(403, "invalid_request_error", "this request would go to the model as it came (it carries its "
+                    "own tools, or its last message is not the user's), and pass-through is off: the operator "
+                    "turns it on with HYBRID_WEATHER_PASS_THROUGH=1", "pass_through_off")  # fmt: skip
+
+
 def pass_through_reason(body: dict[str, Any]) -> str:
     """The ledger's reason for a request sent to the model as it came."""
     if body.get("tools") or body.get("functions"):
@@ -67,11 +74,11 @@ def pass_through_reason(body: dict[str, Any]) -> str:
 def pass_through_tokens(body: dict[str, Any]) -> int:
     """The most tokens a pass-through request BODY can spend: its JSON's bytes as prompt tokens (a token is
     at least one byte of text, and the JSON's keys and quotes outweigh each message's framing), and the
-    completion it allows — max_tokens or max_completion_tokens, else MAX_REPLY_TOKENS — for each of its n
-    choices."""
+    completion it allows — max_tokens, max_completion_tokens or (the Responses API's) max_output_tokens, else
+    MAX_REPLY_TOKENS — for each of its n choices."""
     from hybrid_weather.agent.llm.models import MAX_REPLY_TOKENS, MAX_TOKENS
 
-    asked = [value for name in ("max_tokens", "max_completion_tokens")
+    asked = [value for name in ("max_tokens", "max_completion_tokens", "max_output_tokens")
              if type(value := body.get(name)) is int and value > 0]  # fmt: skip
     n = body.get("n")
     choices = n if type(n) is int and n > 0 else 1
@@ -90,15 +97,18 @@ def last_user_text(messages: list[dict[str, Any]]) -> str:
 
 
 def usage_of(reply: dict[str, Any]) -> Usage | None:
-    """The tokens an OpenAI-style chat.completion REPLY reports, or None when it reports none usable."""
+    """The tokens an OpenAI-style REPLY reports — a chat.completion's, or a response's (input_tokens,
+    output_tokens) —, or None when it reports none usable."""
     from hybrid_weather.agent.llm.models import Usage
 
     usage = reply.get("usage")
     if not isinstance(usage, dict):
         return None
-    details = usage.get("prompt_tokens_details")
-    counts = [usage.get("prompt_tokens"), details.get("cached_tokens", 0) if isinstance(details, dict) else 0,
-              usage.get("completion_tokens")]  # fmt: skip
+    chat = "prompt_tokens" in usage
+    details = usage.get("prompt_tokens_details" if chat else "input_tokens_details")
+    counts = [usage.get("prompt_tokens" if chat else "input_tokens"),
+              details.get("cached_tokens", 0) if isinstance(details, dict) else 0,
+              usage.get("completion_tokens" if chat else "output_tokens")]  # fmt: skip
     tokens = [n for n in counts if type(n) is int and 0 <= n < 10**9]
     if len(tokens) != 3:  # a count missing, not a whole number, or beyond any real call: unknown, not $0
         return None
@@ -106,14 +116,17 @@ def usage_of(reply: dict[str, Any]) -> Usage | None:
     return Usage(prompt, min(cached, prompt), completion)
 
 
-def session_from(router: HybridRouter, messages: list[dict[str, Any]], today: dt.date) -> Session | None:
-    """The conversation before the last message, as a Session: each user turn routed again (no I/O) and
-    paired with the assistant's reply that followed it. None when there is none (a single question)."""
+def session_from(
+    router: HybridRouter, messages: list[dict[str, Any]], today: dt.date, session: Session | None = None
+) -> Session | None:
+    """The conversation before the last message, as a Session (SESSION, continued, when given): each user
+    turn routed again (no I/O) and paired with the assistant's reply that followed it. None when there is
+    none (a single question) and no SESSION was given."""
     from ..session import Session
 
     if not any(message["role"] in ("user", "assistant") for message in messages[:-1]):
-        return None
-    session = Session()
+        return session
+    session = session or Session()
     question: str | None = None
     for message in messages[:-1]:
         role = message["role"]
@@ -179,14 +192,18 @@ def model_named(name: str, router: HybridRouter) -> dict[str, Any]:
     return model_object(name, router)
 
 
-def requested_sampling(body: dict[str, Any]) -> dict[str, Any] | None:
-    """The temperature and max_tokens (or max_completion_tokens, its newer name) BODY sets, passed on to the
-    model within bounds; 422 for a value outside them, rather than a silent clamp the client cannot see."""
+#: Where a chat request names the model's sampling settings: temperature, and max_tokens (or its newer name).
+SAMPLING = (("temperature", "temperature"), ("max_tokens", "max_tokens"), ("max_tokens", "max_completion_tokens"))
+
+
+def requested_sampling(body: dict[str, Any], names: tuple[tuple[str, str], ...] = SAMPLING) -> dict[str, Any] | None:
+    """The temperature and max_tokens BODY sets under NAMES (setting, the request's name for it), passed on
+    to the model within bounds; 422 for a value outside them, rather than a silent clamp the client cannot
+    see."""
     from hybrid_weather.agent.llm.models import sampling_problem
 
     sampling = {}
-    for field, name in (("temperature", "temperature"), ("max_tokens", "max_tokens"),
-                        ("max_tokens", "max_completion_tokens")):  # fmt: skip
+    for field, name in names:
         value = body.get(name)
         if value is None:
             continue
@@ -226,24 +243,28 @@ class Chunks:
 
     DONE = b"data: [DONE]\n\n"
 
-    def __init__(self, request_id: str | None, model: str | None) -> None:
+    def __init__(self, request_id: str | None, model: str | None, include_usage: bool = False) -> None:
         self.base = {"id": completion_id(request_id), "object": "chat.completion.chunk", "created": int(time.time()),
                      "model": model or RULES_MODEL}  # fmt: skip
+        self.include_usage = include_usage
 
     def start(self) -> bytes:
         return self.delta({"role": "assistant", "content": ""})
+
+    def text(self, text: str) -> bytes:
+        return self.delta({"content": text})
 
     def delta(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
         return _event({**self.base, "choices": [choice]})
 
-    def end(self, answer: Answer, include_usage: bool) -> bytes:
+    def end(self, answer: Answer) -> bytes:
         """The finish, ANSWER's usage when asked for, and [DONE]."""
-        usage = _event({**self.base, "choices": [], "usage": _usage(answer)}) if include_usage else b""
+        usage = _event({**self.base, "choices": [], "usage": _usage(answer)}) if self.include_usage else b""
         return self.delta({}, "stop") + usage + self.DONE
 
     @staticmethod
-    def error(error: ApiError) -> bytes:
+    def failed(error: ApiError) -> bytes:
         """ERROR once the stream has begun (its status is sent): an event whose `error` the openai SDK raises."""
         return _event(error.body())
 
@@ -255,10 +276,10 @@ def _event(payload: dict[str, Any]) -> bytes:
 
 def chunks(answer: Answer, include_usage: bool) -> bytes:
     """ANSWER, already whole, as one body of chat.completion.chunk events."""
-    events = Chunks(answer.request_id, _model(answer))
+    events = Chunks(answer.request_id, _model(answer), include_usage)
     text = answer.text
-    pieces = [events.delta({"content": text[at : at + _CHUNK_CHARS]}) for at in range(0, len(text), _CHUNK_CHARS)]
-    return b"".join((events.start(), *pieces, events.end(answer, include_usage)))
+    pieces = [events.text(text[at : at + _CHUNK_CHARS]) for at in range(0, len(text), _CHUNK_CHARS)]
+    return b"".join((events.start(), *pieces, events.end(answer)))
 
 
 def _model(answer: Answer) -> str:

@@ -6,13 +6,16 @@ from typing import Any
 
 from hybrid_weather.agent.llm.models import MAX_REPLY_TOKENS, TEMPERATURE_RANGE
 
+from .responses import ID_PATTERN, PREFIX
+
 _ERROR_CODES = {
     "400": "The body is not JSON",
     "401": "A valid API key is required (Authorization: Bearer KEY; for a GET, the dashboard's login cookie too)",
     "403": "The request would go to the model as it came, and pass-through is off (HYBRID_WEATHER_PASS_THROUGH)",
     "408": "The body did not arrive within the body timeout (HYBRID_WEATHER_BODY_TIMEOUT); the connection is closed",
     "404": "What the request names is not here: a model this service does not answer with (model_not_found), "
-    "or a request id the ledger does not hold (request_not_found)",
+    "a request id the ledger does not hold (request_not_found), or a previous response of the caller's that is "
+    "not kept (previous_response_not_found)",
     "413": "The body is larger than 64 KiB",
     "422": "The request is JSON but not what this endpoint takes",
     "429": "Rate limit reached; retry-after says when to try again",
@@ -99,7 +102,7 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "request_id": {
                 "type": "string",
-                "pattern": "^(chatcmpl-)?[0-9a-f]{22}$",
+                "pattern": f"^(chatcmpl-|{PREFIX})?[0-9a-f]{{22}}$",
                 "description": "The request_id (or completion id) an answer carried",
             },
             "verdict": {"enum": ["wrong", "right"]},
@@ -190,6 +193,62 @@ SCHEMAS: dict[str, Any] = {
             "created": {"type": "integer"},
             "model": {"type": ["string", "null"]},
             "choices": {"type": "array", "items": {"type": "object"}},
+            "usage": {"type": ["object", "null"]},
+        },
+    },
+    "ResponsesRequest": {
+        "type": "object",
+        "required": ["input"],
+        "properties": {
+            "model": {
+                "type": "string",
+                "pattern": "\\S",
+                "description": "A model of the service's price table, or its configured one; any other is 404",
+            },
+            "input": {
+                "description": "The question as text, or a list of messages (the last one the user's question)",
+                "oneOf": [
+                    {"type": "string"},
+                    {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "object",
+                            "required": ["role"],
+                            "properties": {
+                                "type": {"const": "message"},
+                                "role": {"enum": ["system", "developer", "user", "assistant"]},
+                                "content": {"type": ["string", "array"]},
+                            },
+                        },
+                    },
+                ],
+            },
+            "instructions": {"type": "string", "description": "Echoed; sent on with a request that passes through"},
+            "previous_response_id": {
+                "type": "string",
+                "pattern": ID_PATTERN,
+                "description": "The response this one follows (the caller's)",
+            },
+            "max_output_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_REPLY_TOKENS},
+            "temperature": {"type": "number", "minimum": TEMPERATURE_RANGE[0], "maximum": TEMPERATURE_RANGE[1]},
+            "store": {"type": "boolean", "description": "false: the conversation is not kept for a follow-up"},
+            "stream": {"type": "boolean"},
+            "today": _DATE,
+            "tools": {"type": "array", "description": "present: the request goes upstream as it came"},
+        },
+    },
+    "Response": {
+        "type": "object",
+        "description": "Ours carry these keys and more (OpenAI's Response); a pass-through answer is the upstream's",
+        "required": ["id", "object", "output"],
+        "properties": {
+            "id": {"type": "string"},
+            "object": {"const": "response"},
+            "created_at": {"type": "number"},
+            "status": {"type": ["string", "null"]},
+            "model": {"type": ["string", "null"]},
+            "output": {"type": "array", "items": {"type": "object"}},
             "usage": {"type": ["object", "null"]},
         },
     },
@@ -287,6 +346,32 @@ OPENAPI: dict[str, Any] = {
                                     "description": "data: chat.completion.chunk objects, then data: [DONE]; "
                                     "an LLM answer's text comes as the model writes it, and a failure after "
                                     'its first token is a data: {"error": {type, message, code}} event'
+                                }
+                            },
+                        },
+                    },
+                    **_errors("400", *_LIMITED, "403", "404", "408", "413", "422", "503", "504"),
+                },
+            }
+        },
+        "/v1/responses": {
+            "post": {
+                "summary": "The Responses API: the questions /v1/chat/completions answers, a follow-up naming the "
+                "response it follows",
+                "requestBody": _body("ResponsesRequest"),
+                "responses": {
+                    "200": {
+                        "description": "A response object, or Server-Sent Events (response.created, "
+                        "response.output_text.delta, …, response.completed) when stream is true",
+                        "headers": {
+                            "x-hybrid-weather-route": {"schema": {"enum": ["rule", "clarify", "llm", "pass-through"]}}
+                        },
+                        "content": {
+                            "application/json": {"schema": _ref("Response")},
+                            "text/event-stream": {
+                                "schema": {
+                                    "description": "event:/data: pairs of the Response*Event objects; a failure "
+                                    "after the first delta is an `error` event, then response.failed"
                                 }
                             },
                         },

@@ -42,32 +42,38 @@ class _Scrubber:
 
 
 async def forward(
-    client: httpx.AsyncClient, settings: Settings, body: dict[str, Any], metrics: Metrics
+    client: httpx.AsyncClient,
+    settings: Settings,
+    body: dict[str, Any],
+    metrics: Metrics,
+    path: str = "chat/completions",
 ) -> tuple[Response, dict[str, Any] | None]:
-    """The endpoint's answer to BODY, and the JSON object it was when it was one (not a stream): the
-    ledger's tokens and model come from there."""
+    """The endpoint's answer to BODY, sent to its PATH (chat/completions, or responses for a request of the
+    Responses API), and the JSON object it was when it was one (not a stream): the ledger's tokens and model
+    come from there."""
+    endpoint = "chat" if path == "chat/completions" else path
     key = settings.openai_api_key
     if not key:
         raise ApiError(503, "service_unavailable", "this request goes to the model as it came (its own tools, or a "
                        "last message that is not the user's), but none is configured: set OPENAI_API_KEY and "
                        "OPENAI_BASE_URL", "llm_unavailable")  # fmt: skip
-    url = f"{(settings.openai_base_url or _DEFAULT_BASE).rstrip('/')}/chat/completions"
+    url = f"{(settings.openai_base_url or _DEFAULT_BASE).rstrip('/')}/{path}"
     request = client.build_request("POST", url, json=body, headers={"authorization": f"Bearer {key}"})
     try:
         upstream = await client.send(request, stream=True)
     except httpx.TimeoutException:
-        metrics.requests.labels("chat", "pass-through", "timeout").inc()
+        metrics.requests.labels(endpoint, "pass-through", "timeout").inc()
         raise ApiError(504, "timeout", "the model's endpoint did not answer in time", "llm_timeout") from None
     except httpx.HTTPError as error:
-        metrics.requests.labels("chat", "pass-through", "unreachable").inc()
+        metrics.requests.labels(endpoint, "pass-through", "unreachable").inc()
         raise ApiError(503, "service_unavailable", f"the model's endpoint cannot be reached ({type(error).__name__})",
                        "llm_unavailable") from None  # fmt: skip
     if upstream.status_code >= 500:
         await upstream.aclose()
-        metrics.requests.labels("chat", "pass-through", f"http_{upstream.status_code}").inc()
+        metrics.requests.labels(endpoint, "pass-through", f"http_{upstream.status_code}").inc()
         raise ApiError(503, "service_unavailable", f"the model's endpoint failed (HTTP {upstream.status_code})",
                        "llm_unavailable")  # fmt: skip
-    metrics.requests.labels("chat", "pass-through", "ok" if upstream.status_code < 400 else "rejected").inc()
+    metrics.requests.labels(endpoint, "pass-through", "ok" if upstream.status_code < 400 else "rejected").inc()
     headers = {"x-hybrid-weather-route": "pass-through"}
     media_type = upstream.headers.get("content-type", "application/json")
     scrubber = _Scrubber(key)
