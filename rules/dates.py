@@ -581,11 +581,37 @@ def find_dates(text: str, today: dt.date) -> list[DateSpan]:
         spans = _from_or_until_the_hour(text, spans)
     if "前后" in text or "左右" in text:
         spans = _around(text, spans)
+    if "天" in text and any(span.kind in _PERIODS for span in spans):
+        spans = _counted_within(text, spans)
     if len(spans) < 2:
         return spans  # most questions: nothing to join
     if "的" in text:
         spans = _composed(text, spans)
     return _join_ranges(text, _in_one_week(text, spans))
+
+
+#: The kinds of date that are a period whose first or last days may be counted (下周前两天, 一月头五天).
+_PERIODS = frozenset({"week", "month_part", "weekend"})
+_COUNTED = re.compile(r"(?:的)?(前|头|后|最后)([0-9一二两三四五六七八九十]{1,3})天")
+
+
+def _counted_within(text: str, spans: list[DateSpan]) -> list[DateSpan]:
+    """SPANS, with a period followed by a count of its first or last days (下周前两天, 下周后三天, 一月头五天,
+    11月最后三天) as those days: not the period whole, nor a count of days ago (前两天) beside it."""
+    at = 0
+    while at < len(spans):
+        span = spans[at]
+        found = _COUNTED.match(text, span.end) if span.kind in _PERIODS and span.dates else None
+        count = parse_number(found.group(2)) if found else None
+        if found is None or count is None or not 0 < count <= len(span.dates):
+            at += 1
+            continue
+        days = span.dates[:count] if found.group(1) in ("前", "头") else span.dates[-count:]
+        counted = DateSpan(span.start, found.end(), text[span.start : found.end()], days, kind="span")
+        rest = [later for later in spans[at + 1 :] if later.start >= found.end()]
+        spans[at:] = [counted, *rest]
+        at += 1
+    return spans
 
 
 #: The kinds of date said from a day (today, unless another day is said before it with 的): 明天, 周二, 三天后.
@@ -842,13 +868,16 @@ def _join_ranges(text: str, spans: list[DateSpan]) -> list[DateSpan]:
 
 def _range_end(first: DateSpan, second: DateSpan) -> dt.date:
     """The last day of a range: a bare day of the month keeps the first's month (12月1号至3号), and a
-    bare weekday that falls before the first day is the one after it (周五到周一)."""
+    bare weekday is the first of its name from the first day on (上周一到周三, 周五到周一)."""
     end = second.dates[-1]
     start = first.dates[0]
     if second.kind == "dom" and first.kind in ("md", "iso", "numeric", "month_rel"):
         same_month = _safe_date(start.year, start.month, end.day)
         if same_month is not None and same_month >= start:
             return same_month
+    if second.kind == "weekday" and first.kind == "weekday" and second.text.startswith(_BARE_WEEKDAY):
+        # 上周一到周三, 下周五到周日: a bare weekday ends the range in the first day's week, or the next
+        return start + dt.timedelta(days=(end.isoweekday() - start.isoweekday()) % 7)
     if end < start and second.kind in ("weekday", "en_weekday"):
         return end + dt.timedelta(days=7 * ((start - end).days // 7 + 1))
     return end

@@ -146,3 +146,19 @@ def test_a_provinces_capital_is_its_capital_city(route, question, cities):
 @pytest.mark.parametrize("question", ["上海的省会明天天气", "我们公司首府明天天气"])
 def test_a_capital_of_no_province_is_not_read(route, question):
     assert route(question).route != "rule"
+
+
+@pytest.mark.parametrize(
+    ("question", "first", "last"),
+    [
+        ("上周二到周四沈阳天气", dt.date(2026, 12, 1), dt.date(2026, 12, 3)),  # the range stays in last week
+        ("上周六到周一长沙天气", dt.date(2026, 12, 5), dt.date(2026, 12, 7)),
+        ("下周的前三天青岛天气", dt.date(2026, 12, 14), dt.date(2026, 12, 16)),
+        ("下周最后两天大连天气", dt.date(2026, 12, 19), dt.date(2026, 12, 20)),
+        ("上个月最后两天拉萨天气", dt.date(2026, 11, 29), dt.date(2026, 11, 30)),
+    ],
+)
+def test_counted_days_and_ranges_keep_their_period(route, question, first, last):
+    decision = route(question)
+    assert decision.route == "rule", decision.reason
+    assert decision.dates == [first + dt.timedelta(days=n) for n in range((last - first).days + 1)]
