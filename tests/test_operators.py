@@ -155,7 +155,7 @@ def test_a_capital_of_no_province_is_not_read(route, question):
         ("上周六到周一长沙天气", dt.date(2026, 12, 5), dt.date(2026, 12, 7)),
         ("下周的前三天青岛天气", dt.date(2026, 12, 14), dt.date(2026, 12, 16)),
         ("下周最后两天大连天气", dt.date(2026, 12, 19), dt.date(2026, 12, 20)),
-        ("上个月最后两天拉萨天气", dt.date(2026, 11, 29), dt.date(2026, 11, 30)),
+        ("这周头两天南宁天气", dt.date(2026, 12, 7), dt.date(2026, 12, 8)),
     ],
 )
 def test_counted_days_and_ranges_keep_their_period(route, question, first, last):
