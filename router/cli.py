@@ -899,7 +899,8 @@ def route(queries: tuple[str, ...], today: dt.date | None, as_json: bool) -> Non
     router = HybridRouter()
     lines = queries if queries else _stdin_lines()
     for query in lines:
-        decision = router.route(query, today=today)
+        with _errors_as_exit_codes():  # an overlay that cannot be served is one line, as in `ask`
+            decision = router.route(query, today=today)
         if as_json:
             click.echo(json.dumps(decision.to_json(query), ensure_ascii=False))
         else:
@@ -921,12 +922,12 @@ def teach() -> None:
     """Teach the router this installation's own words (kept in $HYBRID_WEATHER_HOME/overlay/).
 
     \b
-        hybrid-weather teach alias 总部 深圳市南山区
+        hybrid-weather teach alias 鹅厂 深圳市南山区
         hybrid-weather teach inert 鲲鹏小助手
         hybrid-weather teach date 大后儿 大后天
         hybrid-weather teach llm 报价
         hybrid-weather teach list
-        hybrid-weather teach remove 总部
+        hybrid-weather teach remove 鹅厂
         hybrid-weather teach use 3
 
     Each change is checked, written as a new numbered version and says what it changes; `serve` reads it
@@ -947,7 +948,7 @@ def _teach_command(kind: str, with_target: bool, help_text: str) -> None:
     teach.add_command(click.Command(kind, callback=command, params=params, help=help_text))
 
 
-_teach_command("alias", True, "WORD is the place TARGET (one the rules read as a place): teach alias 总部 深圳市南山区")
+_teach_command("alias", True, "WORD is the place TARGET (one the rules read as a place): teach alias 鹅厂 深圳市南山区")
 _teach_command("inert", False, "WORD says nothing about the weather (an assistant's name): teach inert 鲲鹏小助手")
 _teach_command("date", True, "WORD is the date TARGET (one the rules read as a date): teach date 大后儿 大后天")
 _teach_command("llm", False, "Questions holding WORD always go to the LLM: teach llm 报价")

@@ -107,7 +107,11 @@ class Parts:
     def overlays(self) -> Overlays:
         """The installation's overlay (teach, learn) in $HYBRID_WEATHER_HOME/overlay/, read again when it
         changes; a canary share from HYBRID_WEATHER_CANARY."""
-        return Overlays(OverlayStore(overlay_folder(self.settings)), canary=self.settings.canary)
+        from .understand.overlay_check import overlay_problem
+
+        parser = self.parser  # each version read is held to the checks teach makes (a hand may have written it)
+        return Overlays(OverlayStore(overlay_folder(self.settings)), canary=self.settings.canary,
+                        check=lambda overlay: overlay_problem(parser, overlay))  # fmt: skip
 
     @lazy_part
     def weather(self) -> WeatherService:

@@ -147,12 +147,12 @@ def test_a_word_one_question_supports_or_the_model_read_otherwise_is_not_learned
 def test_teach_checks_each_word_keeps_every_version_and_rolls_back(llm_server):
     today = today_in_china()
     with make_router(llm_server) as router:
-        assert router.route("总部明天天气", today=today).route == "clarify"
-        first = teach(router, "alias", "总部", "深圳")
+        assert router.route("鹅厂明天天气", today=today).route == "clarify"
+        first = teach(router, "alias", "鹅厂", "深圳")
         assert first.overlay.version == 1
         time.sleep(1.1)  # a running router (serve) looks for a new version at most once a second
-        decision = router.route("总部明天天气", today=today)
-        assert decision.route == "rule" and decision.cities == ["深圳市"] and "alias 总部 → 深圳" in decision.reason
+        decision = router.route("鹅厂明天天气", today=today)
+        assert decision.route == "rule" and decision.cities == ["深圳市"] and "alias 鹅厂 → 深圳" in decision.reason
         teach(router, "llm", "报价")
         teach(router, "inert", "鲲鹏")
         for kind, word, target, why in [
@@ -173,9 +173,9 @@ def test_teach_checks_each_word_keeps_every_version_and_rolls_back(llm_server):
 
 def test_a_broken_overlay_is_one_error_naming_its_line(tmp_path):
     with pytest.raises(ConfigurationError, match=r"v0001\.txt line 3: 'synonym' is not a kind"):
-        parse_overlay("# hybrid-weather overlay v1\ninert 鲲鹏\nsynonym 总部 深圳\n", str(tmp_path / "v0001.txt"))
+        parse_overlay("# hybrid-weather overlay v1\ninert 鲲鹏\nsynonym 鹅厂 深圳\n", str(tmp_path / "v0001.txt"))
     with pytest.raises(ConfigurationError, match="line 2: write it as `alias WORD TARGET`"):
-        parse_overlay("inert 鲲鹏\nalias 总部\n", "v")
+        parse_overlay("inert 鲲鹏\nalias 鹅厂\n", "v")
     with pytest.raises(ConfigurationError, match="line 3: '鲲鹏' is already given on line 1"):
         parse_overlay("inert 鲲鹏\n\nllm 鲲鹏\n", "v")
 
@@ -233,8 +233,8 @@ def test_learn_and_teach_from_the_command_line(llm_server, monkeypatch, ledger_k
     result = runner.invoke(cli, ["learn", "--apply"])
     assert result.exit_code == 0 and "overlay v1 written" in result.output, result.output
     assert "贾维斯" in runner.invoke(cli, ["teach", "list"]).output
-    result = runner.invoke(cli, ["teach", "alias", "总部", "深圳"])
-    assert result.exit_code == 0 and "overlay v2: alias 总部 → 深圳" in result.output, result.output
+    result = runner.invoke(cli, ["teach", "alias", "鹅厂", "深圳"])
+    assert result.exit_code == 0 and "overlay v2: alias 鹅厂 → 深圳" in result.output, result.output
     result = runner.invoke(cli, ["learn", "--undo"])
     assert result.exit_code == 0 and "overlay v1 in use again" in result.output, result.output
     result = runner.invoke(cli, ["teach", "inert", "适合"])
@@ -248,16 +248,16 @@ def test_a_running_serve_reads_a_new_version_without_a_restart(tmp_path, llm_ser
     with serving(tmp_path, llm_server, workers=2) as server:
 
         def routes() -> set[str]:  # many requests: each of the two workers answers some
-            return {post(f"{server.url}/v1/route", {"query": "总部明天天气"})[1]["route"] for _ in range(12)}
+            return {post(f"{server.url}/v1/route", {"query": "鹅厂明天天气"})[1]["route"] for _ in range(12)}
 
         assert routes() == {"clarify"}
-        result = runner.invoke(cli, ["teach", "alias", "总部", "深圳"])
+        result = runner.invoke(cli, ["teach", "alias", "鹅厂", "深圳"])
         assert result.exit_code == 0, result.output
         deadline = time.monotonic() + 5
         while routes() != {"rule"} and time.monotonic() < deadline:
             time.sleep(0.2)
         assert routes() == {"rule"}
-        assert runner.invoke(cli, ["teach", "remove", "总部"]).exit_code == 0
+        assert runner.invoke(cli, ["teach", "remove", "鹅厂"]).exit_code == 0
         deadline = time.monotonic() + 5
         while routes() != {"clarify"} and time.monotonic() < deadline:
             time.sleep(0.2)

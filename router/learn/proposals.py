@@ -8,7 +8,7 @@ place the model looked up (alias) — and keeps a reading under which the rules 
 place and days. A proposal is accepted only when at least MIN_SUPPORT distinct questions support it, none
 of the ledger's questions holding the word is read otherwise by it than the model read it, no LLM question
 that was not a plain lookup would become a rule answer, and the word is no open-ended marker nor one that
-changes what is asked (teach.intent_word).
+changes what is asked (overlay_check.entry_problem).
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..understand.overlay import Overlay, OverlayEntry, entries_without
+from ..understand.overlay_check import entry_problem
 from .questions import LlmQuestion, decide, llm_questions, reads_as_looked_up
-from .teach import intent_word, store_of
+from .teach import store_of, write_checked
 
 if TYPE_CHECKING:
     from ..facade import HybridRouter
@@ -84,9 +85,11 @@ def apply_proposals(router: HybridRouter, proposals: list[Proposal]) -> Overlay 
     if not accepted:
         return None
     store = store_of(router)
-    current = store.active()
-    kept = entries_without(current, {entry.word for entry in accepted})
-    return store.write([*kept, *accepted], f"learn --apply: {', '.join(e.describe() for e in accepted)}")
+    with store.writing():  # as teach: the active version read and the next written by one writer at a time
+        current = store.active()
+        kept = entries_without(current, {entry.word for entry in accepted})
+        note = f"learn --apply: {', '.join(e.describe() for e in accepted)}"
+        return write_checked(router, store, current, [*kept, *accepted], note)
 
 
 def _with(current: Overlay | None, entry: OverlayEntry) -> Overlay:
@@ -110,7 +113,7 @@ def _holding(questions: list[LlmQuestion], words: set[str]) -> dict[str, list[Ll
 def _judged(router: HybridRouter, current: Overlay | None, proposal: Proposal, holding: list[LlmQuestion]) -> Proposal:
     """PROPOSAL held to every question holding its word: supported, contradicted, or overreaching."""
     entry = proposal.entry
-    if problem := intent_word(router, entry.word):
+    if problem := entry_problem(router.parts.parser, entry):
         proposal.rejected = problem
         return proposal
     overlay = _with(current, entry)

@@ -4,7 +4,7 @@ Every deployment meets words the package cannot know (its assistant's name, its 
 `hybrid-weather teach` and `learn --apply` write them to a new numbered version of a small text file, one
 entry a line, and the router reads each question through the active version before its rules:
 
-    alias 总部 深圳市南山区     the word is that place (the target must be one the rules read as a place)
+    alias 鹅厂 深圳市南山区     the word is that place (the target must be one the rules read as a place)
     inert 鲲鹏小助手           the word says nothing about the weather: it is taken out of the question
     date 大后儿 大后天          the word is that date (the target must be one the rules read as a date)
     llm 报价                   a question holding the word always goes to the LLM
@@ -17,6 +17,8 @@ back is choosing an older one (`teach use N`, `learn --undo`).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import logging
 import math
@@ -24,7 +26,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +45,10 @@ _HEADER = re.compile(r"# hybrid-weather overlay v(\d+)(?: from v(\d+))?(?:: (.*)
 ACTIVE_FILE = "active"
 #: A word longer than this is no word but a sentence.
 MAX_WORD_CHARS = 20
+#: The file writers of the overlay folder lock (teach, learn --apply): one writer at a time.
+LOCK_FILE = ".lock"
+#: Digits enough for any version number: an `active` file holding more is no version.
+_MAX_VERSION_DIGITS = 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,17 +74,29 @@ class Overlay:
     entries: tuple[OverlayEntry, ...]
     parent: int | None = None  #: the version it was made from (the canary's other side)
     note: str = ""  #: what made it (the teach or learn command)
+    source: str = field(default="", compare=False)  #: the file it was read from, named in its errors
+    #: The line of the file each entry is on (parallel to entries; none for a version not read from a file).
+    lines: tuple[int, ...] = field(default=(), repr=False, compare=False)
     _by_word: dict[str, OverlayEntry] = field(default_factory=dict, repr=False, compare=False)
     _pattern: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def of(cls, version: int, entries: Iterable[OverlayEntry], parent: int | None = None, note: str = "") -> Overlay:
+    def of(
+        cls, version: int, entries: Iterable[OverlayEntry], parent: int | None = None, note: str = "",
+        source: str = "", lines: tuple[int, ...] = (),
+    ) -> Overlay:  # fmt: skip
         kept = tuple(entries)
         by_word = {entry.word: entry for entry in kept}
         # Longest first: 鲲鹏小助手 before 小助手, so a word inside another is not cut out of it.
         words = sorted(by_word, key=len, reverse=True)
         pattern = re.compile("|".join(map(re.escape, words))) if words else None
-        return cls(version, kept, parent, note, by_word, pattern)
+        return cls(version, kept, parent, note, source, lines, by_word, pattern)
+
+    def where(self, index: int) -> str:
+        """Where the entry at INDEX is written, for an error: its file and line, or its version."""
+        if self.source and index < len(self.lines):
+            return f"{self.source} line {self.lines[index]}"
+        return f"overlay v{self.version}"
 
     def read(self, text: str) -> tuple[str, tuple[OverlayEntry, ...]]:
         """TEXT as the rules should read it, and the entries that changed it (none: TEXT as it came). An llm
@@ -117,6 +135,7 @@ def parse_overlay(text: str, source: str, version: int | None = None) -> Overlay
     header says); ConfigurationError naming the line of the first thing wrong in it."""
     said, version, parent, note = version, 0, None, ""
     entries: list[OverlayEntry] = []
+    numbers: list[int] = []
     seen: dict[str, int] = {}
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -133,7 +152,8 @@ def parse_overlay(text: str, source: str, version: int | None = None) -> Overlay
             )
         seen[entry.word] = number
         entries.append(entry)
-    return Overlay.of(version if said is None else said, entries, parent, note)
+        numbers.append(number)
+    return Overlay.of(version if said is None else said, entries, parent, note, source, tuple(numbers))
 
 
 def _entry(parts: list[str], where: str) -> OverlayEntry:
@@ -173,9 +193,11 @@ class OverlayStore:
             return versions[-1] if versions else None
         except OSError as error:
             raise ConfigurationError(f"cannot read {self.folder / ACTIVE_FILE}: {error.strerror}") from None
-        if not said.isdigit() or int(said) not in self.versions():
+        # ASCII digits, few of them: int() refuses 5,000 digits (and ² is a digit to isdigit()) with a ValueError.
+        number = said.isascii() and said.isdigit() and len(said) <= _MAX_VERSION_DIGITS
+        if not number or int(said) not in self.versions():
             raise ConfigurationError(
-                f"{self.folder / ACTIVE_FILE} names version {said!r}, which is not kept there; "
+                f"{self.folder / ACTIVE_FILE} names version {said[:20]!r}, which is not kept there; "
                 "choose one with `hybrid-weather teach use N` (`teach list --all` shows them)"
             )
         return int(said)
@@ -194,8 +216,21 @@ class OverlayStore:
         version = self.active_version()
         return None if version is None else self.load(version)
 
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the folder's lock while reading the active version and writing the next: two writers at once
+        (two `teach`, a `learn --apply`) would both make the same next version from the same parent, and one's
+        entry would be lost. An advisory lock (flock), released by the system when a writer dies."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
     def write(self, entries: Iterable[OverlayEntry], note: str) -> Overlay:
-        """ENTRIES as a new version made from the active one, and made active."""
+        """ENTRIES as a new version made from the active one, and made active (under writing())."""
         parent = self.active_version()
         versions = self.versions()
         overlay = Overlay.of((versions[-1] if versions else 0) + 1, entries, parent, note)
@@ -232,10 +267,19 @@ class Overlays:
     """The overlay a router reads each question through: the active version, or with a CANARY share (0 to
     1) the active version for that share of sessions and the version it was made from for the rest, each
     session always on the same side (a hash of its id, or of the question when it has none). A version
-    written or chosen while the router runs is read at the first question CHECK_EVERY seconds after."""
+    written or chosen while the router runs is read at the first question CHECK_EVERY seconds after.
 
-    def __init__(self, store: OverlayStore, canary: float | None = None, check_every: float = 1.0) -> None:
-        self.store, self.canary, self.check_every = store, canary, check_every
+    Each version read is held to CHECK (the checks `teach` makes of an entry: overlay_check.py), as a file
+    written by hand is: one that fails is never served. At the first read that is a ConfigurationError naming
+    the line; later, the version in use keeps serving and `problem` (logged once) says why the new one is not."""
+
+    def __init__(
+        self, store: OverlayStore, canary: float | None = None, check_every: float = 1.0,
+        check: Callable[[Overlay], str | None] | None = None,
+    ) -> None:  # fmt: skip
+        self.store, self.canary, self.check_every, self.check = store, canary, check_every, check
+        #: Why the overlay on disk is not the one served (None: it is).
+        self.problem: str | None = None
         self._checked_at = -math.inf
         self._stamp: tuple[float, ...] | None = None
         self._active: Overlay | None = None
@@ -263,13 +307,20 @@ class Overlays:
                 parent = None
                 if active is not None and active.parent is not None and self.canary is not None:
                     parent = self.store.load(active.parent)
+                for overlay in (active, parent):
+                    if overlay is not None and self.check is not None and (problem := self.check(overlay)):
+                        raise ConfigurationError(f"overlay v{overlay.version} not used: {problem}")
             except ConfigurationError as error:
                 if first:
                     raise
                 # A running service keeps answering with the overlay it has: a bad edit is logged, not served.
-                logger.warning("overlay not reloaded: %s", error)
+                self._stamp, self.problem = stamp, f"{error}; v{self._version()} serves still"
+                logger.warning("overlay not reloaded: %s", self.problem)
                 return
-            self._active, self._parent, self._stamp = active, parent, stamp
+            self._active, self._parent, self._stamp, self.problem = active, parent, stamp, None
+
+    def _version(self) -> str:
+        return str(self._active.version) if self._active is not None else "none (the built-in rules alone)"
 
 
 def _share(key: str) -> float:
