@@ -162,3 +162,22 @@ def test_counted_days_and_ranges_keep_their_period(route, question, first, last)
     decision = route(question)
     assert decision.route == "rule", decision.reason
     assert decision.dates == [first + dt.timedelta(days=n) for n in range((last - first).days + 1)]
+
+
+@pytest.mark.parametrize(
+    ("question", "wanted"),
+    [
+        ("我要听稻香", "llm"),  # a song asked with 我要听, not only 想听
+        ("周末干啥好呢", "llm"),  # 干 in 干啥 is no dry weather
+        ("晚上干什么", "llm"),
+        ("微博热搜是什么", "llm"),  # 热 inside another word is no heat
+        ("播放后天的天气", "clarify"),  # a speaker asked to play the forecast: which place?
+        ("我要听天气情况", "clarify"),
+        ("播放好天气", "llm"),  # a song whose title ends in 天气
+        ("端午节是哪天", "llm"),  # which day a holiday falls on
+        ("重庆后天天气是什么样", "rule"),
+    ],
+)
+def test_words_of_the_weather_in_another_sense(route, question, wanted):
+    decision = route(question)
+    assert decision.route == wanted, decision.reason

@@ -192,6 +192,9 @@ class QueryParser:
             tokens = self.reader.tokens(clean, spans)
             places = place_spans(clean, tokens, spans, self.reader.read(tokens))
             marker = lexicon.open_ended(_masked(_masked(clean, spans), places))
+        if marker and marker[0] == "media" and self._plays_the_forecast(clean, marker[1], today):
+            # 播放明天的天气, 我要听天气预报: a command to read the forecast, said as to a speaker, not a song
+            return self._parse(clean.replace(marker[1], " ", 1), today, context, recent_places, found_places, said=said)
         if marker:
             return open_ended(marker[0], marker[1], [marker[1]]), []
         if tokens is None:
@@ -226,6 +229,8 @@ class QueryParser:
         if not reading.says_weather and (asked := self._asked_instead(reading, tokens, choice, context)) is not None:
             return asked
         weather_talk = context is not None and context.route == "rule"
+        if reading.compare and not reading.places and not weather_talk and not _names_a_measure(reading):
+            return to_llm("asks which day or thing, not its weather"), []  # 中秋节是哪天, 明天和后天哪个好
         if not reading.says_weather and not weather_talk and (not_weather := self._not_weather(tokens, spans)):
             return to_llm(not_weather), []
         if not reading.places and not weather_talk and (said_to := self._said_to_the_assistant(tokens)):
@@ -253,6 +258,24 @@ class QueryParser:
         if borrowed and decision.route == "rule":
             decision = decision.with_reason(f"{decision.reason}; from context: {', '.join(borrowed)}")
         return decision, []
+
+    def _plays_the_forecast(self, clean: str, marker: str, today: dt.date) -> bool:
+        """Whether the media MARKER in CLEAN asks to play the forecast itself (播放明天的天气, 我要听天气预报): no
+        marker of another kind is there, and after the marker come only a place, a date or 的 before a
+        forecast's noun that ends the text; 播放好天气 is a song."""
+        if self.reader.lexicon.open_ended_kinds(clean) != {"media"}:
+            return False
+        text = clean.rstrip(" 吧吗呢啊")
+        noun = next((n for n in _FORECAST_NOUNS if text.endswith(n)), None)
+        start = text.find(marker)
+        if noun is None or start < 0:
+            return False
+        said = text[start + len(marker) : len(text) - len(noun)].strip().removesuffix("的")
+        if not said:
+            return True
+        spans = self.reader.dates(said, today)
+        rest = said[: spans[0].start] if spans and spans[-1].end == len(said) else said
+        return not rest.strip() or self.reader.gazetteer.is_place_word(rest.strip())
 
     def _misheard_place(
         self,
@@ -945,3 +968,12 @@ def _innermost(units: list[tuple[Place, ...]], encloses: Callable[[Place, Place]
 def _holds_cities(place: Place) -> bool:
     """Whether PLACE is a province that holds cities (江苏省), not a city of a province's level (北京市, 香港)."""
     return place.level == "province" and not place.name.endswith(("市", "特别行政区"))
+
+
+#: What a command to read the forecast ends with (播放明天的天气, 我要听天气预报).
+_FORECAST_NOUNS = ("天气预报", "天气情况", "天气")
+
+
+def _names_a_measure(reading: Reading) -> bool:
+    """Whether READING names something of the weather to compare beside its compare word (哪天更冷, 哪个风大)."""
+    return bool(reading.aspects or reading.cold or reading.hot or reading.trend or reading.spread)
