@@ -73,14 +73,21 @@ def leaks(text: str) -> list[str]:
     """The personal data found in TEXT, in any spelling the router or an exporter might have made of it."""
     plain = unicodedata.normalize("NFKC", text).lower()
     squeezed = re.sub(r"[\s\-.+]", "", plain)
-    return sorted(needle for needle in NEEDLES if needle in plain or (needle.isdigit() and needle in squeezed))
+    found = [needle for needle in NEEDLES if needle.isdigit() and (needle in plain or needle in squeezed)]
+    # An address's part before the @ as a word of its own: foo is no leak inside a random session id.
+    return sorted(found + [needle for needle in NEEDLES if not needle.isdigit() and _word(needle).search(plain)])
+
+
+def _word(needle: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![a-z0-9]){re.escape(needle)}(?![a-z0-9])")
 
 
 def _script(llm_server) -> None:
-    """A model that says the personal data back: as a tool's place and date, then in its answer."""
+    """A model that says the personal data back: as a tool's place and date, as a tool's name (a metrics
+    label, a span's name), then in its answer."""
     phone, id_number = "13812345678", "11010119900307777X"
     llm_server.then(
-        tool_calls(("get_weather", {"place": phone, "date": id_number}), ("no_such_tool", {"x": phone})),
+        tool_calls(("get_weather", {"place": phone, "date": id_number}), (phone, {"x": phone})),
         answer(f"好的，已记下 {phone} 和 {id_number}。"),
     )
     llm_server.repeat_last = True

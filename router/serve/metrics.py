@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
+from hybrid_weather.rules.privacy import mask_personal_data
+
 if TYPE_CHECKING:
     from ..answer import Answer
 
@@ -85,6 +87,7 @@ class Metrics:
     def _tool_label(self, name: str) -> str:
         """NAME as a label, or "other" once MAX_TOOL_LABELS names have one: a model can call a tool by any
         name it makes up, and every label value is a series Prometheus keeps."""
+        name = mask_personal_data(name)  # the model's words: a label leaves the process like a ledger column
         if name not in self._tool_names and len(self._tool_names) < MAX_TOOL_LABELS:
             self._tool_names.add(name)
         return name if name in self._tool_names else "other"
