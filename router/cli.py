@@ -633,6 +633,10 @@ def _serve(host: str, port: int, workers: int, grace: int, certfile: str | None,
     from .serve.budgets import Budgets
 
     Budgets.parse(settings.key_budgets)
+    # An overlay that cannot be served stops the start in one line, as it stops `route` and `ask`, rather than
+    # making every answer a 503: each version is checked when read (understand/overlay_check.py).
+    with HybridRouter(settings=settings, ledger="off") as probe:
+        probe.parts.overlays.choose("")
     sock = _listen(host, port)  # before saying "serving on": a port in use is an error, not a server
     if not keys and not _is_loopback(host):
         spend = "spend the model key (OPENAI_API_KEY) and " if settings.openai_api_key else ""

@@ -44,7 +44,7 @@ def _hand_written(home, *lines: str, version: int = 1) -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "hybrid_weather.router", *args], capture_output=True, text=True,
-                          timeout=120, env=subprocess_env(HYBRID_WEATHER_PROVIDER="demo",
+                          timeout=60, env=subprocess_env(HYBRID_WEATHER_PROVIDER="demo",
                                                           HYBRID_WEATHER_LEDGER="off"))  # fmt: skip
 
 
@@ -68,6 +68,18 @@ def test_teach_refuses_an_everyday_word_and_the_question_that_uses_it_is_unchang
                 teach(router, kind, word, target)
         assert router.route(f"今天{word}吗").route == before.route != "rule"
     assert OverlayStore(isolated_home / "overlay").versions() == []
+
+
+def test_serve_will_not_start_on_an_overlay_it_cannot_serve(isolated_home):
+    from fake_weather import free_port
+
+    _hand_written(isolated_home, "alias 鹅厂 深圳", "alias 北京 上海市")
+    try:
+        done = _cli("serve", "--port", str(free_port()))
+    except subprocess.TimeoutExpired:
+        pytest.fail("serve started, to answer every question with a 503")
+    assert done.returncode == 2 and "v0001.txt line 3: `alias 北京 上海市`" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def test_an_active_file_of_5000_digits_is_one_typed_line(isolated_home):
