@@ -71,14 +71,14 @@ def test_a_poisoned_session_is_a_new_conversation_and_the_rest_of_redis_stays_in
 def test_sessions_read_only_the_turns_of_the_right_shape(redis_prefix):
     cache = SharedCache(REDIS_URL, keep_s=60, prefix=redis_prefix)
     sessions = RedisSessions(cache)
-    sessions.add(SESSION, "广州后天会下雨吗", "有雨")
+    sessions.add("key:test", SESSION, "广州后天会下雨吗", "有雨")
     client = redis.Redis.from_url(REDIS_URL)
     (key,) = keys_of(client, redis_prefix)
     client.rpush(key, _deep(50_000), '["a", "b", "c"]', '[null, "x"]', json.dumps(["上海明天天气", "晴"]))
-    assert sessions.turns(SESSION) == [("广州后天会下雨吗", "有雨"), ("上海明天天气", "晴")]
+    assert sessions.turns("key:test", SESSION) == [("广州后天会下雨吗", "有雨"), ("上海明天天气", "晴")]
     # A list grown past what a session keeps (by another writer) is read only at its end.
     client.rpush(key, *[json.dumps([f"q{i}", "a"]) for i in range(100_000)])
-    assert len(sessions.turns(SESSION)) == sessions.max_turns
+    assert len(sessions.turns("key:test", SESSION)) == sessions.max_turns
     assert not cache.down
     client.close()
     cache.close()
