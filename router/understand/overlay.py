@@ -249,15 +249,15 @@ class OverlayStore:
         temporary.write_text(f"{version}\n", "utf-8")
         os.replace(temporary, self.folder / ACTIVE_FILE)  # whole or not at all, for a reader at any moment
 
-    def stamp(self) -> tuple[float, ...]:
-        """What changes when a version is written or chosen: serve reads the overlay again when it does."""
-        stamps = []
-        for name in (ACTIVE_FILE, "."):
-            try:
-                stamps.append((self.folder / name).stat().st_mtime)
-            except OSError:
-                stamps.append(0.0)
-        return tuple(stamps)
+    def stamp(self) -> tuple[str | None, tuple[int, ...]]:
+        """What changes when a version is written or chosen: what `active` says and the versions kept (a
+        version is never written over). Serve reads the overlay again when it changes. Not the files' times:
+        two changes within one tick of the file system's clock would leave the second unseen."""
+        try:
+            said: str | None = (self.folder / ACTIVE_FILE).read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            said = None
+        return said, tuple(self.versions())
 
     def _path(self, version: int) -> Path:
         return self.folder / f"v{version:04d}.txt"
@@ -281,7 +281,7 @@ class Overlays:
         #: Why the overlay on disk is not the one served (None: it is).
         self.problem: str | None = None
         self._checked_at = -math.inf
-        self._stamp: tuple[float, ...] | None = None
+        self._stamp: tuple[str | None, tuple[int, ...]] | None = None
         self._active: Overlay | None = None
         self._parent: Overlay | None = None
         self._lock = threading.Lock()
