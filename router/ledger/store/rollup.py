@@ -226,24 +226,22 @@ def read_window(db: Any, since: dt.datetime, caller: str | None = None) -> Windo
         f" {', '.join(f'sum({row[c]})' for c in ROLLUP_SUMS)} {edge[0]} GROUP BY {positions}",
         (hour_param, *edge[1]),
     )
-    latency: dict[str, dict[float, int]] = defaultdict(lambda: defaultdict(int))
-    for route, le, count in query(
-        db,
-        "SELECT route, le, sum(requests) FROM latency_hourly WHERE hour >= ? GROUP BY 1, 2"
-        f" UNION ALL SELECT r.route, {dialect.latency_bucket('r')}, count(*) {edge[0]} AND r.outcome = 'ok'"
-        " GROUP BY 1, 2",
-        (hour_param, *edge[1]),
-    ):
-        latency[route][float(le)] += int(count)
-    model_latency: dict[str, dict[float, int]] = defaultdict(lambda: defaultdict(int))
-    for route, le, count in query(
-        db,
-        "SELECT route, le, sum(requests) FROM model_latency_hourly WHERE hour >= ? GROUP BY 1, 2"
-        f" UNION ALL SELECT r.route, {MODEL_LATENCY.format(r='r')}, count(*) {edge[0]} AND {MODEL_TIMED.format(r='r')}"
-        " GROUP BY 1, 2",
-        (hour_param, *edge[1]),
-    ):
-        model_latency[route][float(le)] += int(count)
+
+    def histogram(table: str, bucket: str, counted: str) -> dict[str, dict[float, int]]:
+        # A latency histogram per route: the rollup TABLE's whole hours, and the window's partial first hour
+        # from the rows (their BUCKET, the rows COUNTED).
+        found: dict[str, dict[float, int]] = defaultdict(lambda: defaultdict(int))
+        for route, le, count in query(
+            db,
+            f"SELECT route, le, sum(requests) FROM {table} WHERE hour >= ? GROUP BY 1, 2"
+            f" UNION ALL SELECT r.route, {bucket}, count(*) {edge[0]} AND {counted} GROUP BY 1, 2",
+            (hour_param, *edge[1]),
+        ):
+            found[route][float(le)] += int(count)
+        return found
+
+    latency = histogram("latency_hourly", dialect.latency_bucket("r"), "r.outcome = 'ok'")
+    model_latency = histogram("model_latency_hourly", MODEL_LATENCY.format(r="r"), MODEL_TIMED.format(r="r"))
     return Window(
         groups=[
             {
