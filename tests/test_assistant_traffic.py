@@ -19,7 +19,6 @@ TODAY = dt.date(2026, 12, 3)
 
 #: Non-weather utterances the rules still answer with a forecast, and why they are hard.
 KNOWN_FORECASTS = {
-    "恩施大峡谷怎么去",  # 峡谷 sounds like 下雨 inside a scenic name the gazetteer lacks
     "我想看雪 可是我在广州",  # a wish to see snow, read as a snow question about where the asker is
 }
 #: Non-weather utterances still asked for a place.

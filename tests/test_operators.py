@@ -181,3 +181,15 @@ def test_counted_days_and_ranges_keep_their_period(route, question, first, last)
 def test_words_of_the_weather_in_another_sense(route, question, wanted):
     decision = route(question)
     assert decision.route == wanted, decision.reason
+
+
+@pytest.mark.parametrize("question", ["南京明珠明天天气", "张家界峡谷明天下雨吗", "西湖明珠明天天气"])
+def test_an_everyday_word_is_not_repaired_into_a_word_of_the_weather(route, question):
+    decision = route(question)
+    assert "sound-alike" not in decision.reason, decision.reason
+
+
+@pytest.mark.parametrize(("question", "aspect"), [("成都明天下鱼吗", "rain"), ("北京后天天七怎么样", "weather")])
+def test_a_slip_that_is_no_word_is_still_repaired(route, question, aspect):
+    decision = route(question)
+    assert decision.route == "rule" and decision.aspect == aspect, decision.reason

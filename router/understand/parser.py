@@ -29,6 +29,7 @@ from hybrid_weather.rules import (
     in_supported_range,
     normalize,
 )
+from hybrid_weather.rules.common_words import common_frequency
 from hybrid_weather.rules.reader import PlaceAt
 
 from .clauses import PlaceSpan, clauses, place_spans, question_starts
@@ -144,6 +145,8 @@ class QueryParser:
                     break
                 if len(window) == 1 and asked_as_a_not_a(text, window):
                     continue  # 广州今天贵不贵: a character asked as A-not-A is what is asked, not a particle
+                if len(window) > 1 and common_frequency(window) is not None:
+                    continue  # 泰国, 明珠: a word of everyday Chinese was said, not misheard (泰国首都 is no 太过)
                 repaired, _ = self._parse(rewritten, today, context, recent_places, found, said=text)
                 # Only into a question of the weather: 浙江广厦 is no 浙江眼下, whatever it sounds like.
                 if repaired.route == "rule" and (
