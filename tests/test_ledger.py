@@ -112,7 +112,7 @@ def test_the_recorder_builds_the_entry_its_fields_name(tmp_path):
                 cache_hit=answer.cache_hit, stale=answer.stale, cost_usd=answer.cost_usd,
                 latency_ms=answer.latency_ms, model=answer.model, session_id=session_id,
                 unknown_words=decision.unknown_words, outcome="empty" if decision.is_empty else "ok",
-                request_id=request_id,
+                request_id=request_id, reason_code=decision.reason_code,
             )  # fmt: skip
             assert kept.entries[-1]._asdict() == expected._asdict()
             # The id the answer carries: the arrival's milliseconds, then 40 random bits.
@@ -280,6 +280,7 @@ def test_a_ledger_from_an_older_schema_migrates(tmp_path):
                 "m009_feedback",
                 "m010_tenancy",
                 "m011_model_time",
+                "m012_reason_code",
             ]
         )
         # The row stored before the rollup existed is in it once, beside the one written after.
@@ -572,3 +573,15 @@ def test_request_ids_stay_unique_when_the_program_seeds_random_and_after_a_fork(
         os._exit(0)
     os.waitpid(child, 0)
     assert os.read(reader, 100).decode() != ids.new(1_764_460_800.0)
+
+
+def test_each_row_keeps_the_code_of_the_rule_that_decided(tmp_path):
+    path = tmp_path / "ledger.db"
+    with HybridRouter(provider="demo", ledger=str(path)) as router:
+        for query in ("魔都明天会下雨吗", "天气", "苏州、无锡、常州后天天气，常州不用了"):
+            router.ask(query)
+    with sqlite3.connect(path) as db:
+        codes = dict(db.execute("SELECT query, reason_code FROM requests"))
+    assert codes["魔都明天会下雨吗"] == "lookup"
+    assert codes["天气"] == "no_place"
+    assert codes["苏州、无锡、常州后天天气，常州不用了"] == "correction"

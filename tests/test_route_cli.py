@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from hybrid_weather.router.cli import cli
 
-KEYS = ["query", "route", "cities", "dates", "aspect", "reason"]
+KEYS = ["query", "route", "cities", "dates", "aspect", "reason", "reason_code"]
 
 
 def invoke(args, stdin=None):
@@ -29,6 +29,7 @@ def test_json_lines_from_stdin_in_input_order():
         "dates": ["2026-11-29"],
         "aspect": "weather",
         "reason": rows[0]["reason"],
+        "reason_code": "lookup",
     }
     assert [row["route"] for row in rows] == ["rule", "llm", "clarify", "rule"]
     assert rows[3]["cities"] == ["北京市", "上海市"] and rows[3]["dates"] == ["2026-11-30"]

@@ -63,7 +63,7 @@ def test_ask_route_and_a_session_over_http(service):
     assert alone.status_code == 503, alone.text
     decision = service.post("/v1/route", json={"query": "魔都明天会下雨吗", "today": TODAY.isoformat()}).json()
     assert decision == {"query": "魔都明天会下雨吗", "route": "rule", "cities": ["上海市"], "dates": ["2026-11-30"],
-                        "aspect": "rain", "reason": decision["reason"]}  # fmt: skip
+                        "aspect": "rain", "reason": decision["reason"], "reason_code": "lookup"}  # fmt: skip
 
 
 def test_chat_completions_answer_rule_questions_without_a_model(service, llm_server):

@@ -49,7 +49,7 @@ _DAYS = [{"name": "days", "in": "query", "required": False, "schema": {"type": "
 
 _DECISION = {
     "type": "object",
-    "required": ["query", "route", "cities", "dates", "aspect", "reason"],
+    "required": ["query", "route", "cities", "dates", "aspect", "reason", "reason_code"],
     "properties": {
         "query": {"type": "string"},
         "route": {"enum": ["rule", "clarify", "llm"]},
@@ -57,6 +57,10 @@ _DECISION = {
         "dates": {"type": "array", "items": {"type": "string", "format": "date"}},
         "aspect": _NULLABLE_STRING,
         "reason": {"type": "string"},
+        "reason_code": {
+            "type": "string",
+            "description": "the rule that decided (lookup, no_place, open_ended:advice, …)",
+        },
     },
 }
 
@@ -140,7 +144,7 @@ SCHEMAS: dict[str, Any] = {
             "route": {"enum": ["rule", "clarify", "llm"]},
             "answer": {"type": "string"},
             "decision": {k: v for k, v in _DECISION.items() if k != "required"}
-            | {"required": ["route", "cities", "dates", "aspect", "reason"]},
+            | {"required": ["route", "cities", "dates", "aspect", "reason", "reason_code"]},
             "data": {"type": "object"},
             "source": _NULLABLE_STRING,
             "stale": {"type": "boolean"},

@@ -45,6 +45,10 @@ class Decision:
     #: For a yes-no question about a temperature (会超过30度吗, 零度以下吗): the side asked and the degrees, which
     #: the answer says yes or no to from the day's high or low.
     threshold: Threshold | None = None
+    #: The rule that decided, as a short stable code beside the prose `reason` (lookup, no_place,
+    #: open_ended:advice, correction, context, misheard, …: docs/reading.md lists them): what a program reads,
+    #: so that nothing branches on the prose.
+    reason_code: str = "lookup"
 
     @property
     def open_ended(self) -> bool:
@@ -62,16 +66,17 @@ class Decision:
         changes one changes nobody else's. tests/test_devset.py checks it keeps every field."""
         return Decision(
             self.route, list(self.cities), list(self.dates), self.aspect, self.reason, list(self.places), self.compare,
-            self.clarification, self.hours, self.unknown_words, self.unknown_place, self.threshold,
+            self.clarification, self.hours, self.unknown_words, self.unknown_place, self.threshold, self.reason_code,
         )  # fmt: skip
 
-    def with_reason(self, reason: str) -> Decision:
-        """This Decision with another REASON (a repair or a borrowed context said in it): what
+    def with_reason(self, reason: str, code: str | None = None) -> Decision:
+        """This Decision with another REASON (a repair or a borrowed context said in it), and CODE when the rule
+        that decided changes with it: what
         dataclasses.replace does, without its per-call introspection of the fields (a repair or a borrowed
         context makes one on the hot path). tests/test_devset.py checks it keeps every field."""
         return Decision(
             self.route, self.cities, self.dates, self.aspect, reason, self.places, self.compare, self.clarification,
-            self.hours, self.unknown_words, self.unknown_place, self.threshold,
+            self.hours, self.unknown_words, self.unknown_place, self.threshold, code or self.reason_code,
         )  # fmt: skip
 
     def to_json(self, query: str) -> dict[str, Any]:
@@ -83,6 +88,7 @@ class Decision:
             "dates": [d.isoformat() for d in self.dates],
             "aspect": self.aspect,
             "reason": self.reason,
+            "reason_code": self.reason_code,
         }
 
 
@@ -115,16 +121,17 @@ OPEN_ENDED_REASON = "open-ended"
 EMPTY_REASON = "clarify: empty query"
 
 
-def clarify(reason: str, message: str, *, unknown_place: str | None = None) -> Decision:
-    """A clarifying answer: REASON for the log, MESSAGE for the user."""
-    return Decision("clarify", [], [], None, f"clarify: {reason}", [], None, message, None, (), unknown_place)
+def clarify(reason: str, message: str, *, code: str, unknown_place: str | None = None) -> Decision:
+    """A clarifying answer: REASON for the log, MESSAGE for the user, CODE the rule's."""
+    return Decision("clarify", [], [], None, f"clarify: {reason}", [], None, message, None, (), unknown_place,
+                    reason_code=code)  # fmt: skip
 
 
-def to_llm(reason: str, words: tuple[str, ...] | list[str] = ()) -> Decision:
-    """The question needs the LLM; REASON says which rule sent it there, WORDS which words did."""
-    return Decision("llm", [], [], None, reason, [], unknown_words=tuple(words))
+def to_llm(reason: str, words: tuple[str, ...] | list[str] = (), *, code: str) -> Decision:
+    """The question needs the LLM; REASON says which rule sent it there (CODE, its code), WORDS which words did."""
+    return Decision("llm", [], [], None, reason, [], unknown_words=tuple(words), reason_code=code)
 
 
 def open_ended(kind: str, why: str, words: tuple[str, ...] | list[str] = ()) -> Decision:
     """The question asks for more than a lookup (KIND: advice, planning, …); WHY says what, WORDS which words."""
-    return to_llm(f"{OPEN_ENDED_REASON} ({kind}): {why}", words)
+    return to_llm(f"{OPEN_ENDED_REASON} ({kind}): {why}", words, code=f"open_ended:{kind}")

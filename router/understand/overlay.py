@@ -331,7 +331,7 @@ def _share(key: str) -> float:
 
 def llm_decision(reason: str, words: tuple[str, ...]) -> Decision:
     """A question the overlay sends to the LLM (an llm entry's word is in it), with REASON saying so."""
-    return Decision("llm", [], [], None, reason, [], unknown_words=words)
+    return Decision("llm", [], [], None, reason, [], unknown_words=words, reason_code="overlay")
 
 
 def read_through(overlay: Overlay | None, text: str, parse: Callable[[str], Decision]) -> Decision:

@@ -116,13 +116,14 @@ class QueryParser:
             return clarify(
                 f"today out of range: {today.isoformat()}",
                 f"只能按{FIRST_DAY.year}年到{LAST_DAY.year}年之间的日期理解问题，{today.isoformat()}不在其中。",
+                code="out_of_range",
             )
         clean = normalize(text)
         found = found_places or {}
         decision, unknown = self._parse(clean, today, context, recent_places, found, said=text)
         if decision.reason == NO_PLACE_REASON and context is None and not self._asks_as_said(text, clean, today):
             # 好想看雪啊, 下雪了: a wish or a remark about the weather in general, which no place would answer.
-            return to_llm("about the weather in general: nothing asked and no place")
+            return to_llm("about the weather in general: nothing asked and no place", code="general_remark")
         if decision.route == "llm" and unknown and len(clean) <= MAX_CONTEXT_CHARS:
             # Words not known may be context around the question (好的收到 明天杭州会下雨吗): read the question
             # alone. A repair of a sound below is tried only where no such reading answers.
@@ -152,7 +153,7 @@ class QueryParser:
                 if repaired.route == "rule" and (
                     repaired.aspect == "distance" or self.reader.names_weather(rewritten, today)
                 ):
-                    return repaired.with_reason(f"{repaired.reason}; sound-alike: {window}→{word}")
+                    return repaired.with_reason(f"{repaired.reason}; sound-alike: {window}→{word}", "sound_alike")
         if unknown == ["气"]:
             # 明后天气, 这两天气怎么样: the 天 that ends a date is also the weather's, said once. After the repairs:
             # 合肥明天气问多少 is 气温 mistyped.
@@ -161,7 +162,9 @@ class QueryParser:
                     shared, _ = self._parse(f"{clean[: span.end]}天{clean[span.end :]}", today, context, recent_places,
                                             found, said=text)  # fmt: skip
                     if shared.route != "llm":  # a clarify too (明后天气: which place?), as for 明后天天气
-                        return shared.with_reason(f"{shared.reason}; the date's last character read twice")
+                        return shared.with_reason(
+                            f"{shared.reason}; the date's last character read twice", "shared_character"
+                        )
         return decision
 
     # Above ruff's complexity bound on purpose: the reading rules in their order of precedence, which a split would
@@ -180,7 +183,7 @@ class QueryParser:
         whose script and dialect normalize() does not keep (東區, 听日): they say which of two places of one name
         is meant."""
         if not clean:
-            return clarify("empty query", _ASK_FOR_PLACE), []  # its reason is EMPTY_REASON
+            return clarify("empty query", _ASK_FOR_PLACE, code="empty"), []  # its reason is EMPTY_REASON
         lexicon = self.reader.lexicon
         marker = lexicon.open_ended(clean)
         if (untimed := lexicon.asks_when_the_sun(clean, marker)) is not None:
@@ -212,13 +215,14 @@ class QueryParser:
         for span in spans:
             if not span.dates and not span.is_part_of_day:
                 if not reading.says_weather:  # 92号汽油今天什么价: a number that is no date, in no weather question
-                    return to_llm(f"no weather question: {span.text} is no date"), []
-                return clarify(f"invalid date: {span.text}", f"“{span.text}”不是有效的日期，请换一种说法。"), []
+                    return to_llm(f"no weather question: {span.text} is no date", code="not_weather"), []
+                return clarify(f"invalid date: {span.text}", f"“{span.text}”不是有效的日期，请换一种说法。",
+                               code="invalid_date"), []  # fmt: skip
         if (doing := self._doing_asked(tokens)) is not None:
             return open_ended("advice", f"whether to {doing}", [doing]), []
         unknown = [text for _, _, text in reading.unknown]
         if len(unknown) > 1:
-            return to_llm("unrecognised: " + " ".join(unknown), unknown), unknown
+            return to_llm("unrecognised: " + " ".join(unknown), unknown, code="unrecognised"), unknown
         if reading.unknown:
             attempt = self._place_attempt(reading, tokens, found_places, asks=self._asks(tokens, spans, said))
             if isinstance(attempt, Decision):
@@ -227,26 +231,30 @@ class QueryParser:
         if reading.link_at and "distance" not in reading.aspects:
             # 离, 从, 之间 join the places of a distance question; in any other they are words not understood.
             links = [token for i, token in enumerate(tokens) if i in reading.link_at and token is not None]
-            return to_llm("unrecognised: " + " ".join(links), links), []
+            return to_llm("unrecognised: " + " ".join(links), links, code="unrecognised"), []
         choice = self._offers_a_choice(reading, tokens)
         if not reading.says_weather and (asked := self._asked_instead(reading, tokens, choice, context)) is not None:
             return asked
         weather_talk = context is not None and context.route == "rule"
         if reading.compare and not reading.places and not weather_talk and not _names_a_measure(reading):
-            return to_llm("asks which day or thing, not its weather"), []  # 中秋节是哪天, 明天和后天哪个好
+            return to_llm(
+                "asks which day or thing, not its weather", code="not_weather"
+            ), []  # 中秋节是哪天, 明天和后天哪个好
         if not reading.says_weather and not weather_talk and (not_weather := self._not_weather(tokens, spans)):
-            return to_llm(not_weather), []
+            return to_llm(not_weather, code="not_weather"), []
         if not reading.places and not weather_talk and (said_to := self._said_to_the_assistant(tokens)):
-            return to_llm(f"said to the assistant, not of a place: {said_to}"), []
+            return to_llm(f"said to the assistant, not of a place: {said_to}", code="said_to_assistant"), []
         reading_or_question = self._read_paths(reading, tokens)
         if isinstance(reading_or_question, Decision):
             return reading_or_question, []
         reading = reading_or_question
+        said_before = (reading.places, spans)
         reading, spans, excluded, unread = self._apply_corrections(reading, tokens, spans)
+        corrected = (reading.places, spans) != said_before
         if unread is not None:
-            return to_llm(f"takes back nothing it names: {unread}", [unread]), [unread]
+            return to_llm(f"takes back nothing it names: {unread}", [unread], code="unread_operator"), [unread]
         if excluded and not reading.places and context is None:
-            return to_llm("the question names a place only to exclude it"), []
+            return to_llm("the question names a place only to exclude it", code="excluded_only"), []
         spans = _when_asked(spans, clean, lexicon.where_one_is)
         # Sorted and without repeats; most questions name one date, whose days are in order already.
         dates = list(spans[0].dates) if len(spans) == 1 else sorted({d for span in spans for d in span.dates})
@@ -254,12 +262,16 @@ class QueryParser:
         if context is not None and context.route == "rule":
             recent = recent_places or list(context.places)
             if (question := which_places(reading, context, recent)) is not None:
-                return clarify(f"which {reading.place_count} of the places asked about", question), []
+                return clarify(
+                    f"which {reading.place_count} of the places asked about", question, code="which_places"
+                ), []
             # The reading with what it borrowed in it; BORROWED names what, for the reason.
             reading, dates, borrowed = borrow_context(reading, dates, context, recent, follow_up=is_follow_up(clean))
         decision = self._decide(reading, dates, today, spans, choice=choice)
+        if corrected and decision.route == "rule":
+            decision = decision.with_reason(decision.reason, "correction")  # what was said was taken back in part
         if borrowed and decision.route == "rule":
-            decision = decision.with_reason(f"{decision.reason}; from context: {', '.join(borrowed)}")
+            decision = decision.with_reason(f"{decision.reason}; from context: {', '.join(borrowed)}", "context")
         return decision, []
 
     def _plays_the_forecast(self, clean: str, marker: str, today: dt.date) -> bool:
@@ -317,7 +329,7 @@ class QueryParser:
             # The repaired place must be the one place asked about: beside a known one (桂林漓江), a name is
             # inside it, a river or a sight, never a second city that sounds alike (丽江).
             if decision.route == "rule" and decision.places == [place] and reader.names_weather(rewritten, today):
-                return decision.with_reason(f"{decision.reason}; misheard place: {word}→{place.display}")
+                return decision.with_reason(f"{decision.reason}; misheard place: {word}→{place.display}", "misheard")
         return None
 
     def _asked_in_context(
@@ -348,7 +360,9 @@ class QueryParser:
                 continue
             decision, _ = self._parse(filled, today, context, recent_places, found, said=text)
             if decision.route == "rule" or decision.reason == NO_PLACE_REASON:
-                return decision.with_reason(f"{decision.reason}; asked: {filled}; context: {around}")
+                return decision.with_reason(
+                    f"{decision.reason}; asked: {filled}; context: {around}", "asked_in_context"
+                )
         return None
 
     def _asks_as_said(
@@ -450,7 +464,7 @@ class QueryParser:
         暖和, 能到20度吗, 明天去北京冷吗, 去北京出差，那边天气怎么样). Also returns the words not understood."""
         lexicon = self.reader.lexicon
         if context is None and (measure := next((t for t in tokens if t in lexicon.measures), None)) is not None:
-            return to_llm(f"unrecognised: {measure}", [measure]), [measure]
+            return to_llm(f"unrecognised: {measure}", [measure], code="unrecognised"), [measure]
         if choice and any(tokens[i] in lexicon.going_to for i in range(reading.places[0][0])):
             return open_ended("planning", "which place to go to", ["还是"]), []
         if any(token in lexicon.arriving and tokens[i - 1] in lexicon.arriving_modals
@@ -459,7 +473,7 @@ class QueryParser:
         if (verb := self._going_or_being_asked(reading, tokens)) is not None:
             return open_ended("planning", "whether one goes or is there", [verb]), []
         if (purpose := next((t for t in tokens if t in lexicon.purposes), None)) is not None:
-            return to_llm(f"unrecognised: {purpose}", [purpose]), [purpose]
+            return to_llm(f"unrecognised: {purpose}", [purpose], code="unrecognised"), [purpose]
         return None
 
     def _doing_asked(self, tokens: Tokens) -> str | None:
@@ -524,6 +538,7 @@ class QueryParser:
                         return clarify(
                             f"a path whose parts disagree: {province_word} {word}",
                             f"{province_word}没有叫“{word}”的地方：请说出完整、准确的地名。",
+                            code="path_disagrees",
                         )
             joined.extend(group)
         return reading._replace(places=tuple(joined))
@@ -625,7 +640,7 @@ class QueryParser:
         )
         if reading.places and not (next_to_conjunction or next_to_place or after_link):
             landmark = self._landmark_inside(reading, tokens, first, word)
-            return landmark if landmark is not None else to_llm(f"unrecognised: {word}", [word])
+            return landmark if landmark is not None else to_llm(f"unrecognised: {word}", [word], code="unrecognised")
         aspect_words = self.reader.lexicon.aspect_of
         first_aspect = next((i for i, t in enumerate(tokens) if t is not None and t in aspect_words), None)
         in_place_slot = (
@@ -638,18 +653,20 @@ class QueryParser:
         )
         # Only inside a weather question: outside one, a sound-alike is more likely another word.
         if not (in_place_slot and reading.aspects):
-            return to_llm(f"unrecognised: {word}", [word])
+            return to_llm(f"unrecognised: {word}", [word], code="unrecognised")
         gazetteer = self.reader.gazetteer
         if word in gazetteer.regions:
             # 江南, 中原, 北疆: a region, whose weather differs from place to place; beside its city the
             # district of that name is meant (南宁江南 → 南宁市江南区).
             if reading.asks_which and not reading.places:
                 # 中国雨都是哪个城市, 中国哪里最冷: which place of a region, a question of knowledge.
-                return to_llm(f"asks which place of a region: {word}", [word])
+                return to_llm(f"asks which place of a region: {word}", [word], code="region_which")
             units = gazetteer.units_named(word)
             if not next_to_place or not units:
                 return clarify(
-                    f"a region, not a place: {word}", f"“{word}”是一片地区，各地天气不同：请说出其中的城市或区县。"
+                    f"a region, not a place: {word}",
+                    f"“{word}”是一片地区，各地天气不同：请说出其中的城市或区县。",
+                    code="region",
                 )
             match: PlaceMatch | None = PlaceMatch(units, "name")
         else:
@@ -665,24 +682,27 @@ class QueryParser:
             inner = gazetteer.inside(outer, match.candidates)
             if inner is None:
                 landmark = self._landmark_inside(reading, tokens, first, word)
-                return landmark if landmark is not None else to_llm(f"unrecognised: {word}", [word])
+                return (
+                    landmark if landmark is not None else to_llm(f"unrecognised: {word}", [word], code="unrecognised")
+                )
             match = PlaceMatch((inner,), match.via)
         if match is None and next_to_place and not next_to_conjunction:  # inert, unless a landmark
             landmark = self._landmark_inside(reading, tokens, first, word)
             if landmark is not None:
                 return landmark
         if match is None and (len(word) < 2 or next_to_place):
-            return to_llm(f"unrecognised: {word}", [word])
+            return to_llm(f"unrecognised: {word}", [word], code="unrecognised")
         if match is None and not asks:
-            return to_llm(f"unrecognised: {word}; nothing asked of the weather", [word])
+            return to_llm(f"unrecognised: {word}; nothing asked of the weather", [word], code="unrecognised")
         if match is None and "distance" in reading.aspects and not reading.places:
             # 万达广场离我多远, 一海里是多少公里: from where the asker is, or no place at all: not a place to ask about.
-            return to_llm(f"unrecognised: {word}; a distance from no known place", [word])
+            return to_llm(f"unrecognised: {word}; a distance from no known place", [word], code="unrecognised")
         if match is None:
             return clarify(
                 f"unknown place: {word}",
                 f"没有找到“{word}”这个地点，请换个说法，例如“上海”“北京朝阳区”或“东京”。",
                 unknown_place=word,
+                code="unknown_place",
             )
         return self.reader.add_place(reading._replace(unknown=()), first, word, match)
 
@@ -754,7 +774,9 @@ class QueryParser:
         for _, word, match in reading.places:
             if match.ambiguous:
                 options = "、".join(p.display for p in match.candidates)
-                return clarify(f"ambiguous place: {word}", f"“{word}”可以指{options}，您想查哪一个？")
+                return clarify(
+                    f"ambiguous place: {word}", f"“{word}”可以指{options}，您想查哪一个？", code="ambiguous_place"
+                )
         places = [match.candidates[0] for _, _, match in reading.places]
         if len(places) > 1:
             places = list(dict.fromkeys(places))  # 北京和北京市: one place
@@ -762,10 +784,11 @@ class QueryParser:
             return _distance(places, reading)
         if not places:
             if reading.says_weather:  # 周一了不想上班: a day and no word of the weather is no question of it
-                return clarify(NO_PLACE_REASON.removeprefix("clarify: "), _ASK_FOR_PLACE)
-            return to_llm("no weather question recognised")
+                return clarify(NO_PLACE_REASON.removeprefix("clarify: "), _ASK_FOR_PLACE, code="no_place")
+            return to_llm("no weather question recognised", code="not_weather")
         if len(places) > MAX_PLACES:
-            return clarify(f"too many places: {len(places)}", f"一次最多查询{MAX_PLACES}个地点，请分开提问。")
+            return clarify(f"too many places: {len(places)}", f"一次最多查询{MAX_PLACES}个地点，请分开提问。",
+                           code="too_many_places")  # fmt: skip
         aspects = set(reading.aspects) or {"weather"}
         aspect: Aspect
         if len(aspects) == 1:
@@ -773,7 +796,7 @@ class QueryParser:
         elif aspects <= _GENERAL_ASPECTS:
             aspect = "weather"  # the general answer carries every one of these facts
         else:
-            return to_llm("several aspects answered apart: " + ",".join(sorted(aspects)))
+            return to_llm("several aspects answered apart: " + ",".join(sorted(aspects)), code="several_aspects")
         dates = dates or [today]
         hours = _hours(spans)
         if hours is not None and hours[0] >= 24:  # 后半夜: the night's hours after midnight, the next day's
@@ -784,6 +807,7 @@ class QueryParser:
             return clarify(
                 f"beyond the forecast horizon: {outside.isoformat()}",
                 self.horizon.explain(outside, self.provider_label, air=aspect == "air", name=name),
+                code="beyond_horizon",
             )
         compare: Comparison | None = None
         if reading.spread and aspect == "temperature":
@@ -795,11 +819,11 @@ class QueryParser:
         elif reading.compare or (choice and aspect != "weather"):
             if len(places) < 2 and len(dates) < 2:
                 if reading.asks_which or dates[0] <= today:
-                    return to_llm("comparison with nothing to compare")
+                    return to_llm("comparison with nothing to compare", code="no_comparison")
                 dates = [today, dates[0]]  # 北京明天更冷吗, 会冷一点吗: the day to come, than today
             compare = _comparison(aspect, reading)
             if compare is None:
-                return to_llm("comparison without a measurable quantity")
+                return to_llm("comparison without a measurable quantity", code="no_comparison")
         how = f"; compare {compare}" if compare else ""
         vias = [match.via for _, _, match in reading.places if match.via != "name"]
         via = f" via {','.join(sorted(set(vias)))}" if vias else ""
@@ -815,12 +839,14 @@ def _distance(places: list[Place], reading: Reading) -> Decision:
     """北京到上海多远: the straight-line distance between exactly two places, and nothing else asked."""
     asked = set(reading.aspects)
     if asked != {"distance"} or reading.compare or reading.cold or reading.hot:
-        return to_llm("distance together with something else: " + ",".join(sorted(asked - {"distance"}) or ["compare"]))
+        return to_llm("distance together with something else: " + ",".join(sorted(asked - {"distance"}) or ["compare"]),
+                      code="distance_unread")  # fmt: skip
     if len(places) != 2:
         # 到北京多远, 距离春节还有几天: from where the asker is, or no places at all; navigation, not weather,
         # so not a "which places?" either.
-        return to_llm(f"distance needs two places, {len(places)} given")
-    return Decision("rule", [p.name for p in places], [], "distance", "rule: 2 place(s), distance", places=places)
+        return to_llm(f"distance needs two places, {len(places)} given", code="distance_unread")
+    return Decision("rule", [p.name for p in places], [], "distance", "rule: 2 place(s), distance", places=places,
+                    reason_code="distance")  # fmt: skip
 
 
 def _locate(text: str, words: list[str]) -> list[tuple[int, int]]:

@@ -259,6 +259,13 @@ def m011_model_time(db: sqlite3.Connection) -> None:
     """)
 
 
+def m012_reason_code(db: sqlite3.Connection) -> None:
+    # reason_code: the rule that decided, as a short stable code (lookup, no_place, open_ended:advice,
+    # correction, …) beside the prose reason, so a report groups by the rule without reading prose. The
+    # router's own word, kept in hash mode too; NULL on rows before this.
+    db.execute("ALTER TABLE requests ADD COLUMN reason_code TEXT")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_requests,
     m002_agent_health,
@@ -271,6 +278,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m009_feedback,
     m010_tenancy,
     m011_model_time,
+    m012_reason_code,
 ]
 
 

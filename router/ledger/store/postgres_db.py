@@ -230,6 +230,7 @@ POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     )),
     ("m010_tenancy", _tenancy_statements()),
     ("m011_model_time", _model_time_statements()),
+    ("m012_reason_code", ("ALTER TABLE requests ADD COLUMN reason_code text",)),
 ]  # fmt: skip
 
 

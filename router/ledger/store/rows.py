@@ -68,6 +68,7 @@ class Row(NamedTuple):
     # Before the columns a rule answer leaves empty (sqlite_db._ANSWER_WIDTH): most rows of a service with
     # keys carry it.
     caller: str | None  #: the key the request came with, as a prefix of its SHA-256 ("key:…"); None without keys
+    reason_code: str | None  #: the rule that decided (lookup, no_place, open_ended:advice, …): the router's word
     # What only LLM, shadow, failed or session requests fill:
     model: str | None = None
     prompt_tokens: int | None = None
@@ -90,7 +91,7 @@ class Row(NamedTuple):
 #: The stored columns, in order; the table has more (query_sha256 of old rows) that are no longer written.
 COLUMNS: tuple[str, ...] = Row._fields
 #: The text columns the row itself makes (its id, time and hash): every other text column passes the boundary.
-_MADE_HERE = frozenset({"id", "datetime_utc", "query_hmac", "invalid"})
+_MADE_HERE = frozenset({"id", "datetime_utc", "query_hmac", "invalid", "reason_code"})
 #: The positions of the text columns that come from outside: a request, a model, a client (session_id, model).
 _FROM_OUTSIDE = tuple(i for i, name in enumerate(COLUMNS) if name not in _MADE_HERE)
 
@@ -175,6 +176,7 @@ class RowFormat:
             query_hmac=query_hmac,
             days=e.days,
             caller=None if e.caller is None else _safe_text(e.caller, invalid, "caller"),
+            reason_code=None if e.reason_code is None else _safe_text(e.reason_code, invalid, "reason_code"),
             model=e.model,
             prompt_tokens=prompt_tokens,
             cached_tokens=cached_tokens,
