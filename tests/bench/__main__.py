@@ -44,8 +44,8 @@ class Benchmark:
 BENCHMARKS = {
     "route": Benchmark("bench_route.py", ("--rounds", "10", "--cold-runs", "5"),
                        ("--rounds", "1", "--cold-runs", "1", "--first", "200")),
-    "reading": Benchmark("bench_route.py", ("--reading", "tests/data/holdout/fourth.jsonl", "--today", "2026-12-07"),
-                         ("--reading", "tests/data/holdout/fourth.jsonl", "--today", "2026-12-07")),
+    "reading": Benchmark("bench_route.py", ("--reading", "tests/data/holdout/fifth.jsonl", "--today", "2026-12-07"),
+                         ("--reading", "tests/data/holdout/fifth.jsonl", "--today", "2026-12-07")),
     "tuning": Benchmark("bench_route.py", ("--reading", "tests/data/tuning/third.jsonl", "--today", "2026-12-07"),
                         ("--reading", "tests/data/tuning/third.jsonl", "--today", "2026-12-07")),
     "ask": Benchmark("bench_ask.py", ("--seconds", "3", "--ledger-turns", "10", "--processes", "0"),
