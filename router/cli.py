@@ -964,11 +964,10 @@ def teach_list(every: bool) -> None:
     """Show the overlay in use (and with --all, every version kept)."""
     from .learn.teach import store_of
 
-    with _errors_as_exit_codes(), HybridRouter() as router:
-        store = store_of(router)
+    with _errors_as_exit_codes(), HybridRouter() as router, contextlib.closing(store_of(router)) as store:
         active = store.active()
         if active is None:
-            click.echo(f"No overlay yet in {store.folder}: the built-in rules alone read questions.")
+            click.echo(f"No overlay yet in {store.where}: the built-in rules alone read questions.")
             return
         if every:
             for version in store.versions():
@@ -976,7 +975,7 @@ def teach_list(every: bool) -> None:
                 mark = "*" if version == active.version else " "
                 click.echo(f"{mark} v{version}: {len(overlay.entries)} entries — {overlay.note}")
             return
-        click.echo(f"overlay v{active.version} ({store.folder}):")
+        click.echo(f"overlay v{active.version} ({store.where}):")
         for entry in active.entries:
             click.echo(f"  {entry.line()}")
 
@@ -1000,6 +999,62 @@ def teach_use(version: int) -> None:
     with _errors_as_exit_codes(), HybridRouter() as router:
         overlay = use(router, version)
         click.echo(f"overlay v{overlay.version} in use: {len(overlay.entries)} entries")
+
+
+@cli.group()
+def overlay() -> None:
+    """The overlay's versions and, in a fleet, which hosts serve which.
+
+    \b
+        hybrid-weather overlay status
+    """
+
+
+@overlay.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+def overlay_status(as_json: bool) -> None:
+    """Show each overlay version (* the active one) and, with a PostgreSQL ledger, the hosts that loaded it.
+
+    A serving process reports the version it serves when it loads one, and every minute after; with a
+    SQLite ledger the overlay is this host's files, and no other host reads them.
+    """
+    from .learn.teach import store_of
+
+    with _errors_as_exit_codes(), HybridRouter() as router, contextlib.closing(store_of(router)) as store:
+        status = getattr(store, "status", None)
+        if status is None:  # files: this host's versions, with no fleet to report
+            active_version = store.active_version()
+            versions = [store.load(version) for version in store.versions()]
+            rows: list[tuple[Any, ...]] = [
+                (o.version, o.parent, o.note, None, None, o.version == active_version) for o in versions
+            ]
+            hosts: list[tuple[Any, ...]] = []
+        else:
+            rows, hosts = status()
+        if as_json:
+            click.echo(json.dumps({
+                "where": store.where,
+                "versions": [{"version": v, "parent": p, "command": c, "made_at": t and t.isoformat(), "host": h,
+                              "active": a} for v, p, c, t, h, a in rows],
+                "hosts": [{"host": h, "pid": pid, "version": v, "canary": c, "loaded_at": loaded.isoformat(),
+                           "seen_at": seen.isoformat()} for h, pid, v, c, loaded, seen in hosts],
+            }, ensure_ascii=False))  # fmt: skip
+            return
+        click.echo(f"overlay in {store.where}" + ("" if rows else ": no version yet (the built-in rules alone)"))
+        for version, parent, command, made_at, host, active in rows:
+            said = f" {made_at:%Y-%m-%d %H:%M:%S} UTC on {host}" if made_at else ""
+            since = f" from v{parent}" if parent else ""
+            serving = sorted({f"{h} (pid {pid})" for h, pid, v, *_ in hosts if v == version})
+            click.echo(f"{'*' if active else ' '} v{version}{since}: {command}{said}")
+            if serving:
+                click.echo(f"    loaded by: {', '.join(serving)}")
+        if status is not None:
+            click.echo("hosts (their last report; each reports every minute):" if hosts else
+                       "no serving process has reported yet")  # fmt: skip
+            for host, pid, version, canary, loaded_at, seen_at in hosts:
+                share = f", canary {canary:.0%}" if canary is not None else ""
+                click.echo(f"  {host} pid {pid}: v{version}{share}, loaded {loaded_at:%Y-%m-%d %H:%M:%S}, "
+                           f"seen {seen_at:%Y-%m-%d %H:%M:%S} UTC")  # fmt: skip
 
 
 @cli.command()
@@ -1026,7 +1081,8 @@ def learn(days: int, as_json: bool, apply_: bool, undo: bool) -> None:
 
     with _errors_as_exit_codes(), HybridRouter() as router:
         if undo:
-            active = store_of(router).active()
+            with contextlib.closing(store_of(router)) as store:
+                active = store.active()
             if active is None or active.parent is None:
                 raise ConfigurationError("there is no earlier overlay version to go back to")
             teach_use(router, active.parent)

@@ -23,7 +23,7 @@ from hybrid_weather.rules import Reader, today_in_china
 from ._lazy import built, lazy_part
 from .answer import RuleAnswerer
 from .outgoing import Outgoing
-from .settings import Settings, overlay_folder
+from .settings import Settings, is_postgres, overlay_folder
 from .understand import QueryParser
 from .understand.overlay import Overlays, OverlayStore
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the LLM loop, the ledger (sqlite3) and shadow runs load whe
 
     from .answer.shadow import ShadowRunner
     from .ledger import Ledger, Recorder, SpoolLedger
+    from .understand.overlay_postgres import PostgresOverlayStore
 
 logger = logging.getLogger("hybrid_weather")
 #: Seconds one ask may take for its weather, retries included (the LLM loop has its own, longer one).
@@ -105,13 +106,23 @@ class Parts:
 
     @lazy_part
     def overlays(self) -> Overlays:
-        """The installation's overlay (teach, learn) in $HYBRID_WEATHER_HOME/overlay/, read again when it
-        changes; a canary share from HYBRID_WEATHER_CANARY."""
+        """The installation's overlay (teach, learn), read again when it changes; a canary share from
+        HYBRID_WEATHER_CANARY."""
         from .understand.overlay_check import overlay_problem
 
         parser = self.parser  # each version read is held to the checks teach makes (a hand may have written it)
-        return Overlays(OverlayStore(overlay_folder(self.settings)), canary=self.settings.canary,
+        return Overlays(self.overlay_store(), canary=self.settings.canary,
                         check=lambda overlay: overlay_problem(parser, overlay))  # fmt: skip
+
+    def overlay_store(self) -> OverlayStore | PostgresOverlayStore:
+        """A store of the overlay's versions, its own (a writer's lock and connection are not shared): the
+        fleet's, in the ledger, when the ledger is PostgreSQL; else $HYBRID_WEATHER_HOME/overlay/'s files."""
+        location = self._ledger or self.settings.ledger_location()
+        if location and is_postgres(location):
+            from .understand.overlay_postgres import PostgresOverlayStore
+
+            return PostgresOverlayStore(location)
+        return OverlayStore(overlay_folder(self.settings))
 
     @lazy_part
     def weather(self) -> WeatherService:
@@ -265,7 +276,7 @@ class Parts:
     def close(self) -> None:
         """Close the parts that were built, in the order that loses nothing: shadow runs, ledger, clients."""
         parts = [built(self, "shadow"), built(self, "ledger"), built(self, "agent"), *self._agents.values(),
-                 built(self, "travel"), built(self, "weather")]  # fmt: skip
+                 built(self, "travel"), built(self, "weather"), built(self, "overlays")]  # fmt: skip
         for part in parts:
             if part is not None:
                 part.close()

@@ -13,6 +13,7 @@ changes what is asked (overlay_check.entry_problem).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -56,7 +57,8 @@ class Proposal:
 def learn(router: HybridRouter, days: int) -> list[Proposal]:
     """The proposals the last DAYS days of the ledger support, accepted ones first."""
     questions = llm_questions(router, days)
-    current = store_of(router).active()
+    with contextlib.closing(store_of(router)) as store:
+        current = store.active()
     taught = {entry.word for entry in current.entries} if current else set()
     candidates: dict[OverlayEntry, Proposal] = {}
     proposed: set[str] = set()
@@ -84,8 +86,10 @@ def apply_proposals(router: HybridRouter, proposals: list[Proposal]) -> Overlay 
     accepted = [p.entry for p in proposals if p.accepted]
     if not accepted:
         return None
-    store = store_of(router)
-    with store.writing():  # as teach: the active version read and the next written by one writer at a time
+    with (
+        contextlib.closing(store_of(router)) as store,
+        store.writing(),
+    ):  # as teach: the active version read and the next written by one writer at a time
         current = store.active()
         kept = entries_without(current, {entry.word for entry in accepted})
         note = f"learn --apply: {', '.join(e.describe() for e in accepted)}"

@@ -3,18 +3,19 @@ overlay version that says what it changes."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hybrid_weather.agent.errors import ConfigurationError
 
-from ..settings import overlay_folder
 from ..understand.overlay import Overlay, OverlayEntry, OverlayStore, entries_without
 from ..understand.overlay_check import entry_problem, overlay_problem
 from .questions import decide, llm_questions
 
 if TYPE_CHECKING:
     from ..facade import HybridRouter
+    from ..understand.overlay_postgres import PostgresOverlayStore
 
 #: The days of LLM questions a change is measured on.
 MEASURED_DAYS = 30
@@ -39,8 +40,9 @@ class TeachResult:
         return said
 
 
-def store_of(router: HybridRouter) -> OverlayStore:
-    return OverlayStore(overlay_folder(router.settings))
+def store_of(router: HybridRouter) -> OverlayStore | PostgresOverlayStore:
+    """A store of ROUTER's overlay for one change or listing: the fleet's in a PostgreSQL ledger, else files."""
+    return router.parts.overlay_store()
 
 
 def teach(router: HybridRouter, kind: str, word: str, target: str = "") -> TeachResult:
@@ -49,8 +51,10 @@ def teach(router: HybridRouter, kind: str, word: str, target: str = "") -> Teach
     problem = entry_problem(router.parts.parser, entry)
     if problem:
         raise ConfigurationError(f"not taught: {problem}")
-    store = store_of(router)
-    with store.writing():  # the active version read and the next written by one writer at a time
+    with (
+        contextlib.closing(store_of(router)) as store,
+        store.writing(),
+    ):  # the active version read and the next written by one writer at a time
         current = store.active()
         kept = entries_without(current, {entry.word})
         instead = current is not None and len(kept) < len(current.entries)
@@ -59,8 +63,7 @@ def teach(router: HybridRouter, kind: str, word: str, target: str = "") -> Teach
 
 
 def teach_remove(router: HybridRouter, word: str) -> TeachResult:
-    store = store_of(router)
-    with store.writing():
+    with contextlib.closing(store_of(router)) as store, store.writing():
         current = store.active()
         kept = entries_without(current, {word})
         if current is None or len(kept) == len(current.entries):
@@ -72,8 +75,7 @@ def teach_remove(router: HybridRouter, word: str) -> TeachResult:
 def teach_use(router: HybridRouter, version: int) -> Overlay:
     """Go back (or forward) to VERSION; a running serve reads it at its next question. A version that fails
     the checks a router makes when it reads one is refused, as the router would refuse it."""
-    store = store_of(router)
-    with store.writing():
+    with contextlib.closing(store_of(router)) as store, store.writing():
         overlay = store.load(version)
         if problem := overlay_problem(router.parts.parser, overlay):
             raise ConfigurationError(f"overlay v{version} not used: {problem}")
@@ -82,7 +84,11 @@ def teach_use(router: HybridRouter, version: int) -> Overlay:
 
 
 def write_checked(
-    router: HybridRouter, store: OverlayStore, current: Overlay | None, entries: list[OverlayEntry], note: str
+    router: HybridRouter,
+    store: OverlayStore | PostgresOverlayStore,
+    current: Overlay | None,
+    entries: list[OverlayEntry],
+    note: str,
 ) -> Overlay:
     """ENTRIES written as the next version after CURRENT (under store.writing()) when each one CURRENT gave may
     still be kept: a hand may have written it, and the router would refuse the whole version for it."""

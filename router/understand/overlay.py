@@ -29,10 +29,14 @@ import time
 from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hybrid_weather.agent.errors import ConfigurationError
+from hybrid_weather.agent.errors import ConfigurationError, LedgerUnavailable
 
 from .decision import Decision
+
+if TYPE_CHECKING:
+    from .overlay_postgres import PostgresOverlayStore
 
 logger = logging.getLogger("hybrid_weather")
 #: What an entry can say of its word, and whether it names a target.
@@ -49,6 +53,8 @@ MAX_WORD_CHARS = 20
 LOCK_FILE = ".lock"
 #: Digits enough for any version number: an `active` file holding more is no version.
 _MAX_VERSION_DIGITS = 9
+#: Seconds between a serving process's reports of the version it serves to a fleet's overlay (overlay status).
+REPORT_EVERY = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,10 +177,15 @@ def _entry(parts: list[str], where: str) -> OverlayEntry:
 
 
 class OverlayStore:
-    """The overlay's versions in FOLDER: v0001.txt, v0002.txt, …, and `active`, the one in use."""
+    """The overlay's versions in FOLDER: v0001.txt, v0002.txt, …, and `active`, the one in use. A fleet
+    whose ledger is PostgreSQL keeps them there instead (overlay_postgres.PostgresOverlayStore, alike)."""
+
+    #: Its versions are local files: a router looks at them from the question that comes a second after.
+    remote = False
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self.where = str(folder)
 
     def versions(self) -> list[int]:
         """Every version kept, oldest first."""
@@ -259,6 +270,12 @@ class OverlayStore:
             said = None
         return said, tuple(self.versions())
 
+    def report(self, version: int | None, canary: float | None) -> None:
+        """Nothing: the files are one host's, which has no fleet to tell what it serves."""
+
+    def close(self) -> None:
+        """Nothing to close: each read opens and closes its file."""
+
     def _path(self, version: int) -> Path:
         return self.folder / f"v{version:04d}.txt"
 
@@ -266,58 +283,97 @@ class OverlayStore:
 class Overlays:
     """The overlay a router reads each question through: the active version, or with a CANARY share (0 to
     1) the active version for that share of sessions and the version it was made from for the rest, each
-    session always on the same side (a hash of its id, or of the question when it has none). A version
-    written or chosen while the router runs is read at the first question CHECK_EVERY seconds after.
+    session always on the same side (a hash of its id, or of the question when it has none: the same on
+    every host). A version written or chosen while the router runs is read at the first question CHECK_EVERY
+    seconds after; from a fleet's store (remote), by a thread of its own every CHECK_EVERY seconds, so no
+    question waits on the database, and the version it read last serves on while the database is away.
 
     Each version read is held to CHECK (the checks `teach` makes of an entry: overlay_check.py), as a file
     written by hand is: one that fails is never served. At the first read that is a ConfigurationError naming
     the line; later, the version in use keeps serving and `problem` (logged once) says why the new one is not."""
 
     def __init__(
-        self, store: OverlayStore, canary: float | None = None, check_every: float = 1.0,
+        self, store: OverlayStore | PostgresOverlayStore, canary: float | None = None, check_every: float = 1.0,
         check: Callable[[Overlay], str | None] | None = None,
     ) -> None:  # fmt: skip
         self.store, self.canary, self.check_every, self.check = store, canary, check_every, check
         #: Why the overlay on disk is not the one served (None: it is).
         self.problem: str | None = None
         self._checked_at = -math.inf
-        self._stamp: tuple[str | None, tuple[int, ...]] | None = None
+        self._reported_at = -math.inf
+        self._stamp: object = None
+        self._away = False  #: the fleet's store did not answer the last poll (said once, in a warning)
         self._active: Overlay | None = None
         self._parent: Overlay | None = None
         self._lock = threading.Lock()
+        self._stop = threading.Event()
         self._refresh(first=True)
+        if store.remote:
+            threading.Thread(target=self._poll, name="hybrid-weather-overlay", daemon=True).start()
 
     def choose(self, key: str) -> Overlay | None:
         """The overlay for the session or question KEY; None when this installation has none."""
-        if time.monotonic() - self._checked_at >= self.check_every:
+        if not self.store.remote and time.monotonic() - self._checked_at >= self.check_every:
             self._refresh()
         active = self._active
         if active is None or self.canary is None or self._parent is None:
             return active
         return active if _share(key) < self.canary else self._parent
 
+    def close(self) -> None:
+        """Stop polling a fleet's store, and close its connection."""
+        self._stop.set()
+        self.store.close()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.check_every):
+            try:
+                self._refresh()
+            except Exception:  # a poll that fails in a way nobody foresaw must not end the polling
+                logger.exception("overlay: the poll of %s failed", self.store.where)
+
     def _refresh(self, *, first: bool = False) -> None:
         with self._lock:
             self._checked_at = time.monotonic()
-            stamp = self.store.stamp()
-            if stamp == self._stamp:
-                return
             try:
-                active = self.store.active()
-                parent = None
-                if active is not None and active.parent is not None and self.canary is not None:
-                    parent = self.store.load(active.parent)
-                for overlay in (active, parent):
-                    if overlay is not None and self.check is not None and (problem := self.check(overlay)):
-                        raise ConfigurationError(f"overlay v{overlay.version} not used: {problem}")
-            except ConfigurationError as error:
-                if first:
-                    raise
-                # A running service keeps answering with the overlay it has: a bad edit is logged, not served.
-                self._stamp, self.problem = stamp, f"{error}; v{self._version()} serves still"
-                logger.warning("overlay not reloaded: %s", self.problem)
-                return
-            self._active, self._parent, self._stamp, self.problem = active, parent, stamp, None
+                self._read(first)
+            except LedgerUnavailable as error:
+                # Never an error for a question: the version read last serves on, and the store is polled on.
+                if not self._away:
+                    logger.warning("overlay not reloaded: %s; v%s serves still", error, self._version())
+                self._away = True
+
+    def _read(self, first: bool) -> None:
+        stamp = self.store.stamp()
+        if self._away:
+            logger.warning("overlay: %s answers again", self.store.where)
+            self._away = False
+        if stamp == self._stamp:
+            if self.store.remote and time.monotonic() - self._reported_at >= REPORT_EVERY:
+                self._report()
+            return
+        try:
+            active = self.store.active()
+            parent = None
+            if active is not None and active.parent is not None and self.canary is not None:
+                parent = self.store.load(active.parent)
+            for overlay in (active, parent):
+                if overlay is not None and self.check is not None and (problem := self.check(overlay)):
+                    raise ConfigurationError(f"overlay v{overlay.version} not used: {problem}")
+        except ConfigurationError as error:
+            if first:
+                raise
+            # A running service keeps answering with the overlay it has: a bad edit is logged, not served.
+            self._stamp, self.problem = stamp, f"{error}; v{self._version()} serves still"
+            logger.warning("overlay not reloaded: %s", self.problem)
+            return
+        self._active, self._parent, self._stamp, self.problem = active, parent, stamp, None
+        if self.store.remote and not first:  # the poller reports a serving process; a one-shot `ask` never
+            self._report()
+
+    def _report(self) -> None:
+        self._reported_at = time.monotonic()
+        self.store.report(self._active.version if self._active else None, self.canary)
 
     def _version(self) -> str:
         return str(self._active.version) if self._active is not None else "none (the built-in rules alone)"

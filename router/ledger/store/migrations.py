@@ -266,6 +266,12 @@ def m012_reason_code(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE requests ADD COLUMN reason_code TEXT")
 
 
+def m013_fleet_overlay(db: sqlite3.Connection) -> None:
+    # Nothing in SQLite: with a SQLite ledger the overlay stays in $HYBRID_WEATHER_HOME/overlay/ (one host's
+    # files). The name is here so both ledgers record the same list; PostgreSQL's holds the fleet's overlay.
+    del db
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_requests,
     m002_agent_health,
@@ -279,6 +285,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m010_tenancy,
     m011_model_time,
     m012_reason_code,
+    m013_fleet_overlay,
 ]
 
 

@@ -199,6 +199,26 @@ def _model_time_statements() -> tuple[str, ...]:
     )
 
 
+def _fleet_overlay_statements() -> tuple[str, ...]:
+    # The overlay of a fleet whose ledger is here (router/understand/overlay_postgres.py): every version with
+    # its text (as a version's file holds it), the command that made it, when and on which host; one row
+    # saying which version is active (the canary, under HYBRID_WEATHER_CANARY, with its parent for the rest
+    # of the sessions) and a counter every change bumps, so a process polls one integer to notice a change;
+    # and the version each serving process last loaded, which `overlay status` lists.
+    return (
+        """CREATE TABLE overlay_versions (
+            version integer PRIMARY KEY, parent integer, text text NOT NULL, command text NOT NULL,
+            made_at timestamptz NOT NULL, host text NOT NULL)""",
+        """CREATE TABLE overlay_state (
+            one boolean PRIMARY KEY DEFAULT true CHECK (one), active integer REFERENCES overlay_versions,
+            changes bigint NOT NULL)""",
+        "INSERT INTO overlay_state (active, changes) VALUES (NULL, 0)",
+        """CREATE TABLE overlay_hosts (
+            host text NOT NULL, pid integer NOT NULL, version integer, canary double precision,
+            loaded_at timestamptz NOT NULL, seen_at timestamptz NOT NULL, PRIMARY KEY (host, pid))""",
+    )
+
+
 #: migrations.MIGRATIONS in PostgreSQL's types, under the same names, so both ledgers record the same list.
 POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m001_requests", (
@@ -231,6 +251,7 @@ POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m010_tenancy", _tenancy_statements()),
     ("m011_model_time", _model_time_statements()),
     ("m012_reason_code", ("ALTER TABLE requests ADD COLUMN reason_code text",)),
+    ("m013_fleet_overlay", _fleet_overlay_statements()),
 ]  # fmt: skip
 
 
@@ -282,7 +303,7 @@ class _Watchdog:
             yield
         finally:
             with self._lock:  # not cut after this: the connection may be closed, its descriptor reused
-                del self._watched[call]
+                self._watched.pop(call, None)  # gone already if it was cut
 
     def _watch(self) -> None:
         while True:
@@ -373,9 +394,9 @@ class PostgresDatabase:
             raise
         return db
 
-    def connect(self) -> psycopg.Connection[Any]:
-        """A new read connection (for reports)."""
-        return self._connect(READ_TIMEOUT_MS)
+    def connect(self, timeout_ms: int = READ_TIMEOUT_MS) -> psycopg.Connection[Any]:
+        """A new read connection (for reports), its statements given TIMEOUT_MS."""
+        return self._connect(timeout_ms)
 
     def write(
         self,

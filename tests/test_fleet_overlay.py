@@ -1,0 +1,168 @@
+"""One overlay for the fleet (issue 52, item 1): with a PostgreSQL ledger the overlay's versions live in it, so
+what `teach` writes on one host every host serves within a second. Two real `serve` processes with homes of
+their own share one real PostgreSQL schema; writers from two homes at once lose nothing; a database that goes
+away leaves the last version read serving; `overlay status` lists the hosts that loaded each version."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from live_server import post, serving
+from test_ledger_outage import relay_to, through
+from test_ledger_postgres import admin, pg_url  # noqa: F401  (fixtures)
+
+from conftest import subprocess_env
+
+#: Questions whose place only the alias 鹅厂 → 深圳 gives: a canary's two sides answer them differently.
+QUESTIONS = [
+    f"鹅厂{day}{aspect}" for day in ("今天", "明天", "后天") for aspect in ("天气", "会下雨吗", "冷吗", "热不热")
+]
+
+
+def _cli(home, url, *args: str) -> subprocess.CompletedProcess[str]:
+    """`hybrid-weather ARGS` on the host whose home is HOME, its ledger the PostgreSQL at URL."""
+    done = subprocess.run(
+        [sys.executable, "-m", "hybrid_weather.router", *args], capture_output=True, text=True, timeout=60,
+        env=subprocess_env(HYBRID_WEATHER_HOME=str(home), HYBRID_WEATHER_LEDGER=url, HYBRID_WEATHER_PROVIDER="demo"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def _cities(server, question: str) -> list[str]:
+    return post(f"{server.url}/v1/route", {"query": question})[1]["cities"]
+
+
+def _seconds_until(condition, limit: float) -> float:
+    """Seconds until CONDITION holds, asked every 20 ms; fails past LIMIT."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < limit, f"not within {limit} s"
+        time.sleep(0.02)
+    return time.monotonic() - started
+
+
+def test_teach_on_one_host_changes_the_other_hosts_answers_within_a_second(tmp_path, llm_server, pg_url):  # noqa: F811
+    home_a, home_b = tmp_path / "a", tmp_path / "b"
+    with (
+        serving(tmp_path, llm_server, HYBRID_WEATHER_HOME=str(home_a), HYBRID_WEATHER_LEDGER=pg_url) as a,
+        serving(tmp_path, llm_server, HYBRID_WEATHER_HOME=str(home_b), HYBRID_WEATHER_LEDGER=pg_url) as b,
+    ):
+        assert _cities(a, "鹅厂明天天气") != ["深圳市"] and _cities(b, "鹅厂明天天气") != ["深圳市"]
+        _cli(home_a, pg_url, "teach", "alias", "鹅厂", "深圳")  # on host A
+        waited = _seconds_until(lambda: _cities(b, "鹅厂明天天气") == ["深圳市"], 3)
+        assert waited <= 1.2, waited  # a poll a second, and the question's own time
+        assert _cities(a, "鹅厂明天天气") == ["深圳市"]
+        _cli(home_b, pg_url, "teach", "inert", "鲲鹏小助手")  # on host B, on top of A's version
+        _seconds_until(
+            lambda: post(f"{a.url}/v1/route", {"query": "鲲鹏小助手北京明天天气"})[1]["cities"] == ["北京市"], 3
+        )
+        _cli(home_b, pg_url, "teach", "use", "1")  # a rollback from B takes A back too
+        waited = _seconds_until(lambda: _cities(a, "鲲鹏小助手北京明天天气") != ["北京市"], 3)
+        assert waited <= 1.2 and _cities(a, "鹅厂明天天气") == ["深圳市"], waited
+        time.sleep(1.5)  # each server reports what it serves at its next poll
+        status = json.loads(_cli(home_a, pg_url, "overlay", "status", "--json").stdout)
+    assert [(v["version"], v["active"], v["command"]) for v in status["versions"]] == [
+        (1, True, "teach alias 鹅厂 深圳"), (2, False, "teach inert 鲲鹏小助手"),
+    ]  # fmt: skip
+    serving_v1 = {(h["pid"], h["version"]) for h in status["hosts"]}
+    assert {a.process.pid, b.process.pid} <= {pid for pid, _ in serving_v1}, status["hosts"]
+    assert {version for _, version in serving_v1} == {1}, status["hosts"]
+    said = _cli(home_b, pg_url, "overlay", "status").stdout
+    assert f"pid {a.process.pid}: v1" in said and f"pid {b.process.pid}: v1" in said, said
+    assert not (home_a / "overlay").exists() and not (home_b / "overlay").exists()  # no host kept files
+
+
+def test_a_canary_share_is_one_share_of_sessions_across_hosts(tmp_path, llm_server, pg_url):  # noqa: F811
+    home_a, home_b = tmp_path / "a", tmp_path / "b"
+    _cli(home_a, pg_url, "teach", "inert", "鲲鹏小助手")
+    _cli(home_b, pg_url, "teach", "alias", "鹅厂", "深圳")  # v2, from v1: the canary, for half the sessions
+    canary = {"HYBRID_WEATHER_LEDGER": pg_url, "HYBRID_WEATHER_CANARY": "0.5"}
+    with (
+        serving(tmp_path, llm_server, HYBRID_WEATHER_HOME=str(home_a), **canary) as a,
+        serving(tmp_path, llm_server, HYBRID_WEATHER_HOME=str(home_b), **canary) as b,
+    ):
+        sides = {question: _cities(a, question) == ["深圳市"] for question in QUESTIONS}
+        assert sides == {question: _cities(b, question) == ["深圳市"] for question in QUESTIONS}
+    assert set(sides.values()) == {True, False}, sides  # both sides served, each question on one side everywhere
+
+
+_TEACH = """
+import sys
+from hybrid_weather.router import HybridRouter
+from hybrid_weather.router.learn import teach
+with HybridRouter(provider="demo") as router:
+    router.route("上海明天天气")  # the parser built before the start signal: the writes then meet
+    print("ready", flush=True)
+    while not __import__("os").path.exists(sys.argv[2]):
+        __import__("time").sleep(0.005)
+    print(teach(router, "inert", sys.argv[1]).overlay.version)
+"""
+
+
+def test_twelve_teach_from_two_homes_at_once_lose_nothing(tmp_path, pg_url):  # noqa: F811
+    words = [f"鲲鹏{chr(ord('甲') + i)}号机" for i in range(12)]  # made-up names: no check refuses them
+    start = tmp_path / "start"
+    homes = [tmp_path / "a", tmp_path / "b"]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", _TEACH, word, str(start)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=subprocess_env(HYBRID_WEATHER_HOME=str(homes[i % 2]), HYBRID_WEATHER_LEDGER=pg_url),
+        )
+        for i, word in enumerate(words)
+    ]
+    for process in processes:  # every one started and waiting: then they all write at once
+        assert process.stdout is not None and process.stdout.readline() == "ready\n", process.communicate()[1][-2000:]
+    start.touch()
+    from hybrid_weather.router.understand.overlay_postgres import PostgresOverlayStore
+
+    results = [
+        (word, *process.communicate(timeout=120), process.returncode)
+        for word, process in zip(words, processes, strict=True)
+    ]
+    assert not [(word, err[-500:]) for word, _, err, code in results if code != 0]
+    store = PostgresOverlayStore(pg_url)
+    try:
+        active = store.active()
+        assert active is not None
+        assert sorted(entry.word for entry in active.entries) == sorted(words)
+        assert store.versions() == list(range(1, len(words) + 1))  # one version a writer, none written over
+        assert sorted(int(out) for _, out, _, _ in results) == store.versions()
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("outage", ["refuse", "silence"])
+def test_a_host_that_cannot_reach_the_database_serves_the_last_version_it_read(tmp_path, llm_server, pg_url, outage):  # noqa: F811
+    relay = relay_to(pg_url)
+    home = tmp_path / "a"
+    log = tmp_path / "serve.log"
+    try:
+        _cli(home, pg_url, "teach", "alias", "鹅厂", "深圳")
+        with log.open("w") as stderr, serving(tmp_path, llm_server, stderr=stderr, HYBRID_WEATHER_HOME=str(home),
+                                              HYBRID_WEATHER_LEDGER=through(relay, pg_url)) as server:  # fmt: skip
+            assert _cities(server, "鹅厂明天天气") == ["深圳市"]
+            getattr(relay, outage)()
+            _cli(home, pg_url, "teach", "inert", "鲲鹏小助手")  # v2, which the cut-off host cannot read
+            slowest = 0.0
+            ended = time.monotonic() + 5
+            while time.monotonic() < ended:  # several polls fail meanwhile: none reaches a question
+                asked = time.monotonic()
+                assert _cities(server, "鹅厂明天天气") == ["深圳市"]  # v1 serves still
+                slowest = max(slowest, time.monotonic() - asked)
+                time.sleep(0.05)
+            assert slowest < 0.5, slowest  # no question waited on the database
+            relay.resume()
+            _seconds_until(lambda: _cities(server, "鲲鹏小助手北京明天天气") == ["北京市"], 10)  # v2, once it answers
+    finally:
+        relay.close()
+    said = log.read_text()
+    assert said.count("overlay not reloaded") == 1 and "v1 serves still" in said, said[-3000:]
+    assert "answers again" in said and "Traceback" not in said, said[-3000:]
