@@ -923,7 +923,7 @@ def _stdin_lines() -> Iterator[str]:
 
 @cli.group()
 def teach() -> None:
-    """Teach the router this installation's own words (kept in $HYBRID_WEATHER_HOME/overlay/).
+    """Teach the router this installation's own words (in $HYBRID_WEATHER_HOME/overlay/, or the PostgreSQL ledger).
 
     \b
         hybrid-weather teach alias 鹅厂 深圳市南山区
@@ -935,7 +935,8 @@ def teach() -> None:
         hybrid-weather teach use 3
 
     Each change is checked, written as a new numbered version and says what it changes; `serve` reads it
-    at its next question. `teach use N` goes back to any earlier version.
+    within a second (with a PostgreSQL ledger, every host of the fleet). `teach use N` goes back to any
+    earlier version.
     """
 
 

@@ -281,6 +281,7 @@ def test_a_ledger_from_an_older_schema_migrates(tmp_path):
                 "m010_tenancy",
                 "m011_model_time",
                 "m012_reason_code",
+                "m013_fleet_overlay",
             ]
         )
         # The row stored before the rollup existed is in it once, beside the one written after.
