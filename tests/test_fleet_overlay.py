@@ -54,9 +54,12 @@ def test_teach_on_one_host_changes_the_other_hosts_answers_within_a_second(tmp_p
     ):
         assert _cities(a, "鹅厂明天天气") != ["深圳市"] and _cities(b, "鹅厂明天天气") != ["深圳市"]
         _cli(home_a, pg_url, "teach", "alias", "鹅厂", "深圳")  # on host A
-        waited = _seconds_until(lambda: _cities(b, "鹅厂明天天气") == ["深圳市"], 3)
-        assert waited <= 1.2, waited  # a poll a second, and the question's own time
-        assert _cities(a, "鹅厂明天天气") == ["深圳市"]
+        taught = time.monotonic()
+        # Each server polls on its own, once a second: both answer with the new word within that (and the
+        # questions' own time), the one whose home taught it no sooner than the other.
+        for server in (b, a):
+            _seconds_until(lambda: _cities(server, "鹅厂明天天气") == ["深圳市"], 3)  # noqa: B023
+            assert time.monotonic() - taught <= 1.2, (server.url, time.monotonic() - taught)
         _cli(home_b, pg_url, "teach", "inert", "鲲鹏小助手")  # on host B, on top of A's version
         _seconds_until(
             lambda: post(f"{a.url}/v1/route", {"query": "鲲鹏小助手北京明天天气"})[1]["cities"] == ["北京市"], 3
