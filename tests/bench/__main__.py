@@ -1,6 +1,6 @@
 """Run the benchmarks and print their headline figures as one Markdown table.
 
-    python -m tests.bench [--only NAME ...] [--quick] [--timeout SECONDS]
+    python -m tests.bench [--only NAME ...] [--quick] [--timeout SECONDS] [--against REV]
 
 Each benchmark runs in a process of its own (so one that fails or hangs costs its own row, not the
 others'), with the short settings below, and gives its figures on its last line (--figures-json). The
@@ -8,7 +8,9 @@ table holds only what was measured in this run, with the command that measured i
 hybrid-weather's version and the machine; a benchmark that failed or could not run has a row saying why.
 The default settings take a few minutes (the first savings run also loads 10 million rows into PostgreSQL,
 kept for the next); --quick shortens every run to seconds, for checking that the benchmarks still run: its
-figures are too short to quote. Progress goes to stderr, the table to stdout.
+figures are too short to quote. --against REV installs REV as a wheel in a venv of its own (once, in the temporary
+folder) and runs each benchmark on it too, in turns with this install, then prints each figure's ratio.
+Progress goes to stderr, the table to stdout.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,13 +74,36 @@ def parse_args() -> argparse.Namespace:
     )  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="seconds per benchmark: checks they run, not figures")
     parser.add_argument("--timeout", type=float, default=600, help="seconds a benchmark may take (default 600)")
+    parser.add_argument(
+        "--against", metavar="REV",
+        help="also run each benchmark on REV (a commit, installed as a wheel in a venv of its own, kept in the "
+             "temporary folder for the next run), in turns with this install, and print the ratios",
+    )  # fmt: skip
     return parser.parse_args()
 
 
-def run(name: str, benchmark: Benchmark, quick: bool, timeout: float) -> list[dict[str, str]]:
-    """BENCHMARK's figures, or one row saying why there are none."""
+def install_of(revision: str) -> str:
+    """The Python of a venv holding REVISION installed as a user would (a wheel, the rule path compiled, with
+    the extras the benchmarks use), made on first use: the same scripts then measure the two installs."""
+    commit = subprocess.run(["git", "rev-parse", revision], cwd=ROOT, capture_output=True, text=True, check=True)
+    home = Path(tempfile.gettempdir()) / f"hybrid-weather-bench-{commit.stdout.strip()[:12]}"
+    python = home / "venv" / "bin" / "python"
+    if not python.exists():
+        print(f"installing {revision} in {home} (minutes: the rule path is compiled)", file=sys.stderr, flush=True)
+        source = home / "source"
+        source.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "archive", commit.stdout.strip()], cwd=ROOT, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(source)], input=archive.stdout, check=True)
+        subprocess.run([sys.executable, "-m", "venv", str(home / "venv")], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"{source}[dev]"], check=True)
+    return str(python)
+
+
+def run(name: str, benchmark: Benchmark, quick: bool, timeout: float, python: str = sys.executable
+        ) -> list[dict[str, str]]:  # fmt: skip
+    """BENCHMARK's figures, measured with PYTHON's install, or one row saying why there are none."""
     arguments = benchmark.quick if quick else benchmark.arguments
-    command = [sys.executable, str(HERE / benchmark.script), *arguments, FIGURES_FLAG]
+    command = [python, str(HERE / benchmark.script), *arguments, FIGURES_FLAG]
     print(f"{name}: {benchmark.script} {' '.join(arguments)}", file=sys.stderr, flush=True)
     started = time.monotonic()
     try:
@@ -153,13 +180,39 @@ def table(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
+def ratios(rows: list[dict[str, str]], before: list[dict[str, str]], revision: str) -> str:
+    """ROWS beside the same figures measured on REVISION: each value, the value before, and their ratio (the
+    first number of each; a figure one side lacks, or that is no number, has none)."""
+    earlier = {row["figure"]: row["value"] for row in before}
+    lines = [f"| figure | this install | {revision[:12]} | ratio |", "|---|---|---|---|"]
+    for row in rows:
+        then = earlier.get(row["figure"], "not measured")
+        now_n, then_n = _first_number(row["value"]), _first_number(then)
+        ratio = f"{now_n / then_n:.2f}×" if now_n is not None and then_n else "–"
+        lines.append(f"| {cell(row['figure'])} | {cell(row['value'])} | {cell(then)} | {ratio} |")
+    return "\n".join(lines)
+
+
+def _first_number(value: str) -> float | None:
+    found = re.search(r"[-+]?\d[\d,]*(?:\.\d+)?", value)
+    return float(found.group(0).replace(",", "")) if found else None
+
+
 def main() -> None:
     args = parse_args()
     names = args.only or list(BENCHMARKS)
-    rows = [row for name in names for row in run(name, BENCHMARKS[name], args.quick, args.timeout)]
+    other = install_of(args.against) if args.against else None
+    rows, before = [], []
+    for name in names:  # in turns, so that a machine that changes speed changes both alike
+        rows += run(name, BENCHMARKS[name], args.quick, args.timeout)
+        if other is not None:
+            before += run(name, BENCHMARKS[name], args.quick, args.timeout, other)
     if len(rows) > MAX_ROWS:
         print(f"{len(rows)} figures: the table keeps the first {MAX_ROWS}", file=sys.stderr)
     print(table(rows[:MAX_ROWS]))
+    if args.against:
+        print()
+        print(ratios(rows, before, args.against))
 
 
 if __name__ == "__main__":
