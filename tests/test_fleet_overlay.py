@@ -12,6 +12,7 @@ import time
 
 import pytest
 from live_server import post, serving
+from teachers import made_up_words, teach_at_once
 from test_ledger_outage import relay_to, through
 from test_ledger_postgres import admin, pg_url  # noqa: F401  (fixtures)
 
@@ -94,42 +95,13 @@ def test_a_canary_share_is_one_share_of_sessions_across_hosts(tmp_path, llm_serv
     assert set(sides.values()) == {True, False}, sides  # both sides served, each question on one side everywhere
 
 
-_TEACH = """
-import sys
-from hybrid_weather.router import HybridRouter
-from hybrid_weather.router.learn import teach
-with HybridRouter(provider="demo") as router:
-    router.route("上海明天天气")  # the parser built before the start signal: the writes then meet
-    print("ready", flush=True)
-    while not __import__("os").path.exists(sys.argv[2]):
-        __import__("time").sleep(0.005)
-    print(teach(router, "inert", sys.argv[1]).overlay.version)
-"""
-
-
 def test_twelve_teach_from_two_homes_at_once_lose_nothing(tmp_path, pg_url):  # noqa: F811
-    words = [f"鲲鹏{chr(ord('甲') + i)}号机" for i in range(12)]  # made-up names: no check refuses them
-    start = tmp_path / "start"
+    words = made_up_words(12)
     homes = [tmp_path / "a", tmp_path / "b"]
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-c", _TEACH, word, str(start)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=subprocess_env(HYBRID_WEATHER_HOME=str(homes[i % 2]), HYBRID_WEATHER_LEDGER=pg_url),
-        )
-        for i, word in enumerate(words)
-    ]
-    for process in processes:  # every one started and waiting: then they all write at once
-        assert process.stdout is not None and process.stdout.readline() == "ready\n", process.communicate()[1][-2000:]
-    start.touch()
+    envs = [subprocess_env(HYBRID_WEATHER_HOME=str(homes[i % 2]), HYBRID_WEATHER_LEDGER=pg_url) for i in range(12)]
+    results = teach_at_once(words, envs, tmp_path / "start")
     from hybrid_weather.router.understand.overlay_postgres import PostgresOverlayStore
 
-    results = [
-        (word, *process.communicate(timeout=120), process.returncode)
-        for word, process in zip(words, processes, strict=True)
-    ]
     assert not [(word, err[-500:]) for word, _, err, code in results if code != 0]
     store = PostgresOverlayStore(pg_url)
     try:

@@ -13,6 +13,7 @@ import time
 import pytest
 from click.testing import CliRunner
 from live_server import post, serving
+from teachers import made_up_words, teach_at_once
 
 from hybrid_weather.agent.errors import ConfigurationError
 from hybrid_weather.router import HybridRouter
@@ -125,41 +126,11 @@ def test_a_running_serve_keeps_its_last_good_version_and_says_why(tmp_path, llm_
     assert "Traceback" not in said
 
 
-_TEACH = """
-import sys
-from hybrid_weather.router import HybridRouter
-from hybrid_weather.router.learn import teach
-with HybridRouter(provider="demo", ledger="off") as router:
-    router.route("上海明天天气")  # the parser built before the start signal: the writes then meet
-    print("ready", flush=True)
-    while not __import__("os").path.exists(sys.argv[2]):
-        __import__("time").sleep(0.005)
-    print(teach(router, "inert", sys.argv[1]).overlay.version)
-"""
-
-
 def test_twenty_four_concurrent_teach_lose_no_acknowledged_entry(tmp_path, isolated_home):
-    words = [f"鲲鹏{chr(ord('甲') + i)}号机" for i in range(24)]  # made-up names: no check refuses them
-    start = tmp_path / "start"
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-c", _TEACH, word, str(start)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=subprocess_env(),
-        )
-        for word in words
-    ]
-    for process in processes:  # every one started and waiting: then they all write at once
-        assert process.stdout is not None and process.stdout.readline() == "ready\n", process.communicate()[1][-2000:]
-    start.touch()
-    results = [
-        (word, process.communicate(timeout=120), process.returncode)
-        for word, process in zip(words, processes, strict=True)
-    ]
-    failed = [(word, err[-500:]) for word, (_, err), code in results if code != 0]  # FileExistsError, before
-    acknowledged = [word for word, _, code in results if code == 0]
+    words = made_up_words(24)
+    results = teach_at_once(words, [subprocess_env(HYBRID_WEATHER_LEDGER="off")] * len(words), tmp_path / "start")
+    failed = [(word, err[-500:]) for word, _, err, code in results if code != 0]  # FileExistsError, before
+    acknowledged = [word for word, _, _, code in results if code == 0]
     assert not failed, failed
     store = OverlayStore(isolated_home / "overlay")
     active = store.active()
