@@ -8,10 +8,9 @@ import importlib.metadata
 import json
 import logging
 import os
-import re
 import sys
-from collections.abc import Callable, Iterator
-from typing import Any, TextIO
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 from click_default_group import DefaultGroup
@@ -22,14 +21,17 @@ from hybrid_weather.agent.errors import (
     LLMUnavailable,
     UpstreamConnectError,
     WeatherUnavailable,
-    install_hint,
 )
 from hybrid_weather.agent.weather import PROVIDERS
 from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range
 
-from .answer import Answer, TextPiece
+from .answer import Answer, TextPiece, explanation, explanation_json
+from .cli_input import check_utf8, join_words, meant_command, read_stdin, stdin_lines, stdin_question
 from .facade import HybridRouter
 from .session import Session
+
+if TYPE_CHECKING:
+    from .ledger import Ledger, SpoolLedger
 
 
 def _parse_today(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.date | None:
@@ -66,7 +68,7 @@ class _Group(DefaultGroup):  # type: ignore[misc]  # click-default-group is unty
         try:
             given = extra.get("args", args[0] if args else None)
             for word in sys.argv[1:] if given is None else given:
-                _check_utf8(word, "an argument")
+                check_utf8(word, "an argument")
             return super().main(*args, standalone_mode=False, **extra)
         except click.exceptions.Exit as done:
             code = done.exit_code
@@ -90,40 +92,10 @@ class _Group(DefaultGroup):  # type: ignore[misc]  # click-default-group is unty
             click.echo(f"{ctx.command_path}, version {importlib.metadata.version('hybrid-weather')}")
             ctx.exit(0)
         if args and args[0] not in self.commands:
-            meant = _meant_command(self, args)
+            meant = meant_command(self, args)
             if meant is not None:
                 raise click.UsageError(f"{args[0]!r} is not a command; did you mean '{ctx.command_path} {meant}'?", ctx)
         return super().resolve_command(ctx, args)
-
-
-def _meant_command(group: click.Group, args: list[str]) -> str | None:
-    """The command ARGS' first word is a near miss of (savigns, migrte, servee; status for `ledger status`), as
-    its path under GROUP; None when the words are a question. Only a lone word of Latin letters can be a
-    mistyped command, and only if the gazetteer does not know it as a place (beijing, shanghai, paris)."""
-    word = args[0].lower()
-    if (len(args) > 1 and not args[1].startswith("-")) or not _COMMAND_WORD.fullmatch(word):
-        return None
-    from rapidfuzz.distance import OSA  # a transposition (savigns) is one edit, as a person counts it
-
-    paths = {"help": "help", "version": "version"}
-    for name, command in group.commands.items():
-        paths.setdefault(name, name)
-        for sub in getattr(command, "commands", {}):
-            paths.setdefault(sub, f"{name} {sub}")  # `status` is `ledger status`
-    # A short word is close to too much at two edits (ask: asks, ash; chat: cat): one for up to seven letters.
-    near = [(OSA.distance(word, name), path) for name, path in paths.items()
-            if OSA.distance(word, name) <= (1 if len(name) <= 7 else 2)]  # fmt: skip
-    if not near:
-        return None
-    from hybrid_weather.rules import Reader
-
-    if Reader().resolve_place(word) is not None:
-        return None
-    return min(near)[1]
-
-
-#: A word that could be a command's name: Latin letters and hyphens, as every command is named.
-_COMMAND_WORD = re.compile(r"[a-z][a-z\-]{1,30}")
 
 
 @click.group(
@@ -152,42 +124,11 @@ def cli(ctx: click.Context, debug: bool) -> None:
         logger.addHandler(logging.NullHandler())
     ctx.meta["hybrid_weather.debug"] = debug or os.environ.get("HYBRID_WEATHER_DEBUG") == "1"
     if ctx.invoked_subcommand is None:
-        question = _stdin_question()
+        question = stdin_question()
         if question:  # `echo 上海今天天气 | hybrid-weather`
             ctx.invoke(ask, words=(question,))
             return
         click.echo(ctx.get_help())  # bare `hybrid-weather`: what it can do, and exit 0
-
-
-def _stdin_question() -> str | None:
-    """The question piped in on stdin, or None when stdin is a terminal or holds nothing."""
-    if sys.stdin is None or sys.stdin.isatty():
-        return None
-    return _check_utf8(_read_stdin(sys.stdin.read), "standard input").strip() or None
-
-
-def _read_stdin(read: Callable[[], str], what: str = "standard input") -> str:
-    """READ()'s text from stdin; bytes its encoding refuses are a usage error, not an internal one."""
-    try:
-        return read()
-    except UnicodeDecodeError as error:
-        bad = error.object[error.start : error.end]
-        raise click.UsageError(_NOT_UTF8.format(what=what, bytes=bad)) from None
-
-
-#: What a question that is not text gets: it is refused, never asked as what is left of it (an empty question).
-_NOT_UTF8 = "{what} is not UTF-8 text (it holds the bytes {bytes!r}); give the question in UTF-8, e.g. 上海今天天气"
-
-
-def _check_utf8(text: str, what: str) -> str:
-    """TEXT, if it is text: Python hands bytes that are not UTF-8 (in arguments, and on stdin with a C locale)
-    over as lone surrogates (PEP 383), which no question holds; they are a usage error (exit 2)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        bad = bytes(ord(char) - 0xDC00 for char in text if "\udc80" <= char <= "\udcff")  # PEP 383's escapes
-        raise click.UsageError(_NOT_UTF8.format(what=what, bytes=bad)) from None
-    return text
 
 
 @cli.command()
@@ -218,8 +159,8 @@ def ask(
         echo "广州后天天气" | hybrid-weather --provider demo    # offline, synthetic data
     """
     if words:
-        query = _join(words)  # given, even if blank: the router answers that (and the ledger counts it)
-    elif not (query := _stdin_question() or ""):
+        query = join_words(words)  # given, even if blank: the router answers that (and the ledger counts it)
+    elif not (query := stdin_question() or ""):
         raise click.UsageError('no question given; try hybrid-weather "上海今天天气"')
     emoji = _emoji(no_emoji, as_json)
     extra: dict[str, Any] | None = {} if as_json else None
@@ -234,31 +175,17 @@ def _emoji(no_emoji: bool, as_json: bool) -> bool:
     return not no_emoji and not os.environ.get("NO_COLOR") and not as_json
 
 
-def _join(words: tuple[str, ...]) -> str:
-    """Words given unquoted (上海 今天 天气) as one question: no space between Chinese words."""
-    out = ""
-    for word in words:
-        if out and not (_is_han(out[-1]) and _is_han(word[:1])):
-            out += " "
-        out += word
-    return out
-
-
-def _is_han(char: str) -> bool:
-    return bool(char) and "\u3400" <= char <= "\u9fff"
-
-
 def _print_answer(answer: Answer, query: str, *, as_json: bool, explain: bool, printed: bool = False) -> None:
     """ANSWER as JSON or text; PRINTED: its text is on the screen already (_Printer), but for its line's end."""
     if as_json:
         payload = answer.to_json(query)
         if explain:
-            payload["explain"] = _explanation_json(answer)
+            payload["explain"] = explanation_json(answer)
         click.echo(json.dumps(payload, ensure_ascii=False))
         return
     click.echo("" if printed else answer.text)
     if explain:
-        click.echo(_explanation(answer))
+        click.echo(explanation(answer))
 
 
 @contextlib.contextmanager
@@ -314,74 +241,6 @@ class _Printer:
     def __call__(self, piece: TextPiece) -> None:
         click.echo(piece.text, nl=False)  # click flushes each write
         self.printed = True
-
-
-def _explanation(answer: Answer) -> str:
-    decision = answer.decision
-    days = ",".join(d.isoformat() for d in decision.dates) or "-"
-    lines = [
-        f"decision: {decision.route} · {','.join(decision.cities) or '-'} · {days} · {decision.aspect or '-'}",
-        f"reason:   {decision.reason}",
-    ]
-    for model, why in answer.fallbacks:
-        lines.append(f"fallback: {model} failed ({why}) → next model")
-    if answer.llm is not None:
-        lines.extend(_call_chain(answer))
-    elif answer.source:
-        cache = "hit" if answer.cache_hit else "stale" if answer.stale else "miss"
-        lines.append(f"cache:    {cache} · provider {answer.source} {answer.provider_ms:.1f} ms")
-    lines.append(f"total:    {answer.latency_ms:.1f} ms")
-    if answer.request_id:
-        lines.append(f"request:  {answer.request_id} (hybrid-weather feedback {answer.request_id} wrong)")
-    return "\n".join(lines)
-
-
-def _explanation_json(answer: Answer) -> dict[str, Any]:
-    """--explain inside the --json object: the same facts as the text, as data."""
-    decision = answer.decision
-    cache = None
-    if answer.llm is None and answer.source:
-        cache = "hit" if answer.cache_hit else "stale" if answer.stale else "miss"
-    return {
-        "route": decision.route,
-        "reason": decision.reason,
-        "cache": cache,
-        "provider_ms": round(answer.provider_ms, 3) if cache else None,
-        "total_ms": round(answer.latency_ms, 3),
-        "call_chain": answer.data if answer.llm is not None else None,
-        "fallbacks": [{"model": model, "error": why} for model, why in answer.fallbacks],
-    }
-
-
-def _call_chain(answer: Answer) -> list[str]:
-    """调用链分析: per loop, where the tokens and the time went, and what the tools did."""
-    result = answer.llm
-    assert result is not None
-    cost = "unknown price" if answer.cost_usd is None else f"${answer.cost_usd:.6f}"
-    lines = [
-        f"调用链分析 (call chain) · model {answer.model} · stopped: {result.stopped} · {cost}",
-        f"{'loop':>4}  {'prompt':>7}  {'cached':>6}  {'completion':>10}  {'ms':>8}  {'tries':>5}  tools",
-    ]
-    for loop in result.loops:
-        tools = (
-            ", ".join(
-                f"{t.name}({t.arguments}) {'ok' if t.ok else 'error'}{' (reused)' if t.reused else ''} "
-                f"{t.duration_ms:.0f}ms"
-                for t in loop.tools
-            )
-            or "-"
-        )
-        lines.append(
-            f"{loop.loop:>4}  {loop.usage.prompt_tokens:>7}  {loop.usage.cached_tokens:>6}  "
-            f"{loop.usage.completion_tokens:>10}  {loop.latency_ms:>8.1f}  {loop.attempts:>5}  {tools}"
-        )
-    total = result.usage
-    lines.append(
-        f"{'all':>4}  {total.prompt_tokens:>7}  {total.cached_tokens:>6}  {total.completion_tokens:>10}  "
-        f"{sum(each.latency_ms for each in result.loops):>8.1f}  {result.attempts:>5}  "
-        f"{result.tool_calls} call(s), {result.tool_failures} failed"
-    )
-    return lines
 
 
 @contextlib.contextmanager
@@ -448,7 +307,7 @@ def chat(provider: str | None, today: dt.date | None, as_json: bool, no_emoji: b
             # (Ctrl-D: exit 0; Ctrl-C: KeyboardInterrupt, exit 130 by the group).
             click.echo("你> ", nl=False, err=True)
             try:
-                line = _check_utf8(_read_stdin(sys.stdin.readline, "that line"), "that line")
+                line = check_utf8(read_stdin(sys.stdin.readline, "that line"), "that line")
             except click.UsageError as error:  # one turn's typing: said, and the conversation goes on
                 click.echo(f"Error: {error.format_message()}", err=True)
                 continue
@@ -463,8 +322,9 @@ def chat(provider: str | None, today: dt.date | None, as_json: bool, no_emoji: b
             extra: dict[str, Any] | None = {} if as_json else None
             printer = None if as_json else _Printer()
             try:
-                answer = _ask_or_degrade(router, query, today=today, session=session, emoji=emoji, json_extra=extra,
-                                         printer=printer)  # fmt: skip
+                answer = _ask_or_degrade(
+                    router, query, today=today, session=session, emoji=emoji, json_extra=extra, printer=printer
+                )
             except HybridWeatherError as error:
                 _report(error, query, extra)
                 continue
@@ -494,10 +354,11 @@ def savings(days: int, as_json: bool, by: str) -> None:
     from .ledger import render_report, savings_report
 
     with _errors_as_exit_codes(), HybridRouter() as router:
-        location, report = _read_ledger(router, lambda db: savings_report(db, days, by=by))
+        store = _ledger_of(router)
+        report = store.report(lambda db: savings_report(db, days, by=by))
         if report["requests"] == 0 and not as_json:
             click.echo(
-                f"No requests in the last {days} days in the ledger at {location}. "
+                f"No requests in the last {days} days in the ledger at {store.location}. "
                 'Ask something first, e.g. hybrid-weather "上海今天天气".'
             )
             return
@@ -522,7 +383,7 @@ def misses(days: int, as_json: bool) -> None:
     from .ledger import misses_report, render_misses
 
     with _errors_as_exit_codes(), HybridRouter() as router:
-        _, report = _read_ledger(router, lambda db: misses_report(db, days))
+        report = _ledger_of(router).report(lambda db: misses_report(db, days))
         click.echo(json.dumps(report, ensure_ascii=False) if as_json else render_misses(report))
 
 
@@ -530,12 +391,20 @@ def misses(days: int, as_json: bool) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every one).")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Worker processes.")
-@click.option("--grace", default=10, show_default=True, type=click.IntRange(0, 600),
-              help="Seconds in-flight requests get to finish at shutdown (SIGTERM, Ctrl-C).")  # fmt: skip
+@click.option(
+    "--grace",
+    default=10,
+    show_default=True,
+    type=click.IntRange(0, 600),
+    help="Seconds in-flight requests get to finish at shutdown (SIGTERM, Ctrl-C).",
+)
 @click.option("--certfile", type=click.Path(dir_okay=False), help="Serve HTTPS: the certificate chain (PEM).")
 @click.option("--keyfile", type=click.Path(dir_okay=False), help="Serve HTTPS: the certificate's private key (PEM).")
-@click.option("--canary", metavar="SHARE",
-              help="Share of sessions for the newest overlay version: 0.1 or 10% (HYBRID_WEATHER_CANARY).")  # fmt: skip
+@click.option(
+    "--canary",
+    metavar="SHARE",
+    help="Share of sessions for the newest overlay version: 0.1 or 10% (HYBRID_WEATHER_CANARY).",
+)
 def serve(
     host: str, port: int, workers: int, grace: int, certfile: str | None, keyfile: str | None, canary: str | None
 ) -> None:
@@ -549,154 +418,21 @@ def serve(
     Each worker process keeps one router. SIGTERM or Ctrl-C stops accepting, lets requests in flight
     finish (up to --grace seconds) and flushes the ledger.
     """
-    import gc
-    import shutil
-    import tempfile
+    from .serve.run import run
 
-    # A server lives long enough to make garbage: with the collector paused (entry.py) a single worker, which
-    # uvicorn runs in this process, would keep every reference cycle it made (a streamed chat completion
-    # leaves some), and grow without end under load.
-    gc.enable()
     with _errors_as_exit_codes():
-        if canary is not None:  # every worker process reads it from the environment, as the variable
-            from .settings import canary_share
-
-            canary_share(canary, "--canary")
-            os.environ["HYBRID_WEATHER_CANARY"] = canary
-        # Metrics of every worker, summed: prometheus_client's multiprocess mode keeps them in files here. It
-        # picks that mode when it is first imported, so the folder is named before anything imports it (the
-        # serve package does): named after, one worker counted in memory and /metrics read the empty folder.
-        metrics_dir = None
-        if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-            metrics_dir = tempfile.mkdtemp(prefix="hybrid-weather-metrics-")
-            os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-        try:
-            _serve(host, port, workers, grace, certfile, keyfile)
-        finally:
-            if metrics_dir:
-                shutil.rmtree(metrics_dir, ignore_errors=True)
-
-
-class _KeyIsEncrypted(Exception):
-    """OpenSSL asked for the passphrase of a key given none: a prompt on the terminal, were it let."""
-
-
-def _tls(certfile: str | None, keyfile: str | None, password: str | None) -> tuple[str, str] | None:
-    """uvicorn's TLS settings for --certfile and --keyfile (PASSWORD: an encrypted key's passphrase,
-    HYBRID_WEATHER_KEYFILE_PASSWORD), checked here, once: a pair that does not load is an error naming the
-    option, not a traceback in every worker, nor a passphrase prompt a server never answers."""
-    if certfile is None and keyfile is None:
-        return None
-    if certfile is None or keyfile is None:
-        raise ConfigurationError("HTTPS needs both --certfile and --keyfile (PEM files)")
-    import ssl
-
-    def passphrase() -> str:
-        if password is None:
-            raise _KeyIsEncrypted
-        return password
-
-    try:
-        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(certfile, keyfile, password=passphrase)
-    except _KeyIsEncrypted:
-        raise ConfigurationError(f"--keyfile {keyfile} is encrypted; give its passphrase in "
-                                 "HYBRID_WEATHER_KEYFILE_PASSWORD, or decrypt it: openssl pkey -in KEY -out PLAIN"
-                                 ) from None  # fmt: skip
-    except (OSError, ssl.SSLError) as error:
-        reason = getattr(error, "strerror", None) or getattr(error, "reason", None) or str(error)
-        if password is not None and isinstance(error, ssl.SSLError) and error.reason in (None, "PEM lib"):
-            reason = "the passphrase in HYBRID_WEATHER_KEYFILE_PASSWORD does not decrypt the key"
-        raise ConfigurationError(f"cannot use --certfile {certfile} with --keyfile {keyfile}: {reason}; both must "
-                                 "be readable PEM files, the key matching the certificate") from None  # fmt: skip
-    return certfile, keyfile
-
-
-def _serve(host: str, port: int, workers: int, grace: int, certfile: str | None, keyfile: str | None) -> None:
-    import copy
-
-    try:
-        import uvicorn
-        from uvicorn.supervisors import Multiprocess
-
-        from .serve.access import Rate, cookie_secret, load_keys
-        from .serve.connection import HeadDeadlineProtocol
-    except ImportError:
-        raise ConfigurationError(f"serve needs its server: {install_hint('serve')}") from None
-    from .settings import Settings
-
-    settings = Settings.from_env()  # a setting that is wrong fails here, once, not in every worker
-    tls = _tls(certfile, keyfile, settings.keyfile_password)
-    keys = load_keys(settings.api_keys, settings.api_keys_file)
-    if keys:  # made here, once, before the workers read it
-        cookie_secret(settings.cookie_secret, settings.home_dir())
-    Rate.parse(settings.rate_limit)
-    from .serve.budgets import Budgets
-
-    Budgets.parse(settings.key_budgets)
-    # An overlay that cannot be served stops the start in one line, as it stops `route` and `ask`, rather than
-    # making every answer a 503: each version is checked when read (understand/overlay_check.py).
-    with HybridRouter(settings=settings, ledger="off") as probe:
-        probe.parts.overlays.choose("")
-    sock = _listen(host, port)  # before saying "serving on": a port in use is an error, not a server
-    if not keys and not _is_loopback(host):
-        spend = "spend the model key (OPENAI_API_KEY) and " if settings.openai_api_key else ""
-        click.echo(f"warning: no API keys and --host {host}: anyone who can reach port {sock.getsockname()[1]} "
-                   f"can {spend}read the ledger's reports; set HYBRID_WEATHER_API_KEYS", err=True)  # fmt: skip
-    scheme = "https" if tls else "http"
-    click.echo(f"hybrid-weather serving on {scheme}://{host}:{sock.getsockname()[1]} "
-               f"({workers} worker{'s' * (workers > 1)})", err=True)  # fmt: skip
-    # The service's own warnings (a client cut off or gone, an unexpected error) go where uvicorn's go, in
-    # every worker: the one-shot commands' silencing of the library (cli()) is not for a server.
-    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    log_config["loggers"]["hybrid_weather"] = {"handlers": ["default"], "level": "WARNING", "propagate": False}
-    config = uvicorn.Config("hybrid_weather.router.serve:create_app", factory=True, workers=workers,
-                            timeout_graceful_shutdown=grace, access_log=False, log_level="warning", lifespan="on",
-                            http=HeadDeadlineProtocol, log_config=log_config,
-                            ssl_certfile=tls[0] if tls else None, ssl_keyfile=tls[1] if tls else None,
-                            ssl_keyfile_password=settings.keyfile_password if tls else None)  # fmt: skip
-    with contextlib.closing(sock):
-        if workers > 1:
-            Multiprocess(config, sockets=[sock]).run()
-            return
-        server = uvicorn.Server(config)
-        server.run(sockets=[sock])
-    if not server.started:  # the app could not start (uvicorn logged why)
+        started = run(
+            host,
+            port,
+            workers=workers,
+            grace=grace,
+            certfile=certfile,
+            keyfile=keyfile,
+            canary=canary,
+            say=lambda line: click.echo(line, err=True),
+        )
+    if not started:  # the app could not start (uvicorn logged why)
         raise SystemExit(1)
-
-
-def _listen(host: str, port: int) -> Any:
-    """A socket bound to HOST:PORT as uvicorn binds one (so its workers share it); ConfigurationError
-    naming --port or --host when it cannot be had."""
-    import errno
-    import socket
-
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except (OSError, OverflowError) as error:
-        sock.close()
-        reason = getattr(error, "strerror", None) or str(error)
-        if getattr(error, "errno", None) == errno.EADDRINUSE:
-            raise ConfigurationError(f"port {port} is in use on {host}; choose another with --port") from None
-        if getattr(error, "errno", None) == errno.EACCES:
-            raise ConfigurationError(
-                f"port {port} needs privileges here ({reason}); choose one above 1023 with --port"
-            ) from None
-        raise ConfigurationError(f"cannot listen on {host}:{port} ({reason}); check --host and --port") from None
-    sock.set_inheritable(True)
-    return sock
-
-
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @cli.group()
@@ -718,44 +454,11 @@ def status(as_json: bool) -> None:
     Rows wait in the spool when the ledger could not take them (locked, unwritable, away); the next
     process that opens the ledger, or this one when the ledger answers again, writes them in, once each.
     """
-    from .ledger import SpoolLedger
-    from .ledger.reports.savings import plural
-    from .ledger.store.spool import Spool, unclaimed_spool
+    from .ledger.reports.status import ledger_status, render_status
 
     with _errors_as_exit_codes(), HybridRouter() as router:
-        store = router.ledger
-        if store is None:
-            raise ConfigurationError("the ledger is off (HYBRID_WEATHER_LEDGER=off); unset it to keep one")
-        store.flush()  # this process's own replay of spooled rows, if any, lands before counting
-        rows = None
-        if not isinstance(store, SpoolLedger):
-            with contextlib.suppress(Exception), contextlib.closing(store.connect()) as db:
-                rows = store.database.count(db)
-        unclaimed = Spool(unclaimed_spool())
-        report = {
-            "location": store.location,
-            "rows": rows,
-            "pending": store.pending,
-            "spooled": store.spooled,
-            "spool": str(store.spool.path),
-            "problem": store.problem,
-            "unclaimed": {"rows": n, "spool": str(unclaimed.path)} if (n := unclaimed.count()) else None,
-        }
-        if as_json:
-            click.echo(json.dumps(report, ensure_ascii=False))
-            return
-        held = "unreachable" if rows is None else f"{rows:,} {plural(rows, 'row')}"
-        click.echo(f"ledger:  {report['location']} ({held})")
-        pending, spooled = store.pending, store.spooled
-        click.echo(f"pending: {pending:,} {plural(pending, 'row')} in this process's queue")
-        click.echo(f"spooled: {spooled:,} {plural(spooled, 'row')} waiting in {store.spool.path}")
-        if report["problem"]:
-            click.echo(f"problem: {report['problem']}")
-        if n:
-            click.echo(
-                f"unclaimed: {n:,} {plural(n, 'row')} in {unclaimed.path}, spooled by an earlier version "
-                "for a ledger it did not name: none replays them; look at them, then delete the file"
-            )
+        report = ledger_status(_ledger_of(router))
+        click.echo(json.dumps(report, ensure_ascii=False) if as_json else render_status(report))
 
 
 @ledger.command()
@@ -775,7 +478,6 @@ def migrate(target: str, source: str | None, as_json: bool) -> None:
     """
     from pathlib import Path
 
-    from .ledger.reports.savings import plural
     from .ledger.store.transfer import copy_to_postgres
     from .settings import Settings, is_postgres
 
@@ -787,28 +489,14 @@ def migrate(target: str, source: str | None, as_json: bool) -> None:
             if source is None or is_postgres(source) or source == ":memory:":
                 raise ConfigurationError("the configured ledger is not a SQLite file; give one with --from PATH")
         done = copy_to_postgres(Path(source), target)
-        if as_json:
-            click.echo(json.dumps(done.to_json(), ensure_ascii=False))
-            return
-        click.echo(
-            f"Copied {done.copied:,} of {done.read:,} {plural(done.read, 'row')} from {done.source} to {done.target}"
-            + (f" ({done.read - done.copied:,} were already there)" if done.read > done.copied else "")
-            + "."
-        )
-        if not done.same_key:
-            click.echo(
-                "Note: the two ledgers hash questions with different keys, so repeats are counted apart across them."
-            )
+        click.echo(json.dumps(done.to_json(), ensure_ascii=False) if as_json else done.summary())
 
 
-def _read_ledger(router: HybridRouter, read: Callable[[Any], dict[str, Any]]) -> tuple[str, dict[str, Any]]:
-    """READ's report from the router's ledger, and where that ledger is; a clear error when it is off."""
-    ledger = router.ledger
-    if ledger is None:
-        raise ConfigurationError(
-            "the ledger is off (HYBRID_WEATHER_LEDGER=off), so nothing was recorded; unset it to keep one"
-        )
-    return ledger.location, ledger.report(read)
+def _ledger_of(router: HybridRouter) -> Ledger | SpoolLedger:
+    """ROUTER's ledger, for a command that reads it; a clear error when it is off."""
+    if router.ledger is None:
+        raise ConfigurationError("the ledger is off (HYBRID_WEATHER_LEDGER=off), so nothing was recorded; unset it")
+    return router.ledger
 
 
 @cli.command()
@@ -835,8 +523,7 @@ def simulate(log: TextIO, model: str | None, per_day: int | None, as_json: bool,
         hybrid-weather simulate queries.txt --per-day 100000
         hybrid-weather simulate queries.txt --model deepseek-v4-flash --json
     """
-    from .ledger import default_baseline_cost
-    from .ledger import simulate as project
+    from .ledger import default_baseline_cost, render_simulation, simulate_log
 
     with _errors_as_exit_codes(), HybridRouter(ledger="off") as router:
         chosen = model or router.parts.model
@@ -845,45 +532,17 @@ def simulate(log: TextIO, model: str | None, per_day: int | None, as_json: bool,
                 f"no price for model {chosen!r}; add it to {router.settings.home_dir() / 'models.json'}",
                 param_hint="--model",
             )
-        routes, places = [], []
-        for line in log:
-            query = _logged_query(line)
-            if query is None:
-                continue
-            decision = router.route(query, today=today)
-            routes.append(decision.route)
-            places.append(len(decision.cities))
-        if not routes:
-            raise ConfigurationError(f"{log.name} has no queries: give one per line, or JSON Lines with a query field")
-        result = project(
-            routes, places, per_day=per_day, model_cost=lambda n: default_baseline_cost(router.models, chosen, n) or 0.0
+        result = simulate_log(
+            log,
+            lambda query: router.route(query, today=today),
+            per_day=per_day,
+            model_cost=lambda n: default_baseline_cost(router.models, chosen, n) or 0.0,
         )
         result["model"] = chosen
         if as_json:
             click.echo(json.dumps(result, ensure_ascii=False))
             return
-        by = result["by_route"]
-        click.echo(
-            f"{result['queries']} queries: rule {by['rule']}, clarify {by['clarify']}, llm {by['llm']} "
-            f"(rule share {100 * result['rule_share']:.1f}%)"
-        )
-        click.echo(f"At {result['per_day']:,} queries/day on {chosen}:")
-        click.echo(f"  all-LLM  ${result['daily_all_llm_usd']:,.4f}/day  ${result['monthly_all_llm_usd']:,.2f}/month")
-        click.echo(f"  hybrid   ${result['daily_hybrid_usd']:,.4f}/day  ${result['monthly_hybrid_usd']:,.2f}/month")
-        click.echo(f"  saved    ${result['monthly_saved_usd']:,.2f}/month ({result['saved_pct']:.1f}%)")
-
-
-def _logged_query(line: str) -> str | None:
-    """The query on one line of a log: the line itself, or the "query" of a JSON Lines record; None if blank."""
-    text = line.strip()
-    if text.startswith("{"):
-        try:
-            record = json.loads(text)
-        except ValueError:
-            return text  # a question that happens to start with a brace
-        query = record.get("query") if isinstance(record, dict) else None
-        return query.strip() or None if isinstance(query, str) else None
-    return text or None
+        click.echo(render_simulation(result))
 
 
 @cli.command()
@@ -901,7 +560,7 @@ def route(queries: tuple[str, ...], today: dt.date | None, as_json: bool) -> Non
         hybrid-weather route --json < queries.txt
     """
     router = HybridRouter()
-    lines = queries if queries else _stdin_lines()
+    lines = queries if queries else stdin_lines()
     for query in lines:
         with _errors_as_exit_codes():  # an overlay that cannot be served is one line, as in `ask`
             decision = router.route(query, today=today)
@@ -911,14 +570,6 @@ def route(queries: tuple[str, ...], today: dt.date | None, as_json: bool) -> Non
             days = ",".join(d.isoformat() for d in decision.dates) or "-"
             cities = ",".join(decision.cities) or "-"
             click.echo(f"{decision.route}\t{cities}\t{days}\t{decision.aspect or '-'}\t{query}\t# {decision.reason}")
-
-
-def _stdin_lines() -> Iterator[str]:
-    """The lines of stdin without their line ends, each checked to be text (a usage error names the line)."""
-    number = 0
-    while line := _read_stdin(sys.stdin.readline):
-        number += 1
-        yield _check_utf8(line.rstrip("\r\n"), f"line {number} of standard input")
 
 
 @cli.group()
@@ -963,22 +614,11 @@ _teach_command("llm", False, "Questions holding WORD always go to the LLM: teach
 @click.option("--all", "every", is_flag=True, help="List every version kept, not only the active one.")
 def teach_list(every: bool) -> None:
     """Show the overlay in use (and with --all, every version kept)."""
+    from .learn.status import overlay_listing
     from .learn.teach import store_of
 
     with _errors_as_exit_codes(), HybridRouter() as router, contextlib.closing(store_of(router)) as store:
-        active = store.active()
-        if active is None:
-            click.echo(f"No overlay yet in {store.where}: the built-in rules alone read questions.")
-            return
-        if every:
-            for version in store.versions():
-                overlay = store.load(version)
-                mark = "*" if version == active.version else " "
-                click.echo(f"{mark} v{version}: {len(overlay.entries)} entries — {overlay.note}")
-            return
-        click.echo(f"overlay v{active.version} ({store.where}):")
-        for entry in active.entries:
-            click.echo(f"  {entry.line()}")
+        click.echo(overlay_listing(store, every=every))
 
 
 @teach.command("remove")
@@ -1019,43 +659,12 @@ def overlay_status(as_json: bool) -> None:
     A serving process reports the version it serves when it loads one, and every minute after; with a
     SQLite ledger the overlay is this host's files, and no other host reads them.
     """
+    from .learn.status import overlay_status
     from .learn.teach import store_of
 
     with _errors_as_exit_codes(), HybridRouter() as router, contextlib.closing(store_of(router)) as store:
-        status = getattr(store, "status", None)
-        if status is None:  # files: this host's versions, with no fleet to report
-            active_version = store.active_version()
-            versions = [store.load(version) for version in store.versions()]
-            rows: list[tuple[Any, ...]] = [
-                (o.version, o.parent, o.note, None, None, o.version == active_version) for o in versions
-            ]
-            hosts: list[tuple[Any, ...]] = []
-        else:
-            rows, hosts = status()
-        if as_json:
-            click.echo(json.dumps({
-                "where": store.where,
-                "versions": [{"version": v, "parent": p, "command": c, "made_at": t and t.isoformat(), "host": h,
-                              "active": a} for v, p, c, t, h, a in rows],
-                "hosts": [{"host": h, "pid": pid, "version": v, "canary": c, "loaded_at": loaded.isoformat(),
-                           "seen_at": seen.isoformat()} for h, pid, v, c, loaded, seen in hosts],
-            }, ensure_ascii=False))  # fmt: skip
-            return
-        click.echo(f"overlay in {store.where}" + ("" if rows else ": no version yet (the built-in rules alone)"))
-        for version, parent, command, made_at, host, active in rows:
-            said = f" {made_at:%Y-%m-%d %H:%M:%S} UTC on {host}" if made_at else ""
-            since = f" from v{parent}" if parent else ""
-            serving = sorted({f"{h} (pid {pid})" for h, pid, v, *_ in hosts if v == version})
-            click.echo(f"{'*' if active else ' '} v{version}{since}: {command}{said}")
-            if serving:
-                click.echo(f"    loaded by: {', '.join(serving)}")
-        if status is not None:
-            click.echo("hosts (their last report; each reports every minute):" if hosts else
-                       "no serving process has reported yet")  # fmt: skip
-            for host, pid, version, canary, loaded_at, seen_at in hosts:
-                share = f", canary {canary:.0%}" if canary is not None else ""
-                click.echo(f"  {host} pid {pid}: v{version}{share}, loaded {loaded_at:%Y-%m-%d %H:%M:%S}, "
-                           f"seen {seen_at:%Y-%m-%d %H:%M:%S} UTC")  # fmt: skip
+        status = overlay_status(store)
+    click.echo(json.dumps(status.to_json(), ensure_ascii=False) if as_json else status.render())
 
 
 @cli.command()
@@ -1076,43 +685,18 @@ def learn(days: int, as_json: bool, apply_: bool, undo: bool) -> None:
         hybrid-weather learn --apply
         hybrid-weather learn --undo
     """
-    from .learn import apply_proposals, teach_use
+    from .learn import Learned, apply_proposals, step_back
     from .learn import learn as propose
-    from .learn.teach import store_of
 
     with _errors_as_exit_codes(), HybridRouter() as router:
         if undo:
-            with contextlib.closing(store_of(router)) as store:
-                active = store.active()
-            if active is None or active.parent is None:
-                raise ConfigurationError("there is no earlier overlay version to go back to")
-            teach_use(router, active.parent)
-            click.echo(f"overlay v{active.parent} in use again (v{active.version} is kept: teach use {active.version})")
+            left = step_back(router)
+            click.echo(f"overlay v{left.parent} in use again (v{left.version} is kept: teach use {left.version})")
             return
-        if router.ledger is None:
-            raise ConfigurationError("the ledger is off (HYBRID_WEATHER_LEDGER=off): there is nothing to learn from")
+        _ledger_of(router)  # learning reads it
         proposals = propose(router, days)
-        written = apply_proposals(router, proposals) if apply_ else None
-        if as_json:
-            click.echo(json.dumps({"days": days, "proposals": [p.to_json() for p in proposals],
-                                   "applied": written.version if written else None}, ensure_ascii=False))  # fmt: skip
-            return
-        if not proposals:
-            click.echo(
-                f"Nothing to learn from the last {days} days: no plain lookup the LLM answered has a word to teach."
-            )
-            return
-        for proposal in proposals:
-            entry = proposal.entry
-            head = f"{'✓' if proposal.accepted else '✗'} {entry.describe()}"
-            evidence = f"{proposal.questions} questions, {proposal.requests} requests, ${proposal.saved_usd:.4f}"
-            click.echo(f"{head}: {evidence}" + (f" — rejected: {proposal.rejected}" if proposal.rejected else ""))
-        if written:
-            click.echo(f"overlay v{written.version} written and in use (learn --undo goes back)")
-        elif apply_:
-            click.echo("nothing accepted: the overlay is unchanged")
-        else:
-            click.echo("learn --apply writes the accepted ones")
+        done = Learned(days, proposals, apply_, apply_proposals(router, proposals) if apply_ else None)
+        click.echo(json.dumps(done.to_json(), ensure_ascii=False) if as_json else done.render())
 
 
 @cli.command()
@@ -1133,5 +717,7 @@ def feedback(request_id: str, verdict: str, comment: str | None) -> None:
         else:
             from .ledger.store.feedback import PENDING_FEEDBACK_S
 
-            click.echo(f"kept: {request_id} marked {verdict} once its answer's row is stored (another process "
-                       f"holds it; given up after {PENDING_FEEDBACK_S / 60:g} minutes)")  # fmt: skip
+            click.echo(
+                f"kept: {request_id} marked {verdict} once its answer's row is stored (another process "
+                f"holds it; given up after {PENDING_FEEDBACK_S / 60:g} minutes)"
+            )

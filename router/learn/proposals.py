@@ -46,6 +46,12 @@ class Proposal:
     def accepted(self) -> bool:
         return self.rejected is None
 
+    def line(self) -> str:
+        """The proposal as `learn` lists it: accepted or not, the entry, its evidence, why it was rejected."""
+        head = f"{'✓' if self.accepted else '✗'} {self.entry.describe()}"
+        evidence = f"{self.questions} questions, {self.requests} requests, ${self.saved_usd:.4f}"
+        return f"{head}: {evidence}" + (f" — rejected: {self.rejected}" if self.rejected else "")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.entry.kind, "word": self.entry.word, "target": self.entry.target or None,
@@ -79,6 +85,40 @@ def learn(router: HybridRouter, days: int) -> list[Proposal]:
     proposals = [_judged(router, current, proposal, holding[proposal.entry.word]) for proposal in candidates.values()]
     _one_reading_a_word(proposals)
     return sorted(proposals, key=lambda p: (not p.accepted, -p.requests, p.entry.word))
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What `learn` found in DAYS days of the ledger and, asked to apply it (APPLY), the version it WROTE."""
+
+    days: int
+    proposals: list[Proposal]
+    apply: bool
+    written: Overlay | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The `learn --json` object (docs/contracts.md)."""
+        return {
+            "days": self.days,
+            "proposals": [p.to_json() for p in self.proposals],
+            "applied": self.written.version if self.written else None,
+        }
+
+    def render(self) -> str:
+        """The terminal view: one line a proposal, then what became of them."""
+        if not self.proposals:
+            return (
+                f"Nothing to learn from the last {self.days} days: no plain lookup the LLM answered has a word to "
+                "teach."
+            )
+        lines = [proposal.line() for proposal in self.proposals]
+        if self.written:
+            lines.append(f"overlay v{self.written.version} written and in use (learn --undo goes back)")
+        elif self.apply:
+            lines.append("nothing accepted: the overlay is unchanged")
+        else:
+            lines.append("learn --apply writes the accepted ones")
+        return "\n".join(lines)
 
 
 def apply_proposals(router: HybridRouter, proposals: list[Proposal]) -> Overlay | None:

@@ -83,6 +83,17 @@ def teach_use(router: HybridRouter, version: int) -> Overlay:
     return overlay
 
 
+def step_back(router: HybridRouter) -> Overlay:
+    """Go back to the version before the active one (`learn --undo`); the version stepped back from, which is
+    kept (teach use goes forward to it again)."""
+    with contextlib.closing(store_of(router)) as store:
+        active = store.active()
+    if active is None or active.parent is None:
+        raise ConfigurationError("there is no earlier overlay version to go back to")
+    teach_use(router, active.parent)
+    return active
+
+
 def write_checked(
     router: HybridRouter,
     store: OverlayStore | PostgresOverlayStore,

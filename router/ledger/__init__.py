@@ -8,7 +8,15 @@ from hybrid_weather.rules.privacy import mask_personal_data
 from .baseline import Baseline, default_baseline_cost, default_baseline_usage
 from .entry import LedgerEntry
 from .recorder import Recorder
-from .reports import misses_report, render_misses, render_report, savings_report, simulate
+from .reports import (
+    misses_report,
+    render_misses,
+    render_report,
+    render_simulation,
+    savings_report,
+    simulate,
+    simulate_log,
+)
 from .store import MIGRATIONS, Ledger, SpoolLedger, migrate
 
 __all__ = [
@@ -25,6 +33,8 @@ __all__ = [
     "misses_report",
     "render_misses",
     "render_report",
+    "render_simulation",
     "savings_report",
     "simulate",
+    "simulate_log",
 ]

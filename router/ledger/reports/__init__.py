@@ -2,6 +2,14 @@
 (misses)."""
 
 from .misses import misses_report, render_misses
-from .savings import render_report, savings_report, simulate
+from .savings import render_report, render_simulation, savings_report, simulate, simulate_log
 
-__all__ = ["misses_report", "render_misses", "render_report", "savings_report", "simulate"]
+__all__ = [
+    "misses_report",
+    "render_misses",
+    "render_report",
+    "render_simulation",
+    "savings_report",
+    "simulate",
+    "simulate_log",
+]

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
-from typing import Any, get_args
+from collections.abc import Callable, Iterable, Sequence
+from typing import IO, Any, get_args
 
-from ...understand import Route
+from hybrid_weather.agent.errors import ConfigurationError
+
+from ...understand import Decision, Route
 from ..baseline import Baseline
 from ..recorder import EMPTY
 from ..store.rollup import caller_params, moment, of_caller, percentile, query, read_window
@@ -304,3 +307,51 @@ def simulate(
         # A model priced at $0 (self-hosted) costs nothing either way: nothing saved, not a division by zero.
         "saved_pct": round(100 * (1 - hybrid / all_llm), 2) if all_llm else 0.0,
     }
+
+
+def simulate_log(
+    log: IO[str], route: Callable[[str], Decision], *, model_cost: Callable[[int], float], per_day: int | None
+) -> dict[str, Any]:
+    """simulate() for the queries of LOG (one a line, or JSON Lines with a "query" field), each routed by
+    ROUTE; a ConfigurationError when LOG holds none."""
+    routes, places = [], []
+    for logged in _logged_queries(log):
+        decision = route(logged)
+        routes.append(decision.route)
+        places.append(len(decision.cities))
+    if not routes:
+        raise ConfigurationError(f"{log.name} has no queries: give one per line, or JSON Lines with a query field")
+    return simulate(routes, places, per_day=per_day, model_cost=model_cost)
+
+
+def _logged_queries(lines: Iterable[str]) -> Iterable[str]:
+    """The query on each line of a log: the line itself, or the "query" of a JSON Lines record; blanks skipped."""
+    for line in lines:
+        if query := _logged_query(line.strip()):
+            yield query
+
+
+def _logged_query(text: str) -> str | None:
+    if not text.startswith("{"):
+        return text or None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return text  # a question that happens to start with a brace
+    logged = record.get("query") if isinstance(record, dict) else None
+    return logged.strip() or None if isinstance(logged, str) else None
+
+
+def render_simulation(result: dict[str, Any]) -> str:
+    """The terminal view of simulate()'s projection, priced on RESULT's model."""
+    by = result["by_route"]
+    return "\n".join(
+        [
+            f"{result['queries']} queries: rule {by['rule']}, clarify {by['clarify']}, llm {by['llm']} "
+            f"(rule share {100 * result['rule_share']:.1f}%)",
+            f"At {result['per_day']:,} queries/day on {result['model']}:",
+            f"  all-LLM  ${result['daily_all_llm_usd']:,.4f}/day  ${result['monthly_all_llm_usd']:,.2f}/month",
+            f"  hybrid   ${result['daily_hybrid_usd']:,.4f}/day  ${result['monthly_hybrid_usd']:,.2f}/month",
+            f"  saved    ${result['monthly_saved_usd']:,.2f}/month ({result['saved_pct']:.1f}%)",
+        ]
+    )

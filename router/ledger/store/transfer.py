@@ -29,8 +29,27 @@ class Transfer:
     same_key: bool  #: whether both ledgers hash queries with the same secret (repeats match across them)
 
     def to_json(self) -> dict[str, Any]:
-        return {"from": self.source, "to": self.target, "read": self.read, "copied": self.copied,
-                "already_there": self.read - self.copied, "same_hash_key": self.same_key}  # fmt: skip
+        return {
+            "from": self.source,
+            "to": self.target,
+            "read": self.read,
+            "copied": self.copied,
+            "already_there": self.read - self.copied,
+            "same_hash_key": self.same_key,
+        }
+
+    def summary(self) -> str:
+        """What `ledger migrate` says it did."""
+        rows = "row" if self.read == 1 else "rows"
+        said = f"Copied {self.copied:,} of {self.read:,} {rows} from {self.source} to {self.target}"
+        if self.read > self.copied:
+            said += f" ({self.read - self.copied:,} were already there)"
+        said += "."
+        if not self.same_key:
+            said += (
+                "\nNote: the two ledgers hash questions with different keys, so repeats are counted apart across them."
+            )
+        return said
 
 
 def copy_to_postgres(source: Path, url: str) -> Transfer:

@@ -1,0 +1,96 @@
+"""What the command line reads before a command runs: its words as one question or as a mistyped command,
+and standard input, with bytes that are not UTF-8 text refused as a usage error (exit 2)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterator
+
+import click
+
+
+def meant_command(group: click.Group, args: list[str]) -> str | None:
+    """The command ARGS' first word is a near miss of (savigns, migrte, servee; status for `ledger status`), as
+    its path under GROUP; None when the words are a question. Only a lone word of Latin letters can be a
+    mistyped command, and only if the gazetteer does not know it as a place (beijing, shanghai, paris)."""
+    word = args[0].lower()
+    if (len(args) > 1 and not args[1].startswith("-")) or not _COMMAND_WORD.fullmatch(word):
+        return None
+    from rapidfuzz.distance import OSA  # a transposition (savigns) is one edit, as a person counts it
+
+    paths = {"help": "help", "version": "version"}
+    for name, command in group.commands.items():
+        paths.setdefault(name, name)
+        for sub in getattr(command, "commands", {}):
+            paths.setdefault(sub, f"{name} {sub}")  # `status` is `ledger status`
+    # A short word is close to too much at two edits (ask: asks, ash; chat: cat): one for up to seven letters.
+    near = [
+        (OSA.distance(word, name), path)
+        for name, path in paths.items()
+        if OSA.distance(word, name) <= (1 if len(name) <= 7 else 2)
+    ]
+    if not near:
+        return None
+    from hybrid_weather.rules import Reader
+
+    if Reader().resolve_place(word) is not None:
+        return None
+    return min(near)[1]
+
+
+#: A word that could be a command's name: Latin letters and hyphens, as every command is named.
+_COMMAND_WORD = re.compile(r"[a-z][a-z\-]{1,30}")
+
+
+def stdin_question() -> str | None:
+    """The question piped in on stdin, or None when stdin is a terminal or holds nothing."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return None
+    return check_utf8(read_stdin(sys.stdin.read), "standard input").strip() or None
+
+
+def read_stdin(read: Callable[[], str], what: str = "standard input") -> str:
+    """READ()'s text from stdin; bytes its encoding refuses are a usage error, not an internal one."""
+    try:
+        return read()
+    except UnicodeDecodeError as error:
+        bad = error.object[error.start : error.end]
+        raise click.UsageError(_NOT_UTF8.format(what=what, bytes=bad)) from None
+
+
+#: What a question that is not text gets: it is refused, never asked as what is left of it (an empty question).
+_NOT_UTF8 = "{what} is not UTF-8 text (it holds the bytes {bytes!r}); give the question in UTF-8, e.g. 上海今天天气"
+
+
+def check_utf8(text: str, what: str) -> str:
+    """TEXT, if it is text: Python hands bytes that are not UTF-8 (in arguments, and on stdin with a C locale)
+    over as lone surrogates (PEP 383), which no question holds; they are a usage error (exit 2)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        bad = bytes(ord(char) - 0xDC00 for char in text if "\udc80" <= char <= "\udcff")  # PEP 383's escapes
+        raise click.UsageError(_NOT_UTF8.format(what=what, bytes=bad)) from None
+    return text
+
+
+def join_words(words: tuple[str, ...]) -> str:
+    """Words given unquoted (上海 今天 天气) as one question: no space between Chinese words."""
+    out = ""
+    for word in words:
+        if out and not (_is_han(out[-1]) and _is_han(word[:1])):
+            out += " "
+        out += word
+    return out
+
+
+def _is_han(char: str) -> bool:
+    return bool(char) and "\u3400" <= char <= "\u9fff"
+
+
+def stdin_lines() -> Iterator[str]:
+    """The lines of stdin without their line ends, each checked to be text (a usage error names the line)."""
+    number = 0
+    while line := read_stdin(sys.stdin.readline):
+        number += 1
+        yield check_utf8(line.rstrip("\r\n"), f"line {number} of standard input")
