@@ -65,12 +65,13 @@ def test_a_lone_surrogate_is_stored_safely_and_the_writer_lives_on(tmp_path):
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the death is the point
 def test_a_writer_that_died_is_started_again_and_loses_nothing(tmp_path):
     ledger = Ledger(tmp_path / "l.db")
-    next_batch = ledger._next_batch
-    ledger._next_batch = lambda: sys.exit()  # the thread ends, as a bug in it would end it
+    writer = ledger._writer
+    next_batch = writer._next_batch
+    writer._next_batch = lambda: sys.exit()  # the thread ends, as a bug in it would end it
     ledger.record(LedgerEntry(started_at=time.time(), route="rule", query="a"))
-    ledger._writer.join(2)
-    assert not ledger._writer.is_alive()
-    ledger._next_batch = next_batch
+    writer._thread.join(2)
+    assert not writer._thread.is_alive()
+    writer._next_batch = next_batch
     ledger.record(LedgerEntry(started_at=time.time(), route="rule", query="b"))
     ledger.close()
     assert [r["query"] for r in rows(tmp_path / "l.db", "query")] == ["a", "b"]
@@ -84,7 +85,7 @@ def test_close_waits_for_the_writer_even_when_threading_says_it_stopped(tmp_path
     ledger = Ledger(tmp_path / "l.db", commit_interval=0.3)
     for i in range(3_000):
         ledger.record(LedgerEntry(started_at=time.time(), route="rule", query=f"q{i}"))
-    writer = ledger._writer
+    writer = ledger._writer._thread
     writer._tstate_lock.release()  # what the interrupted is_alive() does to the live thread's lock …
     writer._stop()  # … and to its state: join() and is_alive() now say it ended
     ledger.close()

@@ -8,15 +8,22 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import secrets
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...settings import is_postgres
-from .rows import load_secret
+from .rows import COLUMNS, RowFormat, load_secret
+
+if TYPE_CHECKING:
+    from ..entry import LedgerEntry
+    from .rows import Row
+
+logger = logging.getLogger("hybrid_weather")
 
 
 class Spool:
@@ -107,6 +114,77 @@ class Spool:
                 return sum(1 for _ in file)
         except FileNotFoundError:
             return 0
+
+
+class Spooler:
+    """Where a Ledger's rows go when its database cannot take them now: formatted as the writer formats
+    them, appended to the spool file, and written back by the writer once the database answers (`due`).
+    `problem` keeps the first thing that went wrong writing rows, for the CLI to say once."""
+
+    def __init__(
+        self, spool: Spool, row_format: RowFormat, *, stray: Path | None = None, problem: str | None = None
+    ) -> None:
+        self.spool = spool
+        # Its own, and the file rows went to while the ledger's folder could not be written: replayed alike.
+        self.spools = (spool,) + ((Spool(stray),) if stray is not None and stray != spool.path else ())
+        self.problem = problem
+        self.due = True  #: rows may wait in a spool: looked for at start, and whenever the database is back
+        self._format = row_format
+        # The format is the writer's, but rows that overflow are formatted by the thread that records them:
+        # whoever formats holds this (uncontended but for an overflow: one acquire a batch).
+        self._formatting = threading.Lock()
+
+    def rows(self, entries: list[LedgerEntry]) -> list[Row]:
+        """The stored rows of ENTRIES, masked and hashed."""
+        with self._formatting:
+            return self._format.rows(entries)
+
+    def use_secret(self, secret: bytes) -> None:
+        """Hash with the database's key from now on (rows spooled before it was reached used a local one)."""
+        with self._formatting:
+            self._format.secret = secret
+
+    def keep(self, entries: list[LedgerEntry], why: str) -> None:
+        """ENTRIES spooled, for WHY (said once, as `problem`)."""
+        if entries:
+            self.keep_rows(self.rows(entries), why)
+
+    def keep_rows(self, rows: Sequence[tuple[object, ...]], why: str) -> None:
+        """ROWS, formatted already, spooled for WHY; logged as lost when even the spool cannot be written."""
+        if not rows:
+            return
+        try:
+            self.spool.append(COLUMNS, rows)
+        except OSError as error:
+            logger.error(
+                "ledger: %s, and the spool %s cannot be written (%s): %d rows lost",
+                why,
+                self.spool.path,
+                error,
+                len(rows),
+            )
+            self.note(f"{why}; the spool {self.spool.path} cannot be written either: {len(rows)} rows lost")
+            return
+        self.due = True  # by the writer once the database answers, and by close() at the latest
+        logger.warning("ledger: %s; %d rows kept in %s", why, len(rows), self.spool.path)
+        self.note(f"{why}; rows kept in {self.spool.path}")
+
+    def note(self, problem: str) -> None:
+        """PROBLEM, if it is the first."""
+        if self.problem is None:
+            self.problem = problem
+
+    def waiting(self) -> bool:
+        """Whether rows wait in a spool (one stat a file, not a read)."""
+        return any(spool.holds_rows() for spool in self.spools)
+
+    def count(self) -> int:
+        """Rows waiting in the spools."""
+        return sum(spool.count() for spool in self.spools)
+
+    def take(self) -> list[tuple[object, ...]]:
+        """Every row spooled so far, by any process, moved out of the spools, as rows to write."""
+        return [tuple(row.get(column) for column in COLUMNS) for spool in self.spools for row in spool.take()]
 
 
 def _same_file(fd: int, path: Path) -> bool:
