@@ -310,3 +310,19 @@ def test_a_cors_origin_that_is_not_one_is_refused_naming_the_variable(value):
     with pytest.raises(ConfigurationError, match="HYBRID_WEATHER_CORS_ORIGINS") as error:
         Settings.from_env({"HYBRID_WEATHER_CORS_ORIGINS": f"https://ok.example.com,{value}"})
     assert "scheme://host[:port]" in str(error.value)
+
+
+def test_get_login_serves_the_form_a_bookmark_opens(tmp_path):
+    # A browser that opens /login itself (a bookmark, a link from the docs) got 405.
+    client, router = client_for(tmp_path, api_keys="team-key-1")
+    with client:
+        form = client.get("/login", headers={"accept": "text/html"})
+        assert form.status_code == 200 and 'action="/login"' in form.text and 'name="key"' in form.text
+        assert form.headers["cache-control"] == "no-store" and "What routing saved" not in form.text
+        assert _login(client, "team-key-1").status_code == 303  # the form it serves is the one POST takes
+    router.close()
+    open_, router = client_for(tmp_path / "open")  # keys off: nothing to sign in to
+    with open_:
+        went = open_.get("/login", follow_redirects=False)
+        assert went.status_code == 303 and went.headers["location"] == "/"
+    router.close()

@@ -4,7 +4,7 @@
     POST /v1/chat/completions    OpenAI-compatible              GET  /v1/savings   GET /v1/misses
     POST /v1/responses           the Responses API, the same questions
     GET  /v1/models  /v1/models/{id}   the models a request may name (OpenAI's shape)
-    GET  /healthz  /readyz  /metrics  /openapi.json  /  (the savings dashboard)   POST /login
+    GET  /healthz  /readyz  /metrics  /openapi.json  /  (the savings dashboard)   GET and POST /login
 
 Every route needs a key when keys are set but those guard.OPEN_PATHS names. Every error is an OpenAI-style
 JSON body with the right status; nothing the service raises reaches the client as a stack trace.
@@ -356,6 +356,16 @@ class Service:
         )
         return HTMLResponse(render(savings, misses))
 
+    async def login_form(self, request: Request) -> Response:
+        """The dashboard's login form, for a browser that opens /login itself (a bookmark, a link); with
+        keys off there is nothing to sign in to, and the browser goes to the dashboard."""
+        from .dashboard import login_page
+
+        root = request.scope.get("root_path", "")
+        if not self.access.keys:
+            return RedirectResponse(f"{root}/", status_code=303)
+        return HTMLResponse(login_page(root=root), headers={"cache-control": "no-store"})
+
     async def login(self, request: Request) -> Response:
         """The dashboard's login form posts a key here: an accepted one becomes the cookie (access.py) and
         the browser goes to the dashboard; another gets the form again."""
@@ -703,6 +713,7 @@ def create_app(router: HybridRouter | None = None, *, settings: Settings | None 
         Route("/metrics", service.metrics_text, methods=["GET"]),
         Route("/openapi.json", service.openapi, methods=["GET"]),
         Route("/", service.dashboard, methods=["GET"]),
+        Route("/login", service.login_form, methods=["GET"]),
         Route("/login", service.login, methods=["POST"]),
     ]
     from .dashboard import login_page

@@ -465,6 +465,14 @@ OPENAPI: dict[str, Any] = {
             }
         },
         "/login": {
+            "get": {
+                "summary": "The dashboard's login form (keys off: nothing to sign in to, go to /)",
+                "security": [],
+                "responses": {
+                    "200": {"description": "The form", "content": {"text/html": {"schema": {"type": "string"}}}},
+                    "303": {"description": "Keys are off: go to /"},
+                },
+            },
             "post": {
                 "summary": "The dashboard's login form: a valid key becomes an HttpOnly, SameSite=Strict cookie",
                 "security": [],
@@ -484,7 +492,7 @@ OPENAPI: dict[str, Any] = {
                     },
                     **_errors("408", "413", "422"),
                 },
-            }
+            },
         },
     },
 }
