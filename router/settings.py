@@ -127,6 +127,13 @@ class Settings:
         ledger = env.get("HYBRID_WEATHER_LEDGER") or None
         if ledger is not None and (problem := ledger_scheme_problem(ledger.strip())):
             raise ConfigurationError(f"HYBRID_WEATHER_LEDGER={redact(ledger)!r}: {problem}")
+        upstream_limit = env.get("HYBRID_WEATHER_UPSTREAM_LIMIT") or None
+        if upstream_limit is not None:
+            from hybrid_weather.agent.weather.shared_cache import parse_limit
+
+            # Checked here, where every command reads it, not when the shared cache is first built: that
+            # is only with HYBRID_WEATHER_CACHE_URL set and a remote provider, so a typo passed silently.
+            parse_limit(upstream_limit)
         llm_sees = (env.get("HYBRID_WEATHER_LLM_SEES") or "masked").strip().lower()
         if llm_sees not in ("masked", "raw"):
             raise ConfigurationError(f"HYBRID_WEATHER_LLM_SEES={llm_sees!r}: use 'masked' (default) or 'raw'")
@@ -139,7 +146,7 @@ class Settings:
             cache_ttl=cache_ttl,
             cache_url=_base_url(env, "HYBRID_WEATHER_CACHE_URL", schemes=("redis", "rediss")),
             cache_prefix=env.get("HYBRID_WEATHER_CACHE_PREFIX") or "hybrid-weather:",
-            upstream_limit=env.get("HYBRID_WEATHER_UPSTREAM_LIMIT") or None,
+            upstream_limit=upstream_limit,
             home=Path(home) if home else None,
             ledger=ledger,
             ledger_queries=ledger_queries,

@@ -83,3 +83,12 @@ def test_a_redis_that_cannot_be_reached_gives_one_warning_and_the_answer(weather
     assert result.returncode == 0 and "上海" in result.stdout
     line = one_line(result.stderr)
     assert line.startswith(f"Warning: the shared cache at {url} is unreachable") and "fetches for itself" in line
+
+
+@pytest.mark.parametrize("command", [["上海今天天气", "--provider", "demo", *TODAY], ["route", "上海今天天气"]])
+def test_an_upstream_budget_that_cannot_be_read_is_exit_2_naming_the_variable(command):
+    # It was read only when a shared cache was built for a remote provider: elsewhere a typo passed silently.
+    result = console(*command, HYBRID_WEATHER_UPSTREAM_LIMIT="lots")
+    line = one_line(result.stderr)
+    assert result.returncode == 2 and result.stdout == ""
+    assert line.startswith("Error: HYBRID_WEATHER_UPSTREAM_LIMIT='lots'") and "600/min" in line
