@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import service_missing, subprocess_env
+from conftest import REDIS_URL, service_missing, subprocess_env
 from fake_weather import free_port
 
 TODAY = ["--today", "2026-11-29"]
@@ -77,12 +77,24 @@ def test_a_report_against_a_database_that_is_not_there_is_one_line_exit_2(postgr
 
 
 def test_a_redis_that_cannot_be_reached_gives_one_warning_and_the_answer(weather_server):
-    url = f"redis://127.0.0.1:{free_port()}/0"
+    _one_warning_and_the_answer(weather_server, f"redis://127.0.0.1:{free_port()}/0")
+
+
+def test_a_redis_that_refuses_the_connections_set_up_gives_one_warning_too(weather_server, redis_prefix):
+    # A server that answers but refuses the database named (or a password) replies with an error as it would
+    # for one odd key; read as a miss of that key, it said nothing while every worker fetched for itself.
+    server = REDIS_URL.rsplit("/", 1)[0]
+    line = _one_warning_and_the_answer(weather_server, f"{server}/100000")
+    assert "DB index is out of range" in line
+
+
+def _one_warning_and_the_answer(weather_server, url):
     result = console("上海今天天气", *TODAY, HYBRID_WEATHER_OPEN_METEO_URL=weather_server.url,
                      HYBRID_WEATHER_CACHE_URL=url, HYBRID_WEATHER_LEDGER="off")  # fmt: skip
     assert result.returncode == 0 and "上海" in result.stdout
     line = one_line(result.stderr)
     assert line.startswith(f"Warning: the shared cache at {url} is unreachable") and "fetches for itself" in line
+    return line
 
 
 @pytest.mark.parametrize("command", [["上海今天天气", "--provider", "demo", *TODAY], ["route", "上海今天天气"]])

@@ -308,7 +308,10 @@ class SharedCache:
         try:
             return command(*args, **kwargs)
         except self._key_errors as error:
-            if isinstance(error, self._server_errors):
+            # A reply error may also come from the connection's own set-up (SELECT of a database the server
+            # does not have, AUTH where it has no password): about the server, however it reads. The server
+            # answering a PING is what makes it the key's alone.
+            if isinstance(error, self._server_errors) or not self._answers():
                 self._mark_down(error)
                 return None
             now = time.monotonic()
@@ -320,11 +323,22 @@ class SharedCache:
             self._mark_down(error)
             return None
 
+    def _answers(self) -> bool:
+        """Whether the server answers a PING (on a connection set up as every command's is)."""
+        try:
+            self._client.ping()
+        except self._errors:
+            return False
+        return True
+
     def _mark_down(self, error: Exception) -> None:
         with self._lock:
             if not self.down:
+                # A reply error says what the server refused (a database it does not have, a password); a
+                # connection error's text would only repeat the address.
+                said = f": {_first_line(error)}" if isinstance(error, self._key_errors) else ""
                 problem = (
-                    f"the shared cache at {_safe(self.url)} is unreachable ({type(error).__name__}); "
+                    f"the shared cache at {_safe(self.url)} is unreachable ({type(error).__name__}{said}); "
                     f"each worker fetches for itself for {DOWN_INTERVAL:.0f} s"
                 )
                 logger.warning("%s", problem)
