@@ -314,3 +314,23 @@ def test_personal_data_named_as_a_tools_place_is_not_sent_to_the_geocoder(place,
         router.ask("北京明天适合遛狗吗", today=TODAY)
     (result,) = _tool_results(llm_server)
     assert "找不到地点" in result["error"] and weather_server.requests["/v1/search"] == 0
+
+
+def test_the_docs_count_and_name_the_tools_the_model_gets():
+    # docs/asking.md said three tools where the model got four (distance was left out).
+    import re
+    from pathlib import Path
+
+    docs = (Path(__file__).parents[1] / "docs" / "asking.md").read_text("utf-8").replace("\n", " ")
+    said = re.search(r"The model gets (\w+) tools — (.*?) — and a (\w+) with `AMAP_KEY`, `(\w+)`", docs)
+    assert said, "docs/asking.md no longer says which tools the model gets"
+    count, listed, nth, with_amap = said.groups()
+    numbers, ordinals = ["one", "two", "three", "four", "five", "six"], ["first", "second", "third", "fourth", "fifth"]
+
+    def names(**settings):
+        with HybridRouter(settings=Settings(provider="demo", openai_api_key=KEY, **settings), ledger="off") as router:
+            return [schema["function"]["name"] for schema in router.agent.tools.schemas]
+
+    plain, amap = names(), names(amap_key="k")
+    assert re.findall(r"`(\w+)`", listed) == plain and numbers.index(count) + 1 == len(plain)
+    assert amap == [*plain, with_amap] and ordinals.index(nth) + 1 == len(amap)
