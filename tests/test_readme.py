@@ -91,3 +91,19 @@ def test_the_configuration_page_names_every_variable_the_code_reads():
     reference = (root / "docs" / "configuration.md").read_text("utf-8")  # the README points to it
     table = "\n".join(line for line in reference.splitlines() if line.startswith("| `"))
     assert read and sorted(name for name in read if f"`{name}`" not in table) == []
+
+
+def test_the_docs_home_page_links_every_page_of_the_site():
+    # docs/index.md left out the teaching page (and the configuration table), which the site's menu had.
+    import yaml
+
+    root = Path(__file__).parents[1]
+    nav = yaml.safe_load((root / "mkdocs.yml").read_text("utf-8"))["nav"]
+
+    def pages(entries):
+        for entry in entries:
+            for value in entry.values() if isinstance(entry, dict) else [entry]:
+                yield from pages(value) if isinstance(value, list) else [value]
+
+    linked = set(re.findall(r"\]\(([\w-]+\.md)(?:#[\w-]*)?\)", (root / "docs" / "index.md").read_text("utf-8")))
+    assert set(pages(nav)) - {"index.md"} == linked
