@@ -1,15 +1,12 @@
-import os
+"""The fixtures every test module may ask for by name (pytest finds them here; nothing imports this
+file). What test modules share that is not a fixture is in support.py."""
+
+import shutil
+import uuid
 
 import pytest
 
-#: The developer's own LLM endpoint, read before the autouse fixture below clears the environment, for the
-#: one opt-in live test (tests never reach the internet unless HYBRID_WEATHER_LIVE_LLM=1 says so).
-LIVE_LLM = {
-    name: os.environ[name]
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HYBRID_WEATHER_MODEL")
-    if os.environ.get(name)
-}
-LIVE_LLM_WANTED = os.environ.get("HYBRID_WEATHER_LIVE_LLM") == "1"
+from support import POSTGRES_URL, REDIS_URL, TODAY, in_schema, service_missing
 
 
 @pytest.fixture(autouse=True)
@@ -38,9 +35,6 @@ def isolated_home(tmp_path, monkeypatch):
     return tmp_path / "home"
 
 
-TODAY = __import__("datetime").date(2026, 11, 29)
-
-
 @pytest.fixture
 def weather_server():
     """A fake Open-Meteo/AMap server on 127.0.0.1 whose "today" is 2026-11-29."""
@@ -49,10 +43,6 @@ def weather_server():
     server = FakeWeather(TODAY).start()
     yield server
     server.stop()
-
-
-# Fast retries for tests: the behaviour is the same, the waits are milliseconds.
-FAST_HTTP = {"backoff_base": 0.01, "backoff_cap": 0.05, "read_timeout": 1.0, "connect_timeout": 0.5}
 
 
 @pytest.fixture
@@ -65,28 +55,10 @@ def llm_server():
     server.stop()
 
 
-# Fast LLM retries for tests.
-FAST_LLM = {"backoff_base": 0.01, "backoff_cap": 0.05, "call_timeout": 2.0, "deadline": 10.0}
-
-
-def service_missing(reason: str) -> None:
-    """Skip a test whose server is not running, saying how to start one; under
-    HYBRID_WEATHER_REQUIRE_SERVICES=1 (.ci/run sets it) fail instead, so CI never passes by skipping."""
-    if os.environ.get("HYBRID_WEATHER_REQUIRE_SERVICES") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
-#: The Redis the tests use (database 15: apart from anything a developer keeps in 0).
-REDIS_URL = os.environ.get("HYBRID_WEATHER_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-
-
 @pytest.fixture
 def redis_prefix():
     """A key prefix of this test's own on the test Redis, deleted afterwards; skips (or, under
     HYBRID_WEATHER_REQUIRE_SERVICES=1, fails) when no Redis answers."""
-    import uuid
-
     import redis
 
     client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1)
@@ -103,44 +75,46 @@ def redis_prefix():
     client.close()
 
 
-def subprocess_env(**values: str) -> dict[str, str]:
-    """The isolated environment of this test, with VALUES set: for every process a test starts."""
-    return {**os.environ, **values}
+@pytest.fixture
+def admin():
+    """A connection to the test database; skips (or fails under HYBRID_WEATHER_REQUIRE_SERVICES=1)
+    when no PostgreSQL answers."""
+    import psycopg
+
+    try:
+        db = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=2)
+    except psycopg.Error as error:
+        service_missing(
+            f"no PostgreSQL at {POSTGRES_URL} ({error}); start one (e.g. pg_ctlcluster 15 main start) "
+            "or set HYBRID_WEATHER_TEST_POSTGRES_URL"
+        )
+    yield db
+    db.close()
 
 
-def entries_of_every_kind(started_at: float):
-    """Ledger entries of each kind of request: rule answers, which leave the LLM's columns empty, beside
-    requests that fill one or more of those columns — and what each must store in them, by query."""
-    from hybrid_weather.agent.llm import Usage
-    from hybrid_weather.router.ledger import LedgerEntry
+@pytest.fixture
+def pg_url(admin):
+    """A ledger URL whose tables live in a schema of this test's own."""
+    schema = f"hw_test_{uuid.uuid4().hex[:12]}"
+    admin.execute(f"CREATE SCHEMA {schema}")
+    yield in_schema(POSTGRES_URL, schema)
+    admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
-    llm_columns = ("model", "prompt_tokens", "cached_tokens", "completion_tokens", "llm_attempts", "session_id",
-                   "llm_loops", "tool_calls", "tool_failures", "agreement", "unknown_words", "plain_lookup",
-                   "invalid", "model_ms")  # fmt: skip
 
-    def rule(query: str, **fields) -> LedgerEntry:
-        values = {"places": ("上海市",), "provider": "demo", "cache_hit": True, "days": 1, **fields}
-        return LedgerEntry(started_at=started_at, route="rule", query=query, **values)
+@pytest.fixture
+def browser():
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    chromedriver = shutil.which("chromedriver")
+    if not (chromium and chromedriver):
+        service_missing("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
 
-    llm = LedgerEntry(
-        started_at=started_at, route="llm", query="llm", model="m-1", usage=Usage(100, 20, 30), llm_attempts=1,
-        llm_loops=2, tool_calls=1, tool_failures=0, plain_lookup=True, unknown_words=("遛狗",), cost_usd=0.001,
-        latency_ms=2250.0, model_ms=113.5,
-    )  # fmt: skip
-    failed = LedgerEntry(started_at=started_at, route="llm", query="failed", outcome="LLMUnavailable", llm_attempts=3)
-    filled_by_llm = {
-        "model": "m-1", "prompt_tokens": 100, "cached_tokens": 20, "completion_tokens": 30, "llm_attempts": 1,
-        "llm_loops": 2, "tool_calls": 1, "tool_failures": 0, "plain_lookup": 1, "unknown_words": '["遛狗"]',
-        "model_ms": 113.5,
-    }  # fmt: skip
-    cases = [
-        (rule("rule-1"), {}),
-        (rule("session", session_id="s-1"), {"session_id": "s-1"}),
-        (rule("rule-2"), {}),
-        (rule("invalid", cache_hit=None, cost_usd=float("nan")), {"invalid": '["cost_usd"]'}),
-        (llm, filled_by_llm),
-        (failed, {"llm_attempts": 3}),
-        (rule("rule-3"), {}),
-    ]
-    empty = dict.fromkeys(llm_columns)
-    return [entry for entry, _ in cases], {entry.query: {**empty, **filled} for entry, filled in cases}
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=412,1400"):  # fmt: skip  # a phone's width
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(chromedriver), options=options)
+    yield driver
+    driver.quit()

@@ -10,8 +10,8 @@ import time
 import urllib.error
 import urllib.request
 
-from conftest import subprocess_env
 from fake_weather import free_port
+from support import subprocess_env
 
 KEY = "sk-test-upstream-live-42"
 

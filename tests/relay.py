@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+from urllib.parse import urlsplit
 
 
 class Relay:
@@ -77,3 +78,15 @@ class Relay:
                 if end is not None:
                     with contextlib.suppress(OSError):
                         end.shutdown(socket.SHUT_RDWR)
+
+
+def relay_to(url: str) -> Relay:
+    """A relay to the server of URL (a PostgreSQL ledger's, say)."""
+    parts = urlsplit(url)
+    return Relay((parts.hostname, parts.port or 5432))
+
+
+def through(relay: Relay, url: str) -> str:
+    """URL with RELAY's address for the server's."""
+    parts = urlsplit(url)
+    return url.replace(f"{parts.hostname}:{parts.port}", f"127.0.0.1:{relay.port}", 1)

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from hybrid_weather.router.cli import cli
 
-from conftest import subprocess_env
 from fake_weather import refused_url
+from support import subprocess_env
 
 
 def invoke(args, **env):
@@ -179,7 +179,7 @@ def test_a_question_past_the_limit_is_refused_before_routing_the_llm_or_the_ledg
     from hybrid_weather.router.serve import app
     from hybrid_weather.rules import MAX_QUESTION_CHARS
 
-    from conftest import FAST_LLM, TODAY
+    from support import FAST_LLM, TODAY
 
     assert app.MAX_QUERY_CHARS == MAX_QUESTION_CHARS == 2_000  # one limit, serve's 422 included
     ledger = tmp_path / "l.db"

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import subprocess_env
+from support import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["figure", "value", "command", "date", "version", "machine"]

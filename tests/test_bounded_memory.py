@@ -19,7 +19,7 @@ import hybrid_weather.rules
 from hybrid_weather.router import HybridRouter
 from hybrid_weather.rules._data import load_table
 
-from conftest import TODAY
+from support import TODAY
 
 #: A container that holds more than this and still grows is not a memo with a bound: the largest memo of
 #: the rules keeps 4 × 4,096 question hashes (router/understand/parser.py, SEEN_SIZE). What is made per

@@ -17,7 +17,7 @@ import pytest
 from hybrid_weather.agent.errors import WeatherUnavailable
 from hybrid_weather.router import HybridRouter, Settings
 
-from conftest import FAST_HTTP, REDIS_URL, TODAY
+from support import FAST_HTTP, REDIS_URL, TODAY
 
 SHANGHAI = (31.2304, 121.4737)
 QUESTION = "上海今天天气"

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from conftest import subprocess_env
 from fake_weather import refused_url
+from support import subprocess_env
 
 TODAY = ["--today", "2026-11-29"]
 

@@ -3,17 +3,15 @@ that cannot be reached or holds no such database, a ledger URL whose scheme is a
 not answer. Each over the real console script, in a fresh process: one line, the documented exit code,
 never a traceback."""
 
-import os
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REDIS_URL, service_missing, subprocess_env
 from fake_weather import free_port
+from support import POSTGRES_URL, REDIS_URL, service_missing, subprocess_env
 
 TODAY = ["--today", "2026-11-29"]
-POSTGRES_URL = os.environ.get("HYBRID_WEATHER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 def console(*args, cwd=None, **env):

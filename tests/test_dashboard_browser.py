@@ -5,36 +5,16 @@ signs in through the login form and is refused without it."""
 
 import json
 import os
-import shutil
 import urllib.request
 from pathlib import Path
 
 import pytest
 from live_server import post, serving
 
-from conftest import TODAY, service_missing
 from fake_openai import answer, tool_calls
+from support import TODAY
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 ARTIFACTS = Path(os.environ.get("HYBRID_WEATHER_ARTIFACTS", Path(__file__).parent / "artifacts"))
-
-
-@pytest.fixture
-def browser():
-    if not (CHROMIUM and CHROMEDRIVER):
-        service_missing("no chromium and chromedriver: apt-get install chromium chromium-driver")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=412,1400"):  # fmt: skip  # a phone's width
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    yield driver
-    driver.quit()
 
 
 def test_the_dashboard_draws_the_savings_numbers(tmp_path, llm_server, browser):

@@ -11,8 +11,8 @@ from test_cli_contract import console
 
 from hybrid_weather.router import HybridRouter, Settings
 
-from conftest import TODAY
 from fake_weather import refused_url
+from support import TODAY
 
 
 def _haversine_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:

@@ -15,8 +15,8 @@ import pytest
 
 from hybrid_weather.router import HybridRouter, Settings
 
-from conftest import FAST_HTTP, FAST_LLM, TODAY
 from fake_openai import answer, tool_calls
+from support import FAST_HTTP, FAST_LLM, TODAY
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "exchange_rate.py"
 

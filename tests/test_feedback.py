@@ -13,12 +13,11 @@ import urllib.request
 import openai
 import pytest
 from live_server import post, serving
-from test_ledger_postgres import admin, pg_url  # noqa: F401  (fixtures)
 
 from hybrid_weather.agent.errors import InvalidQuestion
 from hybrid_weather.router import HybridRouter, Settings
 
-from conftest import subprocess_env
+from support import subprocess_env
 
 
 def console(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -61,7 +60,7 @@ def test_feedback_on_what_is_no_answer_is_one_clear_line(args, message):
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
 
 
-def test_the_library_and_a_postgresql_ledger_keep_verdicts_too(pg_url):  # noqa: F811
+def test_the_library_and_a_postgresql_ledger_keep_verdicts_too(pg_url):
     with HybridRouter(settings=Settings(provider="demo"), ledger=pg_url) as router:
         answer = router.ask("广州明天天气")
         router.feedback(answer.request_id, "wrong", "下雨了")

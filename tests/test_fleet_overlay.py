@@ -12,11 +12,10 @@ import time
 
 import pytest
 from live_server import post, serving
+from relay import relay_to, through
 from teachers import made_up_words, teach_at_once
-from test_ledger_outage import relay_to, through
-from test_ledger_postgres import admin, pg_url  # noqa: F401  (fixtures)
 
-from conftest import subprocess_env
+from support import subprocess_env
 
 #: Questions whose place only the alias 鹅厂 → 深圳 gives: a canary's two sides answer them differently.
 QUESTIONS = [
@@ -47,7 +46,7 @@ def _seconds_until(condition, limit: float) -> float:
     return time.monotonic() - started
 
 
-def test_teach_on_one_host_changes_the_other_hosts_answers_within_a_second(tmp_path, llm_server, pg_url):  # noqa: F811
+def test_teach_on_one_host_changes_the_other_hosts_answers_within_a_second(tmp_path, llm_server, pg_url):
     home_a, home_b = tmp_path / "a", tmp_path / "b"
     with (
         serving(tmp_path, llm_server, HYBRID_WEATHER_HOME=str(home_a), HYBRID_WEATHER_LEDGER=pg_url) as a,
@@ -81,7 +80,7 @@ def test_teach_on_one_host_changes_the_other_hosts_answers_within_a_second(tmp_p
     assert not (home_a / "overlay").exists() and not (home_b / "overlay").exists()  # no host kept files
 
 
-def test_a_canary_share_is_one_share_of_sessions_across_hosts(tmp_path, llm_server, pg_url):  # noqa: F811
+def test_a_canary_share_is_one_share_of_sessions_across_hosts(tmp_path, llm_server, pg_url):
     home_a, home_b = tmp_path / "a", tmp_path / "b"
     _cli(home_a, pg_url, "teach", "inert", "鲲鹏小助手")
     _cli(home_b, pg_url, "teach", "alias", "鹅厂", "深圳")  # v2, from v1: the canary, for half the sessions
@@ -95,7 +94,7 @@ def test_a_canary_share_is_one_share_of_sessions_across_hosts(tmp_path, llm_serv
     assert set(sides.values()) == {True, False}, sides  # both sides served, each question on one side everywhere
 
 
-def test_twelve_teach_from_two_homes_at_once_lose_nothing(tmp_path, pg_url):  # noqa: F811
+def test_twelve_teach_from_two_homes_at_once_lose_nothing(tmp_path, pg_url):
     words = made_up_words(12)
     homes = [tmp_path / "a", tmp_path / "b"]
     envs = [subprocess_env(HYBRID_WEATHER_HOME=str(homes[i % 2]), HYBRID_WEATHER_LEDGER=pg_url) for i in range(12)]
@@ -115,7 +114,7 @@ def test_twelve_teach_from_two_homes_at_once_lose_nothing(tmp_path, pg_url):  # 
 
 
 @pytest.mark.parametrize("outage", ["refuse", "silence"])
-def test_a_host_that_cannot_reach_the_database_serves_the_last_version_it_read(tmp_path, llm_server, pg_url, outage):  # noqa: F811
+def test_a_host_that_cannot_reach_the_database_serves_the_last_version_it_read(tmp_path, llm_server, pg_url, outage):
     relay = relay_to(pg_url)
     home = tmp_path / "a"
     log = tmp_path / "serve.log"

@@ -18,7 +18,7 @@ from hybrid_weather.router.cli import cli
 from hybrid_weather.router.parts import DEFAULT_DEADLINE
 
 import fake_weather
-from conftest import FAST_HTTP, TODAY
+from support import FAST_HTTP, TODAY
 
 DEADLINE = 2.0
 

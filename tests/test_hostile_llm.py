@@ -17,8 +17,8 @@ from hybrid_weather.router import HybridRouter, Session, Settings
 from hybrid_weather.router.cli import cli
 
 import fake_weather
-from conftest import FAST_HTTP, FAST_LLM, TODAY
 from fake_openai import answer, tool_calls, usage
+from support import FAST_HTTP, FAST_LLM, TODAY
 
 KEY = "sk-test-secret-key-0123456789"
 QUESTION = "北京明天适合出游吗"

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from corpus import trap_corpus, weather_corpus
-from test_ledger_postgres import admin, pg_url  # noqa: F401  (fixtures)
 
 from hybrid_weather.agent.errors import ConfigurationError
 from hybrid_weather.router import HybridRouter, Settings
@@ -28,8 +27,8 @@ from hybrid_weather.router.learn import apply_proposals, learn, teach, teach_rem
 from hybrid_weather.router.understand.overlay import OverlayStore, parse_overlay
 from hybrid_weather.rules import today_in_china
 
-from conftest import FAST_HTTP, FAST_LLM
 from fake_openai import answer, tool_calls
+from support import FAST_HTTP, FAST_LLM
 
 DEV_SET = [json.loads(line) for line in (Path(__file__).parent / "data" / "queries.jsonl").open(encoding="utf-8")]
 # Words no lexicon has: an assistant's or a pet's name said before the question.

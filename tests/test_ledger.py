@@ -22,7 +22,7 @@ from hybrid_weather.router import HybridRouter, LLMUnavailable
 from hybrid_weather.router.cli import cli
 from hybrid_weather.router.ledger import MIGRATIONS, Ledger, LedgerEntry, mask_personal_data, migrate, savings_report
 
-from conftest import entries_of_every_kind
+from support import entries_of_every_kind
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 

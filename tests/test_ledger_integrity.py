@@ -22,8 +22,8 @@ from hybrid_weather.router.ledger import Ledger, LedgerEntry, savings_report
 from hybrid_weather.router.ledger.store.spool import Spool, spool_path, stray_spool
 from hybrid_weather.router.ledger.store.writer import DEFAULT_BATCH_SIZE, DEFAULT_QUEUE_SIZE
 
-from conftest import FAST_LLM, TODAY, subprocess_env
 from fake_openai import answer, tool_calls
+from support import FAST_LLM, TODAY, subprocess_env
 
 KEY = "sk-test-secret-key-0123456789"
 

@@ -4,25 +4,13 @@ none, closing nothing, as a hung host or a network that drops packets does. Rows
 database: nothing may be lost or stored twice."""
 
 import time
-from urllib.parse import urlsplit
 
 import pytest
-from relay import Relay
-from test_ledger_postgres import admin, pg_url, stored  # noqa: F401  (fixtures)
+from relay import relay_to, through
 
 from hybrid_weather.router.ledger import Ledger, LedgerEntry
 
-
-def relay_to(url):
-    parts = urlsplit(url)
-    return Relay((parts.hostname, parts.port or 5432))
-
-
-def through(relay, url):
-    """URL with RELAY's address for the server's."""
-    parts = urlsplit(url)
-    return url.replace(f"{parts.hostname}:{parts.port}", f"127.0.0.1:{relay.port}", 1)
-
+from support import stored
 
 PLACES = ("上海", "北京", "广州", "深圳", "成都")
 DAYS = ("今天", "明天", "后天")
@@ -40,7 +28,7 @@ def wait_for(condition, seconds):
 
 
 @pytest.mark.parametrize("outage", ["refuse", "silence"])
-def test_rows_spooled_in_an_outage_are_written_back_by_close_once_the_database_is_back(pg_url, tmp_path, outage):  # noqa: F811
+def test_rows_spooled_in_an_outage_are_written_back_by_close_once_the_database_is_back(pg_url, tmp_path, outage):
     relay = relay_to(pg_url)
     ledger = Ledger(through(relay, pg_url), spool=tmp_path / "spool.jsonl")
     try:
@@ -60,7 +48,7 @@ def test_rows_spooled_in_an_outage_are_written_back_by_close_once_the_database_i
     assert stored(pg_url) == [(25, 25)] and ledger.spool.count() == 0
 
 
-def test_a_database_that_goes_silent_does_not_stall_the_service_and_loses_no_row(pg_url):  # noqa: F811
+def test_a_database_that_goes_silent_does_not_stall_the_service_and_loses_no_row(pg_url):
     """About 10 s by design: the silence must outlast every wait it tests (the writer's 2.5 s deadline and
     one more connection attempt), and the rows it spooled are then written back."""
     from starlette.testclient import TestClient

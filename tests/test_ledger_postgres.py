@@ -13,56 +13,12 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
-
-import pytest
 
 from hybrid_weather.agent.llm.models import ModelTable, Usage
 from hybrid_weather.router.ledger import MIGRATIONS, Ledger, LedgerEntry
 
-from conftest import entries_of_every_kind, service_missing, subprocess_env
 from fake_weather import free_port
-
-BASE_URL = os.environ.get("HYBRID_WEATHER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def _in_schema(url, schema):
-    """URL with its tables in SCHEMA, its connections named after it (a test kills only its own)."""
-    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}&application_name={schema}"
-
-
-@pytest.fixture
-def admin():
-    """A connection to the test database; skips (or fails under HYBRID_WEATHER_REQUIRE_SERVICES=1)
-    when no PostgreSQL answers."""
-    import psycopg
-
-    try:
-        db = psycopg.connect(BASE_URL, autocommit=True, connect_timeout=2)
-    except psycopg.Error as error:
-        service_missing(
-            f"no PostgreSQL at {BASE_URL} ({error}); start one (e.g. pg_ctlcluster 15 main start) "
-            "or set HYBRID_WEATHER_TEST_POSTGRES_URL"
-        )
-    yield db
-    db.close()
-
-
-@pytest.fixture
-def pg_url(admin):
-    """A ledger URL whose tables live in a schema of this test's own."""
-    schema = f"hw_test_{uuid.uuid4().hex[:12]}"
-    admin.execute(f"CREATE SCHEMA {schema}")
-    yield _in_schema(BASE_URL, schema)
-    admin.execute(f"DROP SCHEMA {schema} CASCADE")
-
-
-def stored(url, sql="SELECT count(*), count(DISTINCT id) FROM requests"):
-    import psycopg
-
-    with psycopg.connect(url) as db:
-        return db.execute(sql).fetchall()
-
+from support import entries_of_every_kind, stored, subprocess_env
 
 _ASKER = """
 import sys, time

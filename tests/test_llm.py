@@ -13,8 +13,8 @@ from hybrid_weather.router import HybridRouter, Session, Settings
 from hybrid_weather.router.cli import cli
 from hybrid_weather.router.ledger import savings_report
 
-from conftest import FAST_HTTP, FAST_LLM, LIVE_LLM, LIVE_LLM_WANTED, TODAY
 from fake_openai import answer, tool_calls
+from support import FAST_HTTP, FAST_LLM, LIVE_LLM, LIVE_LLM_WANTED, TODAY
 
 KEY = "sk-test-secret-key-0123456789"
 QUESTION = "北京明天适合出游吗"

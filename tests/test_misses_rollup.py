@@ -8,11 +8,12 @@ import sqlite3
 import time
 
 import pytest
-from test_ledger_postgres import admin, pg_url, stored  # noqa: F401  (fixtures)
 
 from hybrid_weather.router.ledger import Ledger, LedgerEntry, misses_report
 from hybrid_weather.router.ledger.reports.misses import marked_wrong
 from hybrid_weather.router.ledger.store.rollup import dialect_of, iso, moment, query
+
+from support import stored
 
 
 def raw_misses(db, days, now):
@@ -148,7 +149,7 @@ def test_the_migration_rolls_up_a_sqlite_ledger_that_was_there_before_it(tmp_pat
         assert_same_as_raw(db, now)
 
 
-def test_misses_from_the_rollup_is_the_raw_report_on_postgres(pg_url):  # noqa: F811
+def test_misses_from_the_rollup_is_the_raw_report_on_postgres(pg_url):
     import psycopg
 
     now = dt.datetime.now(dt.timezone.utc)

@@ -10,8 +10,8 @@ import urllib.request
 
 from live_server import KEY, post, serving
 
-from conftest import subprocess_env
 from fake_openai import answer
+from support import subprocess_env
 
 #: Seconds the fake model takes to answer: the model time a row must show, well above a request's own work.
 MODEL_S = 0.3

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from test_serve import client_for
 
-from conftest import service_missing
 from fake_openai import answer, tool_calls
+from support import service_missing
 
 MONITORING = Path(__file__).parents[1] / "docs" / "monitoring"
 ALERTS = MONITORING / "alerts.yml"

@@ -21,7 +21,7 @@ from hybrid_weather.router.cli import cli
 from hybrid_weather.router.learn import teach
 from hybrid_weather.router.understand.overlay import OverlayStore
 
-from conftest import subprocess_env
+from support import subprocess_env
 
 #: Entries a hand may write that change questions they were never meant for, and what the refusal names.
 BAD_ENTRIES = [

@@ -96,7 +96,7 @@ def test_no_part_of_an_e_mail_address_reaches_the_geocoder_or_the_ledger(questio
 
     from hybrid_weather.router import HybridRouter, LLMUnavailable, Settings
 
-    from conftest import TODAY
+    from support import TODAY
 
     ledger = tmp_path / "l.db"
     with HybridRouter(settings=Settings(open_meteo_url=weather_server.url), ledger=str(ledger)) as router:

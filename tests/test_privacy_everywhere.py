@@ -20,11 +20,10 @@ import urllib.request
 
 import pytest
 from live_server import post, serving
-from test_ledger_postgres import BASE_URL, admin, pg_url  # noqa: F401  (fixtures: a schema of this test's own)
 from test_privacy import CASES, EMAIL_QUESTIONS
 
-from conftest import subprocess_env
 from fake_openai import answer, tool_calls
+from support import subprocess_env
 
 #: Every form of personal data the masking table holds.
 FORMS = [text for text, masked in CASES if text != masked]
@@ -279,5 +278,5 @@ def test_serve_with_a_sqlite_ledger_leaks_no_personal_data(queries, sees, llm_se
 
 
 @pytest.mark.parametrize("queries,sees", MODES)
-def test_serve_with_a_postgres_ledger_leaks_no_personal_data(queries, sees, llm_server, tmp_path, pg_url):  # noqa: F811
+def test_serve_with_a_postgres_ledger_leaks_no_personal_data(queries, sees, llm_server, tmp_path, pg_url):
     _serve_and_check(tmp_path, llm_server, queries, sees, pg_url, postgres_cells)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import subprocess_env
+from support import subprocess_env
 
 README = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
 BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, re.S)

@@ -13,7 +13,7 @@ from live_server import post, serving
 from hybrid_weather.agent.weather.shared_cache import SharedCache
 from hybrid_weather.router.serve.sessions import RedisSessions
 
-from conftest import REDIS_URL, TODAY
+from support import REDIS_URL, TODAY
 
 DAY = TODAY.isoformat()
 #: Long enough to be a private session id under any rule the service sets.

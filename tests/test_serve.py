@@ -12,8 +12,8 @@ from starlette.testclient import TestClient
 from hybrid_weather.router import HybridRouter, Settings
 from hybrid_weather.router.serve import create_app
 
-from conftest import FAST_HTTP, FAST_LLM, TODAY, service_missing
 from fake_openai import answer, tool_calls
+from support import FAST_HTTP, FAST_LLM, TODAY, service_missing
 
 KEY = "sk-test-upstream-0123456789"
 
@@ -317,7 +317,7 @@ def test_v1_ask_is_the_cli_json_object_and_a_model_failure_keeps_the_weather_par
     import subprocess
     import sys
 
-    from conftest import subprocess_env
+    from support import subprocess_env
 
     client, router = client_for(tmp_path, llm_server)
     day = TODAY.isoformat()

@@ -26,7 +26,7 @@ from hybrid_weather.router.serve.access import (
     SECRET_FILE,
 )
 
-from conftest import REDIS_URL, subprocess_env
+from support import REDIS_URL, subprocess_env
 
 KEY = "team-alpha-7f3a9c2e51d84b06"
 

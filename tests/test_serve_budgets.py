@@ -23,8 +23,8 @@ from test_serve import client_for, error_of
 from hybrid_weather.agent.errors import ConfigurationError
 from hybrid_weather.router.serve.budgets import Budgets
 
-from conftest import REDIS_URL, TODAY, subprocess_env
 from fake_openai import answer
+from support import REDIS_URL, TODAY, subprocess_env
 
 openai = pytest.importorskip("openai")
 #: One answer of the fake model: 500 prompt and 20 completion tokens of gpt-4o-mini, about $0.000087.

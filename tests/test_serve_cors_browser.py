@@ -8,7 +8,6 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 from live_server import serving
-from test_dashboard_browser import browser  # noqa: F401  (the fixture)
 
 from fake_weather import free_port
 
@@ -42,7 +41,7 @@ def _outcome(driver, url):
     return driver.find_element("id", "out").text
 
 
-def test_a_page_on_an_allowed_origin_reads_answers_and_others_cannot(tmp_path, llm_server, browser):  # noqa: F811
+def test_a_page_on_an_allowed_origin_reads_answers_and_others_cannot(tmp_path, llm_server, browser):
     site = tmp_path / "site"
     site.mkdir()
     with contextlib.ExitStack() as stack:

@@ -12,7 +12,7 @@ from hybrid_weather.router import HybridRouter, Settings
 from hybrid_weather.router.serve import create_app
 from hybrid_weather.router.serve.openapi import OPENAPI
 
-from conftest import FAST_LLM
+from support import FAST_LLM
 
 
 @pytest.fixture

@@ -150,7 +150,7 @@ def test_the_readme_serving_examples_work_as_written(tmp_path, llm_server):
     [("HYBRID_WEATHER_RATE_LIMIT", "fast"), ("HYBRID_WEATHER_API_KEYS_FILE", "/nonexistent/keys")],
 )
 def test_serve_refuses_a_bad_setting_once_and_clearly(setting, value):
-    from conftest import subprocess_env
+    from support import subprocess_env
 
     command = [sys.executable, "-m", "hybrid_weather.router", "serve", "--port", "0"]
     result = subprocess.run(command, capture_output=True, text=True, env=subprocess_env(**{setting: value}), timeout=30)
@@ -170,7 +170,7 @@ def test_follow_ups_work_whichever_worker_answers(tmp_path, llm_server):
 
 
 def test_a_port_in_use_is_one_line_and_exit_2_before_any_serving_line():
-    from conftest import subprocess_env
+    from support import subprocess_env
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -300,7 +300,7 @@ def test_serve_speaks_https_with_the_operators_certificate(tmp_path, llm_server)
     ],
 )
 def test_a_certificate_that_does_not_load_is_one_clear_error(tmp_path, args, message):
-    from conftest import subprocess_env
+    from support import subprocess_env
 
     cert, key = _certificate(tmp_path)
     args = [{"CERT": str(cert), "KEY": str(key)}.get(arg, arg) for arg in args]

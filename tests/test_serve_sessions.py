@@ -12,8 +12,8 @@ from live_server import post, serving
 from hybrid_weather.agent.weather.shared_cache import SharedCache
 from hybrid_weather.router.serve.sessions import RedisSessions, SqliteSessions
 
-from conftest import REDIS_URL, TODAY
 from fake_weather import refused_url
+from support import REDIS_URL, TODAY
 
 
 def _stores(kind, tmp_path, prefix):

@@ -13,7 +13,7 @@ from live_server import serving
 
 from hybrid_weather.router.settings import Settings
 
-from conftest import subprocess_env
+from support import subprocess_env
 
 PASSPHRASE = "correct horse battery staple"
 

@@ -15,8 +15,8 @@ from test_llm import KEY, QUESTION, ledger_rows, make_router
 from hybrid_weather.agent.errors import LLMUnavailable
 from hybrid_weather.router import TextPiece
 
-from conftest import TODAY
 from fake_openai import answer, tool_calls
+from support import TODAY
 
 ANSWER = "明天北京多云，8~15°C，风小，适合出游。"
 
@@ -288,7 +288,7 @@ def test_the_cli_shows_a_models_answer_as_it_is_written(tmp_path, weather_server
     import subprocess
     import sys
 
-    from conftest import subprocess_env
+    from support import subprocess_env
 
     gap = 0.15
     llm_server.then({**answer(ANSWER), "token_gap": gap})

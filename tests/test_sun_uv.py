@@ -13,7 +13,7 @@ from hybrid_weather.agent.errors import MalformedResponse, NotCovered, WeatherUn
 from hybrid_weather.agent.weather import DemoProvider
 from hybrid_weather.router import HybridRouter, Settings
 
-from conftest import FAST_HTTP, TODAY
+from support import FAST_HTTP, TODAY
 
 SHANGHAI = (31.2304, 121.4737)
 TOKYO_TZ = "Asia/Tokyo"

@@ -14,9 +14,8 @@ import urllib.request
 
 import pytest
 from live_server import post, serving
-from test_ledger_postgres import BASE_URL, admin, pg_url  # noqa: F401  (fixtures)
 
-from conftest import REDIS_URL, TODAY
+from support import POSTGRES_URL, REDIS_URL, TODAY
 
 KEYS = {"a": "sk-tenant-a-0001", "b": "sk-tenant-b-0002", "admin": "sk-tenant-admin-0003"}
 SESSION = "conversation-of-a-0001"
@@ -95,14 +94,14 @@ def test_short_ids_are_refused_and_clients_that_send_none_get_their_own(tmp_path
     assert follow_two["decision"]["dates"] == two["decision"]["dates"] and follow_two["decision"]["aspect"] != "rain"
 
 
-def test_another_keys_request_id_is_the_same_404_as_an_unknown_one_and_names_no_address(tmp_path, llm_server, pg_url):  # noqa: F811
+def test_another_keys_request_id_is_the_same_404_as_an_unknown_one_and_names_no_address(tmp_path, llm_server, pg_url):
     with serving(tmp_path, llm_server, **keyed(HYBRID_WEATHER_LEDGER=pg_url)) as server:
         mine = ask(server.url, "a", "上海明天天气")["request_id"]
         foreign = refused(server.url, "/v1/feedback", {"request_id": mine, "verdict": "wrong"}, as_("b"))
         unknown = refused(server.url, "/v1/feedback", {"request_id": "0193a1b2c3d4e5f6a7b8c9", "verdict": "wrong"},
                           as_("b"))  # fmt: skip
         assert foreign == unknown and foreign[0] == 404
-        for address in ("postgresql", "127.0.0.1", "5432", "[the configured address]", BASE_URL.rsplit("/", 1)[1]):
+        for address in ("postgresql", "127.0.0.1", "5432", "[the configured address]", POSTGRES_URL.rsplit("/", 1)[1]):
             assert address not in foreign[1]
         # B's attempt left no verdict; A's own is kept, and an admin may mark any answer.
         misses = get(f"{server.url}/v1/misses", "a")[1]
@@ -197,7 +196,7 @@ def test_an_admin_key_that_is_no_accepted_key_stops_serve_with_one_line(tmp_path
     import subprocess
     import sys
 
-    from conftest import subprocess_env
+    from support import subprocess_env
 
     env = subprocess_env(HYBRID_WEATHER_PROVIDER="demo", HYBRID_WEATHER_HOME=str(tmp_path),
                          **keyed(HYBRID_WEATHER_ADMIN_KEYS=digest("sk-not-among-the-keys")))  # fmt: skip

@@ -14,8 +14,8 @@ from test_llm import ledger_rows
 
 from hybrid_weather.router import HybridRouter, Settings, ToolContext, ToolError, tool
 
-from conftest import FAST_HTTP, FAST_LLM, TODAY
 from fake_openai import answer, tool_calls
+from support import FAST_HTTP, FAST_LLM, TODAY
 
 KEY = "sk-test-tools"
 

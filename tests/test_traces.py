@@ -10,8 +10,8 @@ import sqlite3
 import subprocess
 import sys
 
-from conftest import subprocess_env
 from fake_openai import answer, tool_calls
+from support import subprocess_env
 
 # A program with its own provider and the SDK's in-memory exporter; prints what was exported.
 PROGRAM = """

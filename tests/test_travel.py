@@ -11,9 +11,9 @@ import pytest
 
 from hybrid_weather.router import HybridRouter, Settings
 
-from conftest import FAST_HTTP, FAST_LLM, TODAY
 from fake_openai import answer, tool_calls
 from fake_weather import free_port
+from support import FAST_HTTP, FAST_LLM, TODAY
 
 DRIVING = {"status": "1", "info": "OK", "infocode": "10000", "count": "1",
            "route": {"origin": "116.4,39.9", "destination": "117.2,39.1", "taxi_cost": "350",

@@ -20,8 +20,8 @@ from hybrid_weather.agent.errors import (
 from hybrid_weather.agent.weather import fixed
 from hybrid_weather.router import HybridRouter, Settings
 
-from conftest import FAST_HTTP, TODAY
 from fake_weather import refused_url
+from support import FAST_HTTP, TODAY
 
 SHANGHAI = (31.2304, 121.4737)
 BEIJING = (39.9042, 116.4074)
