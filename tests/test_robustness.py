@@ -101,7 +101,8 @@ BAD_SHAPES = [";", "'", '"', "`", " ", "; ", "' ", "1", "1 ", "a1", "-", ".", "<
 
 def test_route_stays_fast_on_every_known_bad_shape():
     # The bar for the product is 2 ms (tests/bench prints the figures); this test fails only on the
-    # quadratic kind of regression, at 10 times that, so a busy machine cannot make it flaky.
+    # quadratic kind of regression, at 10 times that. Timed on this thread's CPU clock: the work route()
+    # does, which other processes on the core stretch on the wall clock but not here.
     router = HybridRouter()
     router.route("北京明天天七怎么样", today=TODAY)  # every lazy table loaded first
     worst = 0.0
@@ -110,9 +111,9 @@ def test_route_stays_fast_on_every_known_bad_shape():
             text = (shape * size)[:size]
             timings = []
             for _ in range(3):
-                started = time.perf_counter()
+                started = time.thread_time()
                 router.route(text, today=TODAY)
-                timings.append(time.perf_counter() - started)
+                timings.append(time.thread_time() - started)
             worst = max(worst, sorted(timings)[1])
     print(f"worst route() over the bad shapes: {worst * 1000:.2f} ms")
     assert worst < 0.020
