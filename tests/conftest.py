@@ -48,6 +48,10 @@ def weather_server():
 @pytest.fixture
 def llm_server():
     """A scripted OpenAI-compatible server on 127.0.0.1."""
+    # The `openai` import, paid once per worker here rather than inside the first LLM answer a test times:
+    # the product pays it before a question's clock too (serve's start, the CLI; LLMAgent.connect).
+    import openai  # noqa: F401
+
     from fake_openai import FakeOpenAI
 
     server = FakeOpenAI().start()

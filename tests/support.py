@@ -97,3 +97,11 @@ def entries_of_every_kind(started_at: float):
     ]
     empty = dict.fromkeys(llm_columns)
     return [entry for entry, _ in cases], {entry.query: {**empty, **filled} for entry, filled in cases}
+
+
+def midway(kept: float, broken: float) -> float:
+    """The most seconds a test may see a bounded wait take: midway between KEPT, what it takes when the bound
+    under test holds (a deadline, a timeout, "at once": 0), and BROKEN, what the test's own slow part would
+    make it take if the bound did not hold. Half the gap is the margin a loaded machine gets for the work
+    around the wait; a bound not kept always crosses it. Never a number picked to pass."""
+    return kept + (broken - kept) / 2
