@@ -9,6 +9,23 @@ import pytest
 from support import POSTGRES_URL, REDIS_URL, TODAY, in_schema, service_missing
 
 
+@pytest.fixture(autouse=True, scope="session")
+def warm_reading(tmp_path_factory):
+    """The process-wide tables of reading and answering (gazetteer, lexicon, jieba's dictionary, pinyin, the
+    HTTP client's import) loaded once per worker, before any test's clock starts. Cold they cost a third of a
+    second, several seconds on a loaded machine: which test a worker ran first decided whether its deadline
+    held. Tests of cold starts run in processes of their own (test_imports, test_model_time)."""
+    import httpx2  # noqa: F401
+
+    from hybrid_weather.router import HybridRouter, Settings
+
+    settings = Settings(provider="demo", home=tmp_path_factory.mktemp("warm"))
+    with HybridRouter(settings=settings, ledger="off") as router:
+        for question in ("杭州明天天七怎么样", "纳尼亚明天天气", "hangzhou weather tomorrow", "北京明天适合出游吗"):
+            router.route(question, today=TODAY)
+        router.ask("魔都明儿会不会落雨", today=TODAY)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch):
     """Point every test's data directory, and every home a default could be read from (HOME, XDG_*: where
