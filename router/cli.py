@@ -116,6 +116,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
         echo "魔都明天会下雨吗" | hybrid-weather
         hybrid-weather route "北京明天适合出游吗"
         hybrid-weather savings --days 30
+
+    A command's name mistyped (savigns; teech list, before one of its subcommands) is "did you mean", exit 2,
+    never a question; a question that starts with a word close to a name (what is the weather …) is asked.
     """
     # The library logs; the CLI speaks for itself in one line per problem, so Python's last-resort
     # handler must not print the same warning a second time.

@@ -5,38 +5,54 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import click
 
 
 def meant_command(group: click.Group, args: list[str]) -> str | None:
     """The command ARGS' first word is a near miss of (savigns, migrte, servee; status for `ledger status`), as
-    its path under GROUP; None when the words are a question. Only a lone word of Latin letters can be a
-    mistyped command, and only if the gazetteer does not know it as a place (beijing, shanghai, paris)."""
+    its path under GROUP; None when the words are a question. Only a word of Latin letters can be a mistyped
+    command, and only if the gazetteer does not know it as a place (beijing, shanghai, paris). Followed by
+    nothing but options it is one; followed by words, only when it is near a command that has subcommands and
+    the next word is one of them, or one letter off one (`teech list`, `ledgr status`): a question may start
+    with a word close to a command's name (`what is the weather in beijing`: what is one letter from chat)."""
     word = args[0].lower()
-    if (len(args) > 1 and not args[1].startswith("-")) or not _COMMAND_WORD.fullmatch(word):
+    if not _COMMAND_WORD.fullmatch(word):
         return None
-    from rapidfuzz.distance import OSA  # a transposition (savigns) is one edit, as a person counts it
-
-    paths = {"help": "help", "version": "version"}
+    paths: dict[str, tuple[str, click.Command | None]] = {"help": ("help", None), "version": ("version", None)}
     for name, command in group.commands.items():
-        paths.setdefault(name, name)
-        for sub in getattr(command, "commands", {}):
-            paths.setdefault(sub, f"{name} {sub}")  # `status` is `ledger status`
-    # A short word is close to too much at two edits (ask: asks, ash; chat: cat): one for up to seven letters.
-    near = [
-        (OSA.distance(word, name), path)
-        for name, path in paths.items()
-        if OSA.distance(word, name) <= (1 if len(name) <= 7 else 2)
-    ]
+        paths.setdefault(name, (name, command))
+        for sub, subcommand in getattr(command, "commands", {}).items():
+            paths.setdefault(sub, (f"{name} {sub}", subcommand))  # `status` is `ledger status`
+    near = [(distance, path, command) for name, (path, command) in paths.items()
+            if (distance := _edits(word, name)) is not None]  # fmt: skip
+    if len(args) > 1 and not args[1].startswith("-"):
+        groups = [(distance, path, command) for distance, path, command in near if isinstance(command, click.Group)]
+        near = [(distance, f"{path} {sub}", command) for distance, path, command in groups
+                if (sub := _nearest(args[1].lower(), command.commands)) is not None]  # fmt: skip
     if not near:
         return None
     from hybrid_weather.rules import Reader
 
     if Reader().resolve_place(word) is not None:
         return None
-    return min(near)[1]
+    return min(near, key=lambda found: found[:2])[1]
+
+
+def _edits(word: str, name: str) -> int | None:
+    """The edits from WORD to the command name NAME, when few enough to be a slip; else None. A short word is
+    close to too much at two edits (ask: asks, ash; chat: cat): one for up to seven letters."""
+    from rapidfuzz.distance import OSA  # a transposition (savigns) is one edit, as a person counts it
+
+    distance = OSA.distance(word, name)
+    return distance if distance <= (1 if len(name) <= 7 else 2) else None
+
+
+def _nearest(word: str, names: Iterable[str]) -> str | None:
+    """The name among NAMES that WORD is, or is one slip from; None for none."""
+    found = sorted((distance, name) for name in names if (distance := _edits(word, name)) is not None)
+    return found[0][1] if found else None
 
 
 #: A word that could be a command's name: Latin letters and hyphens, as every command is named.

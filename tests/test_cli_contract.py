@@ -409,7 +409,9 @@ def test_open_meteo_answers_on_the_day_given_with_today(weather_server):
     [(["savigns"], "savings"), (["Savings"], None), (["migrte"], "ledger migrate"), (["servee"], "serve"),
      (["status"], "ledger status"), (["status", "--json"], "ledger status"), (["savigns", "--days", "7"], "savings"),
      (["misess"], "misses"), (["simulat"], "simulate"), (["rout"], "route"), (["chta"], "chat"), (["ledgr"], "ledger"),
-     (["asks"], "ask"), (["hlep"], "help"), (["verison"], "version")],
+     (["asks"], "ask"), (["hlep"], "help"), (["verison"], "version"), (["teech", "list"], "teach list"),
+     (["ledgr", "status"], "ledger status"), (["teech", "alias", "鹅厂", "深圳"], "teach alias"),
+     (["overlya", "statsu"], "overlay status")],
 )  # fmt: skip
 def test_a_near_miss_of_a_command_says_which_one_and_asks_nothing(args, meant, tmp_path):
     ledger = tmp_path / "l.db"
@@ -432,6 +434,18 @@ def test_a_one_word_question_is_still_a_question(word):
     result = console(word, "--provider", "demo", *TODAY, "--json")
     assert result.returncode in (0, 4) and "did you mean" not in result.stderr, result.stderr
     assert one_json_object(result.stdout)["query"] == word
+
+
+@pytest.mark.parametrize(
+    "words",
+    [["what", "is", "the", "weather", "in", "beijing", "tomorrow"], ["rout", "北京明天天气"], ["teech", "北京"]],
+)
+def test_a_question_that_starts_with_a_word_close_to_a_command_is_still_a_question(words):
+    # A near miss followed by words is a mistyped command only when its command has subcommands and the next
+    # word is one of them (teech list): `what` is one letter from `chat`, and what follows is a question.
+    result = console(*words, "--provider", "demo", *TODAY, "--json")
+    assert result.returncode in (0, 4) and "did you mean" not in result.stderr, result.stderr
+    assert one_json_object(result.stdout)["query"] == " ".join(words)
 
 
 def test_version_prints_the_packages_version():
