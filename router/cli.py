@@ -60,6 +60,18 @@ _today_option = click.option(
 )
 
 
+def _print_version(ctx: click.Context) -> None:
+    """The version, and whether the reading of questions runs compiled (mypyc, a regular install with a C
+    compiler) or as Python (an editable install, HYBRID_WEATHER_PURE_PYTHON=1, no compiler); then exit 0."""
+    from hybrid_weather.router.understand import parser
+    from hybrid_weather.rules import reader
+
+    compiled = [module.__file__.endswith((".so", ".pyd")) for module in (reader, parser) if module.__file__]
+    path = "compiled" if all(compiled) else "pure Python" if not any(compiled) else "partly compiled"
+    click.echo(f"{ctx.command_path}, version {importlib.metadata.version('hybrid-weather')} (rule path: {path})")
+    ctx.exit(0)
+
+
 class _Group(DefaultGroup):  # type: ignore[misc]  # click-default-group is untyped
     """The command group, with its errors kept to one line and its exit codes as docs/contracts.md says:
     click's usage errors (exit 2) print `Error: …` and where to look, Ctrl-C anywhere exits 130 quietly."""
@@ -89,8 +101,7 @@ class _Group(DefaultGroup):  # type: ignore[misc]  # click-default-group is unty
             click.echo(ctx.get_help())
             ctx.exit(0)
         if args and args[0] == "version":
-            click.echo(f"{ctx.command_path}, version {importlib.metadata.version('hybrid-weather')}")
-            ctx.exit(0)
+            _print_version(ctx)
         if args and args[0] not in self.commands:
             meant = meant_command(self, args)
             if meant is not None:
@@ -105,7 +116,9 @@ class _Group(DefaultGroup):  # type: ignore[misc]  # click-default-group is unty
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.version_option(package_name="hybrid-weather")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=lambda ctx, _, given: _print_version(ctx) if given else None,
+              help="Show the version and which rule path runs (compiled or pure Python), and exit.")  # fmt: skip
 @click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error (as HYBRID_WEATHER_DEBUG=1).")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:

@@ -452,11 +452,11 @@ def test_version_prints_the_packages_version():
     from importlib.metadata import version
 
     result = console("version")
-    assert result.returncode == 0 and result.stdout.strip().endswith(f"version {version('hybrid-weather')}")
-    assert console("--version").stdout.split()[-1] == result.stdout.split()[-1]
+    assert result.returncode == 0 and f"version {version('hybrid-weather')} (rule path: " in result.stdout
+    assert console("--version").stdout == result.stdout
 
 
-def test_dash_dash_version_is_clicks_version_option_and_names_the_checkout_s_version():
+def test_dash_dash_version_names_the_checkout_s_version():
     # pyproject.toml is where the version is named; an install (editable or not) reports it, and
     # `--version` answers before any question is read, whatever follows it.
     import re
@@ -468,7 +468,7 @@ def test_dash_dash_version_is_clicks_version_option_and_names_the_checkout_s_ver
         result = console(*args)
         assert result.returncode == 0, result.stderr
         # The program's name is how it was started (the console script, or `python -m` here).
-        assert result.stdout.count("\n") == 1 and result.stdout.endswith(f", version {named}\n"), result.stdout
+        assert result.stdout.count("\n") == 1 and f", version {named} (rule path: " in result.stdout, result.stdout
 
 
 @pytest.mark.parametrize(

@@ -102,3 +102,14 @@ def test_the_compiled_rule_path_decides_as_the_python_one(tmp_path):
     asked = questions * len(DAYS)
     differing = [(q, a, b) for q, a, b in zip(asked, json.loads(pure.stdout), compiled, strict=True) if a != b]
     assert not differing, f"{len(differing)} of {len(compiled)} decisions differ, first: {differing[:3]}"
+
+
+def test_version_says_which_rule_path_runs():
+    # Nothing said whether the compiled or the pure-Python reading was running (an editable install, or a
+    # missing C compiler, runs Python with the same answers, slower).
+    compiled = [_is_compiled(name) for name in _compiled_names()]
+    path = "compiled" if all(compiled) else "pure Python" if not any(compiled) else "partly compiled"
+    for args in (["--version"], ["version"]):
+        result = subprocess.run([sys.executable, "-m", "hybrid_weather.router", *args], capture_output=True,
+                                text=True, timeout=60)  # fmt: skip
+        assert result.returncode == 0 and result.stdout.endswith(f" (rule path: {path})\n"), result.stdout
