@@ -3,6 +3,7 @@
     HybridWeatherError
     ├── ConfigurationError          a setting is missing or wrong (exit 2)
     ├── InvalidQuestion             a question that cannot be asked as given: too long (exit 2)
+    │   └── RequestNotFound         feedback names a request id the ledger does not hold
     ├── WeatherUnavailable          the weather service could not answer (exit 3)
     │   ├── UpstreamTimeout         no answer within the timeout or the deadline
     │   ├── UpstreamConnectError    connection refused or failed
