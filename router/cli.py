@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 from click_default_group import DefaultGroup
@@ -26,7 +26,7 @@ from hybrid_weather.agent.weather import PROVIDERS
 from hybrid_weather.rules import FIRST_DAY, LAST_DAY, in_supported_range
 
 from .answer import Answer, TextPiece, explanation, explanation_json
-from .cli_input import check_utf8, join_words, meant_command, read_stdin, stdin_lines, stdin_question
+from .cli_input import check_utf8, decoded_lines, join_words, meant_command, read_stdin, stdin_lines, stdin_question
 from .facade import HybridRouter
 from .session import Session
 
@@ -516,7 +516,8 @@ def _ledger_of(router: HybridRouter) -> Ledger | SpoolLedger:
 
 
 @cli.command()
-@click.argument("log", type=click.File("r", encoding="utf-8", errors="replace"))
+@click.argument("log", type=click.File("rb"))
+@click.option("--encoding", default="utf-8", show_default=True, help="The log's text encoding, e.g. gbk or gb18030.")
 @click.option(
     "--model",
     default=None,
@@ -527,11 +528,13 @@ def _ledger_of(router: HybridRouter) -> Ledger | SpoolLedger:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the projection as one JSON object.")
 @_today_option
-def simulate(log: TextIO, model: str | None, per_day: int | None, as_json: bool, today: dt.date | None) -> None:
+def simulate(
+    log: BinaryIO, encoding: str, model: str | None, per_day: int | None, as_json: bool, today: dt.date | None
+) -> None:
     """Project what routing would save on your own traffic, offline.
 
-    Routes every line of LOG (one query per line, or JSON Lines with a "query" field; '-' for stdin)
-    without touching the network, then
+    Routes every line of LOG (one query per line, or JSON Lines with a "query" field; '-' for stdin; UTF-8
+    unless --encoding says otherwise, and bytes that are not refused) without touching the network, then
     projects daily and monthly LLM spend for an all-LLM design and for hybrid-weather. An LLM answer is
     priced at the published estimate (~500 tokens for one place, +1,000 per extra place) on MODEL.
 
@@ -548,9 +551,11 @@ def simulate(log: TextIO, model: str | None, per_day: int | None, as_json: bool,
                 f"no price for model {chosen!r}; add it to {router.settings.home_dir() / 'models.json'}",
                 param_hint="--model",
             )
+        name = "standard input" if log.name == "<stdin>" else str(log.name)
         result = simulate_log(
-            log,
+            decoded_lines(log, encoding, name),
             lambda query: router.route(query, today=today),
+            name=name,
             per_day=per_day,
             model_cost=lambda n: default_baseline_cost(router.models, chosen, n) or 0.0,
         )

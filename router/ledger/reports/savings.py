@@ -6,7 +6,7 @@ import datetime as dt
 import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from typing import IO, Any, get_args
+from typing import Any, get_args
 
 from hybrid_weather.agent.errors import ConfigurationError
 
@@ -310,17 +310,22 @@ def simulate(
 
 
 def simulate_log(
-    log: IO[str], route: Callable[[str], Decision], *, model_cost: Callable[[int], float], per_day: int | None
+    log: Iterable[str],
+    route: Callable[[str], Decision],
+    *,
+    model_cost: Callable[[int], float],
+    per_day: int | None,
+    name: str,
 ) -> dict[str, Any]:
-    """simulate() for the queries of LOG (one a line, or JSON Lines with a "query" field), each routed by
-    ROUTE; a ConfigurationError when LOG holds none."""
+    """simulate() for the queries of LOG's lines (one a line, or JSON Lines with a "query" field), each routed
+    by ROUTE; a ConfigurationError naming NAME when LOG holds none."""
     routes, places = [], []
     for logged in _logged_queries(log):
         decision = route(logged)
         routes.append(decision.route)
         places.append(len(decision.cities))
     if not routes:
-        raise ConfigurationError(f"{log.name} has no queries: give one per line, or JSON Lines with a query field")
+        raise ConfigurationError(f"{name} has no queries: give one per line, or JSON Lines with a query field")
     return simulate(routes, places, per_day=per_day, model_cost=model_cost)
 
 
