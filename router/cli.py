@@ -60,6 +60,17 @@ _today_option = click.option(
 )
 
 
+def _usage_error_json(error: click.ClickException) -> dict[str, Any]:
+    """The --json object of a usage error: {"error": {"type", "message"}}, and for a question the words of it
+    read so far as "query" (null when none were), as every answer and error of `ask` has one."""
+    payload: dict[str, Any] = {"error": {"type": type(error).__name__, "message": error.format_message()}}
+    ctx = getattr(error, "ctx", None)
+    if ctx is None or ctx.command.name == "ask":
+        words = ctx.params.get("words") if ctx is not None else None
+        payload = {"query": join_words(tuple(words)) if words else None, **payload}
+    return payload
+
+
 def _print_version(ctx: click.Context) -> None:
     """The version, and whether the reading of questions runs compiled (mypyc, a regular install with a C
     compiler) or as Python (an editable install, HYBRID_WEATHER_PURE_PYTHON=1, no compiler); then exit 0."""
@@ -77,16 +88,23 @@ class _Group(DefaultGroup):  # type: ignore[misc]  # click-default-group is unty
     click's usage errors (exit 2) print `Error: …` and where to look, Ctrl-C anywhere exits 130 quietly."""
 
     def main(self, *args: Any, standalone_mode: bool = True, **extra: Any) -> Any:
+        given = extra.get("args", args[0] if args else None)
+        words = list(sys.argv[1:] if given is None else given)
         try:
-            given = extra.get("args", args[0] if args else None)
-            for word in sys.argv[1:] if given is None else given:
+            for word in words:
                 check_utf8(word, "an argument")
             return super().main(*args, standalone_mode=False, **extra)
         except click.exceptions.Exit as done:
             code = done.exit_code
         except click.ClickException as error:
-            hint = f" (see: {error.ctx.command_path} -h)" if isinstance(error, click.UsageError) and error.ctx else ""
-            click.echo(f"Error: {error.format_message()}{hint}", err=True)
+            if "--json" in words[: words.index("--") if "--" in words else None]:
+                # --json is one object whatever happens, a usage error too (a bad --today, stdin that is
+                # not text): a script reads stdout, and found nothing there.
+                click.echo(json.dumps(_usage_error_json(error), ensure_ascii=False))
+            else:
+                where = error.ctx if isinstance(error, click.UsageError) else None
+                hint = f" (see: {where.command_path} -h)" if where is not None else ""
+                click.echo(f"Error: {error.format_message()}{hint}", err=True)
             code = error.exit_code
         except (click.Abort, KeyboardInterrupt):
             click.echo(err=True)  # end the line the ^C was echoed on
@@ -278,8 +296,12 @@ def _report(error: Exception, query: str | None, json_extra: dict[str, Any] | No
         import traceback  # only here: the one-shot run does not pay for it
 
         traceback.print_exc()
-    if json_extra is None:
+    if json_extra is None and not click.get_current_context().params.get("as_json"):
         click.echo(f"Error: {_message(error)}", err=True)
+        return
+    if json_extra is None:  # a command's --json (savings, misses, status, …): one object, the error
+        click.echo(json.dumps({"error": {"type": type(error).__name__, "message": _message(error)}},
+                              ensure_ascii=False))  # fmt: skip
         return
     payload = {"query": query, "error": {"type": type(error).__name__, "message": _message(error)}, **json_extra}
     click.echo(json.dumps(payload, ensure_ascii=False))

@@ -71,6 +71,30 @@ def test_json_errors_are_objects_too():
     assert payload["error"]["type"] == "UpstreamConnectError" and payload["query"] == "上海今天天气"
 
 
+@pytest.mark.parametrize(
+    "args, stdin, env",
+    [
+        (["--json", "--provider", "demo"], "上海今天天气".encode("gbk"), {}),  # stdin that is not UTF-8
+        (["上海今天天气", "--json", "--today", "nope"], "", {}),
+        (["上海今天天气", "--json", "--today", "9999-12-31"], "", {}),
+        ([b"\xc9\xcf".decode("utf-8", "surrogateescape"), "--json"], "", {}),  # an argument that is not UTF-8
+        (["上海今天天气", "--json", "--bogus"], "", {}),
+        (["ask", "--json"], "", {}),
+        (["route", "--json", "--today", "nope"], "上海今天天气\n", {}),
+        (["savings", "--json"], "", {"HYBRID_WEATHER_LEDGER": "off"}),
+        (["savigns", "--json"], "", {}),
+    ],
+)
+def test_json_is_one_object_for_a_usage_error_too(args, stdin, env):
+    # Non-UTF-8 stdin and a bad --today printed nothing on stdout with --json: a script found no object.
+    result = console(*args, stdin=stdin, **env)
+    payload = one_json_object(result.stdout)
+    assert result.returncode == 2 and result.stderr == "", result.stderr
+    assert set(payload["error"]) == {"type", "message"} and payload["error"]["message"]
+    if args[0] not in ("route", "savings", "savigns"):  # a question's object names it, null if none was read
+        assert set(payload) == {"query", "error"}
+
+
 # -- exit codes and one-line errors ---------------------------------------------------------------------
 
 
@@ -441,9 +465,12 @@ def test_a_near_miss_of_a_command_says_which_one_and_asks_nothing(args, meant, t
     result = console(*args, "--provider", "demo", HYBRID_WEATHER_LEDGER=str(ledger)) if len(args) == 1 else console(
         *args, HYBRID_WEATHER_LEDGER=str(ledger))  # fmt: skip
     meant = meant or args[0].lower()
+    said = result.stderr
+    if "--json" in args:  # the one object, as every outcome of --json
+        said, result.stdout = one_json_object(result.stdout)["error"]["message"] + "\n", ""
     assert result.returncode == 2 and result.stdout == "", (result.stdout, result.stderr)
-    assert result.stderr.count("\n") == 1 and f"did you mean 'python -m hybrid_weather.router {meant}'" in (
-        result.stderr.replace("hybrid-weather", "python -m hybrid_weather.router"))  # fmt: skip
+    assert said.count("\n") == 1 and f"did you mean 'python -m hybrid_weather.router {meant}'" in (
+        said.replace("hybrid-weather", "python -m hybrid_weather.router"))  # fmt: skip
     assert not ledger.exists()  # nothing was asked, so nothing was recorded
 
 

@@ -3,6 +3,7 @@ that cannot be reached or holds no such database, a ledger URL whose scheme is a
 not answer. Each over the real console script, in a fresh process: one line, the documented exit code,
 never a traceback."""
 
+import json
 import subprocess
 import sys
 
@@ -23,6 +24,15 @@ def one_line(stderr):
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in stderr and "internal error" not in stderr, stderr
     return lines[0]
+
+
+def the_error(result, command):
+    """The one error of RESULT, as one line: on stderr, or with --json as the one object on stdout."""
+    if "--json" not in command:
+        assert result.stdout == ""
+        return one_line(result.stderr)
+    assert result.stderr == "", result.stderr
+    return "Error: " + json.loads(result.stdout)["error"]["message"]
 
 
 @pytest.mark.parametrize("location", ["bogus://x", "postgresq://postgres@127.0.0.1/test", "sqlite:///tmp/l.db"])
@@ -50,8 +60,8 @@ def test_the_library_refuses_an_unknown_scheme_without_making_a_folder(tmp_path,
 def test_a_report_against_a_postgresql_that_refuses_is_one_line_exit_2(command):
     url = f"postgresql://postgres@127.0.0.1:{free_port()}/test"
     result = console(*command, HYBRID_WEATHER_LEDGER=url)
-    line = one_line(result.stderr)
-    assert result.returncode == 2 and result.stdout == ""
+    line = the_error(result, command)
+    assert result.returncode == 2
     assert line.startswith("Error: the ledger at postgresql://postgres@127.0.0.1:") and "HYBRID_WEATHER_LEDGER" in line
 
 
@@ -70,7 +80,7 @@ def postgres():
 def test_a_report_against_a_database_that_is_not_there_is_one_line_exit_2(postgres, command):
     url = postgres.rsplit("/", 1)[0] + "/hybrid_weather_no_such_database"
     result = console(*command, HYBRID_WEATHER_LEDGER=url)
-    line = one_line(result.stderr)
+    line = the_error(result, command)
     assert result.returncode == 2 and "hybrid_weather_no_such_database" in line and "does not exist" in line
 
 
