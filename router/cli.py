@@ -134,9 +134,14 @@ class _Group(DefaultGroup):  # type: ignore[misc]  # click-default-group is unty
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
-              callback=lambda ctx, _, given: _print_version(ctx) if given else None,
-              help="Show the version and which rule path runs (compiled or pure Python), and exit.")  # fmt: skip
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _, given: _print_version(ctx) if given else None,
+    help="Show the version and which rule path runs (compiled or pure Python), and exit.",
+)
 @click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error (as HYBRID_WEATHER_DEBUG=1).")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:

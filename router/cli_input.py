@@ -27,12 +27,18 @@ def meant_command(group: click.Group, args: list[str]) -> str | None:
         paths.setdefault(name, (name, command))
         for sub, subcommand in getattr(command, "commands", {}).items():
             paths.setdefault(sub, (f"{name} {sub}", subcommand))  # `status` is `ledger status`
-    near = [(distance, path, command) for name, (path, command) in paths.items()
-            if (distance := _edits(word, name)) is not None]  # fmt: skip
+    near = [
+        (distance, path, command)
+        for name, (path, command) in paths.items()
+        if (distance := _edits(word, name)) is not None
+    ]
     if len(args) > 1 and not args[1].startswith("-"):
         groups = [(distance, path, command) for distance, path, command in near if isinstance(command, click.Group)]
-        near = [(distance, f"{path} {sub}", command) for distance, path, command in groups
-                if (sub := _nearest(args[1].lower(), command.commands)) is not None]  # fmt: skip
+        near = [
+            (distance, f"{path} {sub}", command)
+            for distance, path, command in groups
+            if (sub := _nearest(args[1].lower(), command.commands)) is not None
+        ]
     if not near:
         return None
     from hybrid_weather.rules import Reader

@@ -342,8 +342,22 @@ class HybridRouter:
         # The id is made now, not when the row is written: a streamed answer names it in its first piece.
         recorder = self.parts.recorder
         request_id = recorder.new_id(arrived) if recorder is not None else None
-        return _Request(text, today, session, decision, arrived, started, deadline, model, sampling, overlay, routed_s,
-                        on_text, request_id, caller=caller)  # fmt: skip
+        return _Request(
+            text,
+            today,
+            session,
+            decision,
+            arrived,
+            started,
+            deadline,
+            model,
+            sampling,
+            overlay,
+            routed_s,
+            on_text,
+            request_id,
+            caller=caller,
+        )
 
     def _locate(self, request: _Request) -> Decision:
         """For a place the gazetteer lacks, ask the provider's geocoder and, if it finds one, read again."""
@@ -382,8 +396,9 @@ class HybridRouter:
             try:
                 agent = self.parts.agent_for(name)
                 on_text = None if request.on_text is None else self._passer(request, agent.model)
-                result = agent.run(text, history=history, today=request.today, sampling=request.sampling,
-                                   on_text=on_text)  # fmt: skip
+                result = agent.run(
+                    text, history=history, today=request.today, sampling=request.sampling, on_text=on_text
+                )
                 break
             except LLMUnavailable as error:
                 if len(failed) == len(chain) - 1 or request.sent:
@@ -448,8 +463,17 @@ class HybridRouter:
             from .tracing import trace_request
 
             decision, ended = request.decision, request.arrived + (time.perf_counter() - request.started)
-            trace_request(tracer, self.parts.outgoing, arrived=request.arrived, routed_s=request.routed_s, ended=ended,
-                          decision=decision, request_id=request.request_id, answer=answer, error=error)  # fmt: skip
+            trace_request(
+                tracer,
+                self.parts.outgoing,
+                arrived=request.arrived,
+                routed_s=request.routed_s,
+                ended=ended,
+                decision=decision,
+                request_id=request.request_id,
+                answer=answer,
+                error=error,
+            )
 
     @contextlib.contextmanager
     def _recorded(self, request: _Request) -> Iterator[None]:

@@ -111,8 +111,9 @@ class Parts:
         from .understand.overlay_check import overlay_problem
 
         parser = self.parser  # each version read is held to the checks teach makes (a hand may have written it)
-        return Overlays(self.overlay_store(), canary=self.settings.canary,
-                        check=lambda overlay: overlay_problem(parser, overlay))  # fmt: skip
+        return Overlays(
+            self.overlay_store(), canary=self.settings.canary, check=lambda overlay: overlay_problem(parser, overlay)
+        )
 
     def overlay_store(self) -> OverlayStore | PostgresOverlayStore:
         """A store of the overlay's versions, its own (a writer's lock and connection are not shared): the
@@ -190,8 +191,16 @@ class Parts:
         spool, keep_days = self.settings.spool_for(location), self.settings.keep_days(location)
         sizing = {"queue_size": self._ledger_queue} if self._ledger_queue else {}
         try:
-            return Ledger(location, setting=setting, models=models, model=model, store_queries=queries, spool=spool,
-                          keep_days=keep_days, **sizing)  # fmt: skip
+            return Ledger(
+                location,
+                setting=setting,
+                models=models,
+                model=model,
+                store_queries=queries,
+                spool=spool,
+                keep_days=keep_days,
+                **sizing,
+            )
         except LedgerUnavailable as error:
             logger.warning("%s", error)
             return SpoolLedger(location, str(error), models=models, model=model, store_queries=queries, spool=spool)
@@ -239,8 +248,9 @@ class Parts:
             logger.warning(
                 "model %s was retired on %s; set HYBRID_WEATHER_MODEL to a current one", model, facts.retires_on
             )
-        tools = ToolBox(self.weather, self.parser.reader, deadline_s=self.deadline, extra=self._tools,
-                        travel=self.travel)  # fmt: skip
+        tools = ToolBox(
+            self.weather, self.parser.reader, deadline_s=self.deadline, extra=self._tools, travel=self.travel
+        )
         return LLMAgent(
             tools,
             model=model,
@@ -275,8 +285,15 @@ class Parts:
 
     def close(self) -> None:
         """Close the parts that were built, in the order that loses nothing: shadow runs, ledger, clients."""
-        parts = [built(self, "shadow"), built(self, "ledger"), built(self, "agent"), *self._agents.values(),
-                 built(self, "travel"), built(self, "weather"), built(self, "overlays")]  # fmt: skip
+        parts = [
+            built(self, "shadow"),
+            built(self, "ledger"),
+            built(self, "agent"),
+            *self._agents.values(),
+            built(self, "travel"),
+            built(self, "weather"),
+            built(self, "overlays"),
+        ]
         for part in parts:
             if part is not None:
                 part.close()

@@ -112,12 +112,18 @@ def trace_request(
     if error is not None:
         request.set_status(Status(StatusCode.ERROR, type(error).__name__))
         # The error's message and traceback may quote the request (a model's or a tool's words): masked.
-        said = {"exception.message": outgoing.text(str(error)),
-                "exception.stacktrace": outgoing.text("".join(traceback.format_exception(error)))}  # fmt: skip
+        said = {
+            "exception.message": outgoing.text(str(error)),
+            "exception.stacktrace": outgoing.text("".join(traceback.format_exception(error))),
+        }
         request.record_exception(error, attributes=said, timestamp=_ns(ended))
     inside = trace.set_span_in_context(request)
-    routing = tracer.start_span("hybrid_weather.route", context=inside, start_time=_ns(arrived),
-                                attributes={"hybrid_weather.route": decision.route})  # fmt: skip
+    routing = tracer.start_span(
+        "hybrid_weather.route",
+        context=inside,
+        start_time=_ns(arrived),
+        attributes={"hybrid_weather.route": decision.route},
+    )
     routing.end(end_time=_ns(arrived + routed_s))
     result = answer.llm if answer is not None else None
     model_name = outgoing.text(answer.model) if answer is not None and answer.model else ""
@@ -127,12 +133,14 @@ def trace_request(
             context=inside,
             start_time=_ns(loop.started_at),
             attributes={
-                "gen_ai.operation.name": "chat", "gen_ai.request.model": model_name,
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": model_name,
                 "gen_ai.usage.input_tokens": loop.usage.prompt_tokens,
-                "gen_ai.usage.output_tokens": loop.usage.completion_tokens, "hybrid_weather.loop": loop.loop,
+                "gen_ai.usage.output_tokens": loop.usage.completion_tokens,
+                "hybrid_weather.loop": loop.loop,
                 "hybrid_weather.attempts": loop.attempts,
             },
-        )  # fmt: skip
+        )
         model.end(end_time=_ns(loop.started_at + loop.latency_ms / 1000))
         for tool in loop.tools:
             tool_name = outgoing.text(tool.name)  # the model's words: it may call a tool that is none
@@ -140,9 +148,13 @@ def trace_request(
                 f"execute_tool {tool_name}",
                 context=inside,
                 start_time=_ns(tool.started_at),
-                attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool_name,
-                            "hybrid_weather.tool.ok": tool.ok, "hybrid_weather.tool.reused": tool.reused},
-            )  # fmt: skip
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": tool_name,
+                    "hybrid_weather.tool.ok": tool.ok,
+                    "hybrid_weather.tool.reused": tool.reused,
+                },
+            )
             if not tool.ok:
                 span.set_status(Status(StatusCode.ERROR, "the tool failed"))
             span.end(end_time=_ns(tool.started_at + tool.duration_ms / 1000))

@@ -52,8 +52,10 @@ def day_label(day: dt.date, today: dt.date, *, with_date: bool = False, hours: t
 def render_distance(first: Place, second: Place, km: float, *, emoji: bool = True) -> str:
     """北京到上海的直线距离约1,068公里, said plainly as the distance over the Earth's surface."""
     figure = f"{km:,.0f}" if km >= 100 else f"{km:.1f}"
-    return (f"{'📏 ' if emoji else ''}{first.display}到{second.display}的直线距离约{figure}公里"
-            "（按两地坐标算的球面距离，不是公路或铁路里程）。")  # fmt: skip
+    return (
+        f"{'📏 ' if emoji else ''}{first.display}到{second.display}的直线距离约{figure}公里"
+        "（按两地坐标算的球面距离，不是公路或铁路里程）。"
+    )
 
 
 def render(decision: Decision, facts: Sequence[Facts], today: dt.date, *, emoji: bool = True) -> str:

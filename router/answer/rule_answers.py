@@ -116,8 +116,16 @@ class RuleAnswerer:
     def _render(self, shown: Decision, days: list[Any], facts: list[Facts], today: dt.date, emoji: bool) -> str:
         """render(SHOWN, FACTS, ...), kept per decision and fetched values (DAYS, which FACTS are made of):
         a warm ask asks the same question of the same cached days again and again."""
-        key = (shown.aspect, tuple(shown.dates), shown.compare, shown.hours, shown.threshold, today, emoji,
-               *map(id, days))  # fmt: skip
+        key = (
+            shown.aspect,
+            tuple(shown.dates),
+            shown.compare,
+            shown.hours,
+            shown.threshold,
+            today,
+            emoji,
+            *map(id, days),
+        )
         known = self._texts.get(key)
         if known is not None and all(kept is day for kept, day in zip(known[0], days, strict=True)):
             return known[1]
@@ -138,8 +146,9 @@ class RuleAnswerer:
         by_hour = any(isinstance(f.value, HourlyForecast) for f in fetched)
         # Without hourly data (AMap has none) the answer is about whole days, and says so.
         shown = decision if by_hour or decision.hours is None else dataclasses.replace(decision, hours=None)
-        facts = [Facts(d.place, air=d) if air else Facts(d.place, sun=d) if sun else Facts(d.place, weather=d)
-                 for d in days]  # fmt: skip
+        facts = [
+            Facts(d.place, air=d) if air else Facts(d.place, sun=d) if sun else Facts(d.place, weather=d) for d in days
+        ]
         text = self._render(shown, days, facts, today, emoji)
         if fetched and not air and not sun and shown.hours != decision.hours:
             text += _NO_HOURLY_NOTE.format(label=provider.label)
@@ -243,8 +252,9 @@ def distance_answer(decision: Decision, started: float, *, emoji: bool) -> Answe
         "distance_km": round(km, 1),
         "places": [_place_json(p) for p in decision.places],
     }
-    return Answer(render_distance(first, second, km, emoji=emoji), "rule", decision, data, None, False, 0.0,
-                  elapsed_ms(started))  # fmt: skip
+    return Answer(
+        render_distance(first, second, km, emoji=emoji), "rule", decision, data, None, False, 0.0, elapsed_ms(started)
+    )
 
 
 def _place_json(place: Place) -> dict[str, Any]:

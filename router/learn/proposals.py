@@ -54,10 +54,16 @@ class Proposal:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "kind": self.entry.kind, "word": self.entry.word, "target": self.entry.target or None,
-            "questions": self.questions, "requests": self.requests, "saved_usd": round(self.saved_usd, 6),
-            "accepted": self.accepted, "rejected": self.rejected, "examples": self.examples[:3],
-        }  # fmt: skip
+            "kind": self.entry.kind,
+            "word": self.entry.word,
+            "target": self.entry.target or None,
+            "questions": self.questions,
+            "requests": self.requests,
+            "saved_usd": round(self.saved_usd, 6),
+            "accepted": self.accepted,
+            "rejected": self.rejected,
+            "examples": self.examples[:3],
+        }
 
 
 def learn(router: HybridRouter, days: int) -> list[Proposal]:

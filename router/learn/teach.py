@@ -107,8 +107,10 @@ def write_checked(
     if current is not None:
         for index, entry in enumerate(current.entries):
             if entry in given and (problem := entry_problem(parser, entry)):
-                raise ConfigurationError(f"not written: {current.where(index)}: `{entry.line()}`: {problem} "
-                                         f"(hybrid-weather teach remove {entry.word})")  # fmt: skip
+                raise ConfigurationError(
+                    f"not written: {current.where(index)}: `{entry.line()}`: {problem} "
+                    f"(hybrid-weather teach remove {entry.word})"
+                )
     return store.write(entries, note)
 
 

@@ -194,10 +194,15 @@ def _with_llm(entry: LedgerEntry, result: AgentResult | None, open_ended: bool) 
         return entry
     looked_up = None if open_ended else plain_lookup_date(result)
     return entry._replace(
-        usage=result.usage, llm_attempts=result.attempts, llm_loops=len(result.loops), tool_calls=result.tool_calls,
-        tool_failures=result.tool_failures, plain_lookup=looked_up is not None, lookup_date=looked_up,
+        usage=result.usage,
+        llm_attempts=result.attempts,
+        llm_loops=len(result.loops),
+        tool_calls=result.tool_calls,
+        tool_failures=result.tool_failures,
+        plain_lookup=looked_up is not None,
+        lookup_date=looked_up,
         model_ms=result.model_ms,
-    )  # fmt: skip
+    )
 
 
 def plain_lookup_date(result: AgentResult) -> str | None:

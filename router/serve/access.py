@@ -115,8 +115,10 @@ def cookie_secret(configured: str | None, home: Path) -> bytes:
                 made.unlink()
         mode = path.stat().st_mode & 0o777
         if os.name == "posix" and mode & 0o077:
-            raise ConfigurationError(f"{path} holds the cookie secret and others may read it (mode {mode:o}); "
-                                     f"chmod 600 it, or set HYBRID_WEATHER_COOKIE_SECRET")  # fmt: skip
+            raise ConfigurationError(
+                f"{path} holds the cookie secret and others may read it (mode {mode:o}); "
+                f"chmod 600 it, or set HYBRID_WEATHER_COOKIE_SECRET"
+            )
         secret = path.read_text("utf-8").strip()
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigurationError(
@@ -203,8 +205,9 @@ def _failure_names(client: str, presented: str | None, now: float) -> list[str]:
 class Access:
     """Checks one request's key and spends one token of its bucket; raises ApiError (401, 429)."""
 
-    def __init__(self, keys: frozenset[str], rate: Rate | None, shared: SharedCache | None = None,
-                 secret: bytes | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, keys: frozenset[str], rate: Rate | None, shared: SharedCache | None = None, secret: bytes | None = None
+    ) -> None:
         self.keys = keys
         self.rate = rate
         self.failures = Failures(shared)
@@ -243,9 +246,13 @@ class Access:
         the key check, so a guess made past the limit says nothing, right or wrong."""
         wait = self.failures.wait(client, presented)
         if wait > 0:
-            raise ApiError(429, "rate_limit_error", f"too many failed authentications from this address; retry in "
-                           f"{wait:.0f} s", "too_many_failed_authentications",
-                           {"retry-after": str(max(1, round(wait + 0.499)))})  # fmt: skip
+            raise ApiError(
+                429,
+                "rate_limit_error",
+                f"too many failed authentications from this address; retry in {wait:.0f} s",
+                "too_many_failed_authentications",
+                {"retry-after": str(max(1, round(wait + 0.499)))},
+            )
 
     def check(self, authorization: str | None, client: str, cookie: str | None = None) -> str:
         """The caller's identity for limits and logs: its key's hash prefix, or its address when keys are
@@ -258,16 +265,25 @@ class Access:
             if digest is None:
                 if presented is not None or cookie:  # a guess, not a client that has not logged in yet
                     self.failures.record(client, presented)
-                raise ApiError(401, "authentication_error", "a valid API key is required: send "
-                               "'Authorization: Bearer KEY' (keys come from HYBRID_WEATHER_API_KEYS)",
-                               "invalid_api_key", {"www-authenticate": "Bearer"})  # fmt: skip
+                raise ApiError(
+                    401,
+                    "authentication_error",
+                    "a valid API key is required: send "
+                    "'Authorization: Bearer KEY' (keys come from HYBRID_WEATHER_API_KEYS)",
+                    "invalid_api_key",
+                    {"www-authenticate": "Bearer"},
+                )
             caller = caller_of(digest)
         if self.rate is not None:
             wait = self._spend(caller, self.rate)
             if wait > 0:
-                raise ApiError(429, "rate_limit_error", f"rate limit reached ({self.rate.per_s:g} requests/s); "
-                               f"retry in {wait:.1f} s", "rate_limit_exceeded",
-                               {"retry-after": str(max(1, round(wait + 0.499)))})  # fmt: skip
+                raise ApiError(
+                    429,
+                    "rate_limit_error",
+                    f"rate limit reached ({self.rate.per_s:g} requests/s); retry in {wait:.1f} s",
+                    "rate_limit_exceeded",
+                    {"retry-after": str(max(1, round(wait + 0.499)))},
+                )
         return caller
 
     def cookie_for(self, key: str, now: float | None = None) -> str | None:

@@ -101,10 +101,16 @@ class Service:
         self._answering: set[asyncio.Task[Any]] = set()  # streamed answers in flight
         # The upstreams' host names, kept out of what clients read (errors.hide_addresses).
         self.hidden_hosts = tuple(
-            host for url in (self.settings.openai_base_url, self.settings.open_meteo_url, self.settings.amap_url,
-                             self.settings.cache_url, self.settings.ledger)
+            host
+            for url in (
+                self.settings.openai_base_url,
+                self.settings.open_meteo_url,
+                self.settings.amap_url,
+                self.settings.cache_url,
+                self.settings.ledger,
+            )
             if url and "://" in url and (host := urlsplit(url).hostname)
-        )  # fmt: skip
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -144,8 +150,9 @@ class Service:
         owner = tenants.owner(caller) or tenants.OPEN
         await run_in_threadpool(self.sessions.add, owner, session.id, query, answer.text)
         # The session the client continues with: its own, or the one made for it.
-        return JSONResponse({**answer.to_json(query), "session_id": session.id},
-                            headers=_request_id_header(answer.request_id))  # fmt: skip
+        return JSONResponse(
+            {**answer.to_json(query), "session_id": session.id}, headers=_request_id_header(answer.request_id)
+        )
 
     async def route(self, request: Request) -> Response:
         body = await self._json(request)
@@ -171,15 +178,26 @@ class Service:
         include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
         if body.get("stream") and self.router.route(question, today=today, session=session).route == "llm":
             chunks = functools.partial(chat.Chunks, include_usage=include_usage)
-            return await self._stream("chat", question, today, session, model, sampling, _caller(request),
-                                      lambda first: chunks(first.request_id, first.model))  # fmt: skip
+            return await self._stream(
+                "chat",
+                question,
+                today,
+                session,
+                model,
+                sampling,
+                _caller(request),
+                lambda first: chunks(first.request_id, first.model),
+            )
         answer = await self._answer("chat", question, today, session, model, sampling=sampling, caller=_caller(request))
         headers = {"x-hybrid-weather-route": answer.route, **_request_id_header(answer.request_id)}
         if body.get("stream"):
             # A rule answer is whole at once: one body, not a StreamingResponse, which runs a plain generator's
             # every step on a worker thread (1,000 streamed answers/s a worker, not 5,400).
-            return Response(chat.chunks(answer, include_usage), media_type="text/event-stream",
-                            headers={**headers, "cache-control": "no-cache"})  # fmt: skip
+            return Response(
+                chat.chunks(answer, include_usage),
+                media_type="text/event-stream",
+                headers={**headers, "cache-control": "no-cache"},
+            )
         return JSONResponse(chat.completion(answer), headers=headers)
 
     async def responses(self, request: Request) -> Response:
@@ -206,9 +224,17 @@ class Service:
         # The conversation up to this response, kept under its id for a follow-up (unless `store` is false).
         keep = None if body.get("store") is False else functools.partial(self._keep, caller, session)
         if body.get("stream") and self.router.route(question, today=today, session=session).route == "llm":
-            return await self._stream("responses", question, today, session, model, sampling, caller,
-                                      lambda first: responses.Events(first.request_id, first.model, body),
-                                      keep)  # fmt: skip
+            return await self._stream(
+                "responses",
+                question,
+                today,
+                session,
+                model,
+                sampling,
+                caller,
+                lambda first: responses.Events(first.request_id, first.model, body),
+                keep,
+            )
         created_at = time.time()
         answer = await self._answer("responses", question, today, session, model, sampling=sampling, caller=caller)
         if keep is not None:
@@ -216,8 +242,9 @@ class Service:
         headers = {"x-hybrid-weather-route": answer.route, **_request_id_header(answer.request_id)}
         if body.get("stream"):  # a rule answer, whole at once: one body of its events
             events = responses.Events(answer.request_id, responses.model_of(answer), body)
-            return Response(events.whole(answer), media_type="text/event-stream",
-                            headers={**headers, "cache-control": "no-cache"})  # fmt: skip
+            return Response(
+                events.whole(answer), media_type="text/event-stream", headers={**headers, "cache-control": "no-cache"}
+            )
         return JSONResponse(responses.response(answer, body, created_at), headers=headers)
 
     async def _keep(self, caller: str, session: Session, answer: Any) -> None:
@@ -252,9 +279,17 @@ class Service:
         started, loop = time.perf_counter(), asyncio.get_running_loop()
         pieces: asyncio.Queue[TextPiece | None] = asyncio.Queue()
         answering = asyncio.ensure_future(
-            self._answer(endpoint, question, today, session, model, sampling=sampling, caller=caller,
-                         on_text=lambda piece: loop.call_soon_threadsafe(pieces.put_nowait, piece))
-        )  # fmt: skip
+            self._answer(
+                endpoint,
+                question,
+                today,
+                session,
+                model,
+                sampling=sampling,
+                caller=caller,
+                on_text=lambda piece: loop.call_soon_threadsafe(pieces.put_nowait, piece),
+            )
+        )
         self._answering.add(answering)  # held: a task only the loop refers to may be collected midway
         answering.add_done_callback(self._answering.discard)
         answering.add_done_callback(lambda _: pieces.put_nowait(None))  # after every piece the worker queued
@@ -294,8 +329,9 @@ class Service:
         body = await self._json(request)
         request_id, verdict, comment = body.get("request_id"), body.get("verdict"), body.get("comment")
         if not isinstance(request_id, str) or not isinstance(verdict, str):
-            raise invalid('give "request_id" (the one an answer carried) and "verdict": "wrong" or "right"',
-                          "invalid_feedback")  # fmt: skip
+            raise invalid(
+                'give "request_id" (the one an answer carried) and "verdict": "wrong" or "right"', "invalid_feedback"
+            )
         if comment is not None and not isinstance(comment, str):
             raise invalid('"comment" must be text', "invalid_feedback")
         request_id = request_id.strip().removeprefix(responses.PREFIX)  # a response's id names its row too
@@ -307,8 +343,12 @@ class Service:
         except RequestNotFound:
             # The same for an id nobody was given and another key's: which ids exist is not this key's to
             # learn, and the library's message names the ledger's address.
-            raise ApiError(404, "invalid_request_error", "no answer of yours has this request id; give the "
-                           "request_id one of your answers carried", "request_not_found") from None  # fmt: skip
+            raise ApiError(
+                404,
+                "invalid_request_error",
+                "no answer of yours has this request id; give the request_id one of your answers carried",
+                "request_not_found",
+            ) from None
         except InvalidQuestion as error:
             raise ApiError(422, "invalid_request_error", str(error), "invalid_feedback") from None
         except HybridWeatherError as error:
@@ -337,8 +377,9 @@ class Service:
         ready = all(check["ok"] for check in checks.values())
         if request.state.caller is None:  # anyone may ask: ok or not, never where the database lives
             checks = {name: {"ok": check["ok"]} for name, check in checks.items()}
-        return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
-                            status_code=200 if ready else 503)  # fmt: skip
+        return JSONResponse(
+            {"status": "ready" if ready else "not ready", "checks": checks}, status_code=200 if ready else 503
+        )
 
     async def metrics_text(self, request: Request) -> Response:
         return Response(self.metrics.render(), media_type=self.metrics.content_type)
@@ -383,16 +424,27 @@ class Service:
             self.access.attempt(client, key.strip() or None)  # before the key is looked at
         except ApiError as error:
             wait = error.headers["retry-after"]
-            return HTMLResponse(login_page(f"Too many failed attempts from here; try again in {wait} s.", root),
-                                status_code=429, headers={"cache-control": "no-store", **error.headers})  # fmt: skip
+            return HTMLResponse(
+                login_page(f"Too many failed attempts from here; try again in {wait} s.", root),
+                status_code=429,
+                headers={"cache-control": "no-store", **error.headers},
+            )
         token = self.access.cookie_for(key)
         if token is None:
             self.access.failures.record(client, key.strip() or None)
-            return HTMLResponse(login_page("That key is not accepted.", root), status_code=401,
-                                headers={"cache-control": "no-store"})  # fmt: skip
+            return HTMLResponse(
+                login_page("That key is not accepted.", root), status_code=401, headers={"cache-control": "no-store"}
+            )
         response = RedirectResponse(f"{root}/", status_code=303)
-        response.set_cookie(COOKIE, token, max_age=COOKIE_MAX_AGE_S, path=f"{root}/", httponly=True,
-                            samesite="strict", secure=request.url.scheme == "https")  # fmt: skip
+        response.set_cookie(
+            COOKIE,
+            token,
+            max_age=COOKIE_MAX_AGE_S,
+            path=f"{root}/",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
         return response
 
     # -- the parts ---------------------------------------------------------------------------------------
@@ -522,8 +574,9 @@ class Service:
         try:
             db = ledger.connect()
         except LedgerUnavailable as error:
-            raise ApiError(503, "service_unavailable", hide_addresses(str(error), self.hidden_hosts),
-                           "ledger_unavailable") from None  # fmt: skip
+            raise ApiError(
+                503, "service_unavailable", hide_addresses(str(error), self.hidden_hosts), "ledger_unavailable"
+            ) from None
         try:
             return read(db)
         finally:
@@ -542,8 +595,13 @@ class Service:
                 # Within a second, even from a server that stopped answering (ledger.CHECK_TIMEOUT).
                 failure = ledger.check()
                 reachable, problem = failure is None, failure or problem
-            checks["ledger"] = {"ok": reachable, "location": ledger.location, "problem": problem,
-                                "pending": ledger.pending, "spooled": ledger.spool.count()}  # fmt: skip
+            checks["ledger"] = {
+                "ok": reachable,
+                "location": ledger.location,
+                "problem": problem,
+                "pending": ledger.pending,
+                "spooled": ledger.spool.count(),
+            }
         breaker = getattr(getattr(self.router.weather.provider, "http", None), "breaker", None)
         if breaker is not None:
             checks["provider"] = {"ok": breaker.state != "open", "circuit": breaker.state}
@@ -552,8 +610,9 @@ class Service:
             checks["cache"] = {"ok": not shared.down, "down": shared.down}
         return checks
 
-    async def _pass_through(self, body: dict[str, Any], messages: list[dict[str, Any]], caller: str,
-                            path: str = "chat/completions") -> Response:  # fmt: skip
+    async def _pass_through(
+        self, body: dict[str, Any], messages: list[dict[str, Any]], caller: str, path: str = "chat/completions"
+    ) -> Response:
         """A request the router does not answer, sent to the configured OpenAI-compatible endpoint as it
         came (with the service's key), its answer returned as it came — scrubbed of that key — and its
         ledger row written: an llm row, its tokens and cost as the endpoint reported them. Against the
@@ -595,10 +654,16 @@ class Service:
             if hold is not None:
                 self._settle_pass_through(hold, response if outcome == "ok" else None, model, usage)
             row = functools.partial(
-                self._record_pass_through, chat.last_user_text(messages)[:MAX_QUERY_CHARS],
-                chat.pass_through_reason(body), arrived=arrived, latency_ms=(time.perf_counter() - started) * 1000,
-                model=model, usage=usage, outcome=outcome, caller=tenants.owner(caller),
-            )  # fmt: skip
+                self._record_pass_through,
+                chat.last_user_text(messages)[:MAX_QUERY_CHARS],
+                chat.pass_through_reason(body),
+                arrived=arrived,
+                latency_ms=(time.perf_counter() - started) * 1000,
+                model=model,
+                usage=usage,
+                outcome=outcome,
+                caller=tenants.owner(caller),
+            )
             if built(self.router.parts, "recorder") is not None:
                 row()  # queues the row: no I/O
             else:  # the first row opens the ledger (a file, a database connection): not on the event loop
@@ -629,13 +694,30 @@ class Service:
             tokens = usage.prompt_tokens + usage.completion_tokens if known else None
             loop.run_in_executor(None, budgets.settle, hold, tokens, cost)
 
-    def _record_pass_through(self, query: str, reason: str, *, model: str | None, usage: Any, outcome: str,
-                             caller: str | None, **timing: float) -> None:  # fmt: skip
+    def _record_pass_through(
+        self,
+        query: str,
+        reason: str,
+        *,
+        model: str | None,
+        usage: Any,
+        outcome: str,
+        caller: str | None,
+        **timing: float,
+    ) -> None:
         recorder = self.router.parts.recorder
         if recorder is not None:
             cost = self.router.parts.models.cost(model, usage) if usage is not None and model else None
-            recorder.passed_through(query, reason, model=model, usage=usage, outcome=outcome,
-                                    cost_usd=cost if outcome == "ok" else 0.0, caller=caller, **timing)  # fmt: skip
+            recorder.passed_through(
+                query,
+                reason,
+                model=model,
+                usage=usage,
+                outcome=outcome,
+                cost_usd=cost if outcome == "ok" else 0.0,
+                caller=caller,
+                **timing,
+            )
 
 
 def _caller(request: Request) -> str:
@@ -728,9 +810,17 @@ def create_app(router: HybridRouter | None = None, *, settings: Settings | None 
         # Outermost: a browser's preflight (OPTIONS, no key) is answered here, and every answer the guard or
         # an endpoint gives (a 401 or a 429 included) carries the headers a page needs to read it. No
         # credentials: a page sends its key as a Bearer header, never the dashboard's cookie.
-        middleware.insert(0, Middleware(CORSMiddleware, allow_origins=list(service.settings.cors_origins),
-                                        allow_methods=["GET", "POST"], allow_headers=CORS_REQUEST_HEADERS,
-                                        expose_headers=CORS_EXPOSED_HEADERS, max_age=600))  # fmt: skip
+        middleware.insert(
+            0,
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(service.settings.cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=CORS_REQUEST_HEADERS,
+                expose_headers=CORS_EXPOSED_HEADERS,
+                max_age=600,
+            ),
+        )
     app = Starlette(
         routes=routes,
         middleware=middleware,

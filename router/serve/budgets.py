@@ -97,8 +97,9 @@ class Budgets:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def parse(cls, text: str | None, shared: SharedCache | None = None, concurrency: str | None = None
-              ) -> Budgets | None:  # fmt: skip
+    def parse(
+        cls, text: str | None, shared: SharedCache | None = None, concurrency: str | None = None
+    ) -> Budgets | None:
         """The budgets TEXT and the cap CONCURRENCY set, or None when they set neither; ConfigurationError
         naming the variable."""
         cap = _concurrency(concurrency)
@@ -135,10 +136,16 @@ class Budgets:
         if self.shared is not None:
             here = self._spent.get((caller, budget.unit, day), 0.0) if budget else 0.0
             reserved = self.shared.reserve(
-                _counter(caller, budget, day), _holds(caller), budget=budget.amount if budget else None,
-                counted_here=here, estimate=estimate, cap=self.concurrency, token=hold.token, lease_s=LEASE_S,
+                _counter(caller, budget, day),
+                _holds(caller),
+                budget=budget.amount if budget else None,
+                counted_here=here,
+                estimate=estimate,
+                cap=self.concurrency,
+                token=hold.token,
+                lease_s=LEASE_S,
                 ttl_s=_COUNTER_TTL_S,
-            )  # fmt: skip
+            )
             if reserved is not None:
                 outcome, count = reserved
                 if outcome == 1 and budget is not None:
@@ -174,8 +181,13 @@ class Budgets:
         change = 0.0 if real is None else real - hold.estimate
         if hold.shared:
             assert self.shared is not None
-            self.shared.settle(_counter(hold.caller, budget, hold.day), _holds(hold.caller), token=hold.token,
-                               change=change, ttl_s=_COUNTER_TTL_S)  # fmt: skip
+            self.shared.settle(
+                _counter(hold.caller, budget, hold.day),
+                _holds(hold.caller),
+                token=hold.token,
+                change=change,
+                ttl_s=_COUNTER_TTL_S,
+            )
             return  # Redis away: the estimate stands there and the lease frees the slot
         with self._lock:
             held = self._held.get(hold.caller, {})
@@ -187,19 +199,29 @@ class Budgets:
                 self._spent[counted] = max(0.0, self._spent[counted] + change)
 
     def _busy(self, held: int) -> ApiError:
-        return ApiError(429, "rate_limit_error", f"this key has {held} requests to the model in flight, as many as "
-                        f"it may (HYBRID_WEATHER_KEY_CONCURRENCY={self.concurrency}); retry when one has finished",
-                        "key_concurrency_exceeded", {"retry-after": "1"})  # fmt: skip
+        return ApiError(
+            429,
+            "rate_limit_error",
+            f"this key has {held} requests to the model in flight, as many as "
+            f"it may (HYBRID_WEATHER_KEY_CONCURRENCY={self.concurrency}); retry when one has finished",
+            "key_concurrency_exceeded",
+            {"retry-after": "1"},
+        )
 
 
 def _spent(budget: Budget, spent: float, now: dt.datetime) -> ApiError:
     midnight = dt.datetime.combine(now.date() + dt.timedelta(days=1), dt.time(), tzinfo=dt.timezone.utc)
     wait = int((midnight - now).total_seconds()) + 1
-    return ApiError(429, "insufficient_quota", f"this key's LLM budget of {budget} a day is spent "
-                    f"({budget.amount_text(spent)} today, the reservations of its requests in flight included); "
-                    f"questions that need the model are refused until 00:00 UTC (in {wait // 3600} h "
-                    f"{wait % 3600 // 60} min); weather lookups are still answered",
-                    "key_budget_exceeded", {"retry-after": str(wait)})  # fmt: skip
+    return ApiError(
+        429,
+        "insufficient_quota",
+        f"this key's LLM budget of {budget} a day is spent "
+        f"({budget.amount_text(spent)} today, the reservations of its requests in flight included); "
+        f"questions that need the model are refused until 00:00 UTC (in {wait // 3600} h "
+        f"{wait % 3600 // 60} min); weather lookups are still answered",
+        "key_budget_exceeded",
+        {"retry-after": str(wait)},
+    )
 
 
 def _counter(caller: str, budget: Budget | None, day: str) -> str:
@@ -215,6 +237,8 @@ def _concurrency(text: str | None) -> int | None:
     if text is None or not text.strip() or text.strip().lower() == "off":
         return None
     if not text.strip().isdigit() or int(text) < 1:
-        raise ConfigurationError(f"HYBRID_WEATHER_KEY_CONCURRENCY={text!r}: give the requests to the model a key "
-                                 "may have in flight, a whole number from 1 (e.g. 8), or off")  # fmt: skip
+        raise ConfigurationError(
+            f"HYBRID_WEATHER_KEY_CONCURRENCY={text!r}: give the requests to the model a key "
+            "may have in flight, a whole number from 1 (e.g. 8), or off"
+        )
     return int(text)

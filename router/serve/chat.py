@@ -33,9 +33,10 @@ def text_of(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "".join(
-            part["text"] for part in content
+            part["text"]
+            for part in content
             if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-        )  # fmt: skip
+        )
     if content is None:
         return ""
     raise invalid("a message's content must be a string or a list of content parts", "invalid_content")
@@ -59,9 +60,14 @@ def wants_upstream(body: dict[str, Any], messages: list[dict[str, Any]]) -> bool
 
 def pass_through_off() -> ApiError:
     """The 403 for a request that would go to the model as it came while pass-through is off."""
-    return ApiError(403, "invalid_request_error", "this request would go to the model as it came (it carries its "
-                    "own tools, or its last message is not the user's), and pass-through is off: the operator "
-                    "turns it on with HYBRID_WEATHER_PASS_THROUGH=1", "pass_through_off")  # fmt: skip
+    return ApiError(
+        403,
+        "invalid_request_error",
+        "this request would go to the model as it came (it carries its "
+        "own tools, or its last message is not the user's), and pass-through is off: the operator "
+        "turns it on with HYBRID_WEATHER_PASS_THROUGH=1",
+        "pass_through_off",
+    )
 
 
 def pass_through_reason(body: dict[str, Any]) -> str:
@@ -78,8 +84,11 @@ def pass_through_tokens(body: dict[str, Any]) -> int:
     MAX_REPLY_TOKENS — for each of its n choices."""
     from hybrid_weather.agent.llm.models import MAX_REPLY_TOKENS, MAX_TOKENS
 
-    asked = [value for name in ("max_tokens", "max_completion_tokens", "max_output_tokens")
-             if type(value := body.get(name)) is int and value > 0]  # fmt: skip
+    asked = [
+        value
+        for name in ("max_tokens", "max_completion_tokens", "max_output_tokens")
+        if type(value := body.get(name)) is int and value > 0
+    ]
     n = body.get("n")
     choices = n if type(n) is int and n > 0 else 1
     return min(MAX_TOKENS, len(dumps(body)) + min(asked, default=MAX_REPLY_TOKENS) * choices)
@@ -106,9 +115,11 @@ def usage_of(reply: dict[str, Any]) -> Usage | None:
         return None
     chat = "prompt_tokens" in usage
     details = usage.get("prompt_tokens_details" if chat else "input_tokens_details")
-    counts = [usage.get("prompt_tokens" if chat else "input_tokens"),
-              details.get("cached_tokens", 0) if isinstance(details, dict) else 0,
-              usage.get("completion_tokens" if chat else "output_tokens")]  # fmt: skip
+    counts = [
+        usage.get("prompt_tokens" if chat else "input_tokens"),
+        details.get("cached_tokens", 0) if isinstance(details, dict) else 0,
+        usage.get("completion_tokens" if chat else "output_tokens"),
+    ]
     tokens = [n for n in counts if type(n) is int and 0 <= n < 10**9]
     if len(tokens) != 3:  # a count missing, not a whole number, or beyond any real call: unknown, not $0
         return None
@@ -133,8 +144,9 @@ def session_from(
         if role == "user":
             question = text_of(message.get("content"))
         elif role == "assistant" and question is not None:
-            session.remember(question, text_of(message.get("content")), router.route(question, today=today,
-                                                                                     session=session))  # fmt: skip
+            session.remember(
+                question, text_of(message.get("content")), router.route(question, today=today, session=session)
+            )
             question = None
     return session
 
@@ -155,9 +167,13 @@ def requested_model(body: dict[str, Any], router: HybridRouter) -> str | None:
 
 def model_not_found(name: str, router: HybridRouter) -> ApiError:
     """OpenAI's 404 for a model NAME this service does not answer with (a request's `model`, GET /v1/models/…)."""
-    return ApiError(404, "invalid_request_error", f"The model `{name[:100]}` does not exist here: this service "
-                    f"answers with {router.parts.model} or another model of its price table (models.json)",
-                    "model_not_found")  # fmt: skip
+    return ApiError(
+        404,
+        "invalid_request_error",
+        f"The model `{name[:100]}` does not exist here: this service "
+        f"answers with {router.parts.model} or another model of its price table (models.json)",
+        "model_not_found",
+    )
 
 
 def model_list(router: HybridRouter) -> dict[str, Any]:
@@ -244,8 +260,12 @@ class Chunks:
     DONE = b"data: [DONE]\n\n"
 
     def __init__(self, request_id: str | None, model: str | None, include_usage: bool = False) -> None:
-        self.base = {"id": completion_id(request_id), "object": "chat.completion.chunk", "created": int(time.time()),
-                     "model": model or RULES_MODEL}  # fmt: skip
+        self.base = {
+            "id": completion_id(request_id),
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model or RULES_MODEL,
+        }
         self.include_usage = include_usage
 
     def start(self) -> bytes:

@@ -25,8 +25,10 @@ def _usd(value: float) -> str:
 
 
 def _svg(body: str, label: str, height: int = _HEIGHT) -> str:
-    return (f'<svg viewBox="0 0 {_WIDTH} {height}" role="img" aria-label="{escape(label)}" '
-            f'preserveAspectRatio="xMidYMid meet">{body}</svg>')  # fmt: skip
+    return (
+        f'<svg viewBox="0 0 {_WIDTH} {height}" role="img" aria-label="{escape(label)}" '
+        f'preserveAspectRatio="xMidYMid meet">{body}</svg>'
+    )
 
 
 def _text(x: float, y: float, text: str, anchor: str = "start") -> str:
@@ -112,9 +114,10 @@ def render(savings: dict[str, Any], misses: dict[str, Any]) -> str:
         for w in misses["words"][:10]
     )
     misses_table = (
-        f"<table><tr><th>word</th><th>requests</th><th>cost</th><th>examples</th></tr>{words}</table>" if words
+        f"<table><tr><th>word</th><th>requests</th><th>cost</th><th>examples</th></tr>{words}</table>"
+        if words
         else NO_DATA
-    )  # fmt: skip
+    )
     wrong = "".join(
         f'<tr class="wrong"><td>{escape(m["datetime_utc"][:16])}</td><td>{escape(m["query"] or "(not kept)")}</td>'
         f"<td>{escape(m['comment'] or '')}</td></tr>"

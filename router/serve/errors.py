@@ -22,8 +22,9 @@ from .encoding import JSONResponse
 class ApiError(Exception):
     """An error to answer with STATUS and an OpenAI-style body."""
 
-    def __init__(self, status: int, kind: str, message: str, code: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, status: int, kind: str, message: str, code: str | None = None, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status, self.kind, self.message, self.code = status, kind, message, code
         self.headers = headers or {}
@@ -45,8 +46,10 @@ def invalid(message: str, code: str = "invalid_request", status: int = 422) -> A
 
 
 #: What names a place on the network in a message: a URL, or an IP address (with its port).
-_ADDRESS = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>()]+|\[?\b(?:\d{1,3}\.){3}\d{1,3}\b\]?(?::\d+)?|\[[0-9a-f:]+\](?::\d+)?",
-                      re.IGNORECASE)  # fmt: skip
+_ADDRESS = re.compile(
+    r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>()]+|\[?\b(?:\d{1,3}\.){3}\d{1,3}\b\]?(?::\d+)?|\[[0-9a-f:]+\](?::\d+)?",
+    re.IGNORECASE,
+)
 #: What a client reads in place of an address.
 HIDDEN = "[the configured address]"
 
@@ -75,8 +78,12 @@ def from_library(error: HybridWeatherError, hosts: Iterable[str] = ()) -> ApiErr
         return ApiError(503, "service_unavailable", message, "weather_unavailable")
     if isinstance(error, LLMUnavailable):
         timed_out = "deadline" in message or "timed out" in message
-        return ApiError(504 if timed_out else 503, "timeout" if timed_out else "service_unavailable", message,
-                        "llm_timeout" if timed_out else "llm_unavailable")  # fmt: skip
+        return ApiError(
+            504 if timed_out else 503,
+            "timeout" if timed_out else "service_unavailable",
+            message,
+            "llm_timeout" if timed_out else "llm_unavailable",
+        )
     if isinstance(error, ConfigurationError):
         return ApiError(503, "service_unavailable", message, "configuration_error")
     return ApiError(503, "service_unavailable", message, type(error).__name__)

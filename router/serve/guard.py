@@ -97,8 +97,13 @@ class BodyDeadline:
             try:
                 message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
             except asyncio.TimeoutError:
-                raise ApiError(408, "invalid_request_error", f"the request's body did not arrive within "
-                               f"{self.seconds:g} s", "body_timeout", {"connection": "close"}) from None  # fmt: skip
+                raise ApiError(
+                    408,
+                    "invalid_request_error",
+                    f"the request's body did not arrive within {self.seconds:g} s",
+                    "body_timeout",
+                    {"connection": "close"},
+                ) from None
             whole = message["type"] != "http.request" or not message.get("more_body", False)
             return message
 

@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from ..answer import Answer
 
 #: Latency buckets (seconds): rule answers take microseconds, LLM answers seconds.
-_LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-                    30)  # fmt: skip
+_LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 #: Tool names that get a label of their own in a worker; later ones count as "other".
 MAX_TOOL_LABELS = 32
@@ -35,36 +34,68 @@ class Metrics:
         # In multiprocess mode values go to files and are collected from there; else to this registry.
         own = None if self.multiprocess else CollectorRegistry()
         self._registry = own
-        self.requests = Counter("hybrid_weather_requests", "HTTP requests by endpoint, route and outcome",
-                                ["endpoint", "route", "outcome"], registry=own)  # fmt: skip
-        self.latency = Histogram("hybrid_weather_request_seconds", "Time to answer, by endpoint and route",
-                                 ["endpoint", "route"], buckets=_LATENCY_BUCKETS, registry=own)  # fmt: skip
-        self.upstream = Counter("hybrid_weather_upstream_fetches", "Answers that needed the weather provider, by "
-                                "provider and whether it answered", ["provider", "result"], registry=own)  # fmt: skip
-        self.cache_hits = Counter("hybrid_weather_cache_hits", "Rule answers served from the forecast cache",
-                                  registry=own)  # fmt: skip
-        self.cache_dropped = Counter("hybrid_weather_cache_dropped", "Copies in a second-level forecast cache that "
-                                     "failed the checks upstream replies pass, dropped and fetched again, by cache "
-                                     "(redis, disk)", ["cache"], registry=own)  # fmt: skip
-        self.first_token = Histogram("hybrid_weather_first_token_seconds", "Time from a streamed LLM request to "
-                                     "its first token of text", buckets=_LATENCY_BUCKETS, registry=own)  # fmt: skip
-        self.tokens = Counter("hybrid_weather_llm_tokens", "LLM tokens, by kind (prompt, completion)", ["kind"],
-                              registry=own)  # fmt: skip
+        self.requests = Counter(
+            "hybrid_weather_requests",
+            "HTTP requests by endpoint, route and outcome",
+            ["endpoint", "route", "outcome"],
+            registry=own,
+        )
+        self.latency = Histogram(
+            "hybrid_weather_request_seconds",
+            "Time to answer, by endpoint and route",
+            ["endpoint", "route"],
+            buckets=_LATENCY_BUCKETS,
+            registry=own,
+        )
+        self.upstream = Counter(
+            "hybrid_weather_upstream_fetches",
+            "Answers that needed the weather provider, by provider and whether it answered",
+            ["provider", "result"],
+            registry=own,
+        )
+        self.cache_hits = Counter(
+            "hybrid_weather_cache_hits", "Rule answers served from the forecast cache", registry=own
+        )
+        self.cache_dropped = Counter(
+            "hybrid_weather_cache_dropped",
+            "Copies in a second-level forecast cache that "
+            "failed the checks upstream replies pass, dropped and fetched again, by cache "
+            "(redis, disk)",
+            ["cache"],
+            registry=own,
+        )
+        self.first_token = Histogram(
+            "hybrid_weather_first_token_seconds",
+            "Time from a streamed LLM request to its first token of text",
+            buckets=_LATENCY_BUCKETS,
+            registry=own,
+        )
+        self.tokens = Counter(
+            "hybrid_weather_llm_tokens", "LLM tokens, by kind (prompt, completion)", ["kind"], registry=own
+        )
         self.cost = Counter("hybrid_weather_llm_cost_usd", "What the LLM answers cost (USD)", registry=own)
-        self.tool_calls = Counter("hybrid_weather_tool_calls", "Tool calls the LLM made, by tool and outcome (ok, "
-                                  "error, reused)", ["tool", "outcome"], registry=own)  # fmt: skip
+        self.tool_calls = Counter(
+            "hybrid_weather_tool_calls",
+            "Tool calls the LLM made, by tool and outcome (ok, error, reused)",
+            ["tool", "outcome"],
+            registry=own,
+        )
         self._children: dict[tuple[str, str], tuple[Any, Any]] = {}
         self._tool_names: set[str] = set()
-        self.saved = Counter("hybrid_weather_saved_usd", "What answering without a model saved against the all-LLM "
-                             "baseline (USD)", registry=own)  # fmt: skip
+        self.saved = Counter(
+            "hybrid_weather_saved_usd",
+            "What answering without a model saved against the all-LLM baseline (USD)",
+            registry=own,
+        )
 
     def answered(self, endpoint: str, answer: Answer, saved_usd: float | None) -> None:
         # The labelled children of a route, kept: labels() looks them up under a lock on every call.
         children = self._children.get((endpoint, answer.route))
         if children is None:
             children = self._children[(endpoint, answer.route)] = (
-                self.requests.labels(endpoint, answer.route, "ok"), self.latency.labels(endpoint, answer.route)
-            )  # fmt: skip
+                self.requests.labels(endpoint, answer.route, "ok"),
+                self.latency.labels(endpoint, answer.route),
+            )
         children[0].inc()
         children[1].observe(answer.latency_ms / 1000)
         if answer.source is not None and answer.route != "llm":

@@ -25,8 +25,10 @@ _ERROR_CODES = {
 
 
 def _errors(*codes: str) -> dict[str, Any]:
-    return {code: {"description": _ERROR_CODES[code], "content": {"application/json": {"schema": _ref("Error")}}}
-            for code in codes}  # fmt: skip
+    return {
+        code: {"description": _ERROR_CODES[code], "content": {"application/json": {"schema": _ref("Error")}}}
+        for code in codes
+    }
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -41,11 +43,21 @@ def _body(name: str) -> dict[str, Any]:
     return {"required": True, "content": {"application/json": {"schema": _ref(name)}}}
 
 
-_DATE = {"type": "string", "format": "date", "pattern": r"^(19[7-9][0-9]|20[0-9]{2})-[0-9]{2}-[0-9]{2}$",
-         "description": "YYYY-MM-DD, from 1970-01-01 to 2099-12-31"}  # fmt: skip
+_DATE = {
+    "type": "string",
+    "format": "date",
+    "pattern": r"^(19[7-9][0-9]|20[0-9]{2})-[0-9]{2}-[0-9]{2}$",
+    "description": "YYYY-MM-DD, from 1970-01-01 to 2099-12-31",
+}
 _NULLABLE_STRING = {"type": ["string", "null"]}
-_DAYS = [{"name": "days", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1,
-          "maximum": 3650, "default": 30}}]  # fmt: skip
+_DAYS = [
+    {
+        "name": "days",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1, "maximum": 3650, "default": 30},
+    }
+]
 
 _DECISION = {
     "type": "object",

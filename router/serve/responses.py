@@ -45,8 +45,9 @@ def read_input(body: dict[str, Any]) -> list[dict[str, Any]]:
     if isinstance(given, str):
         return [{"role": "user", "content": given}]
     if not isinstance(given, list) or not given:
-        raise invalid("'input' must be the question as text, or a non-empty list of {role, content} messages",
-                      "invalid_input")  # fmt: skip
+        raise invalid(
+            "'input' must be the question as text, or a non-empty list of {role, content} messages", "invalid_input"
+        )
     messages = []
     for item in given:
         if not isinstance(item, dict):
@@ -69,9 +70,10 @@ def _text(content: Any) -> str:
         return ""
     if isinstance(content, list):
         return "".join(
-            part["text"] for part in content
+            part["text"]
+            for part in content
             if isinstance(part, dict) and part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str)
-        )  # fmt: skip
+        )
     raise invalid("a message's content must be text or a list of input_text parts", "invalid_content")
 
 
@@ -87,16 +89,23 @@ def previous_id(body: dict[str, Any]) -> str | None:
     if given is None:
         return None
     if not isinstance(given, str) or not re.fullmatch(ID_PATTERN, given):
-        raise invalid(f"'previous_response_id' must be the id of an earlier response ({PREFIX}…)",
-                      "invalid_previous_response_id", status=400)  # fmt: skip
+        raise invalid(
+            f"'previous_response_id' must be the id of an earlier response ({PREFIX}…)",
+            "invalid_previous_response_id",
+            status=400,
+        )
     return given
 
 
 def not_found(response_id: str) -> ApiError:
     """OpenAI's 404 for a previous response that is not here: never made, another key's, or expired."""
-    return ApiError(404, "invalid_request_error", f"Previous response with id '{response_id[:128]}' not found: "
-                    "it is kept 30 minutes after its conversation's last turn, for the key that made it",
-                    "previous_response_not_found")  # fmt: skip
+    return ApiError(
+        404,
+        "invalid_request_error",
+        f"Previous response with id '{response_id[:128]}' not found: "
+        "it is kept 30 minutes after its conversation's last turn, for the key that made it",
+        "previous_response_not_found",
+    )
 
 
 def response_id(request_id: str | None) -> str:
@@ -107,17 +116,31 @@ def response_id(request_id: str | None) -> str:
 def response(answer: Answer, body: dict[str, Any], created_at: float) -> dict[str, Any]:
     """ANSWER as a completed `response` object, for the request BODY."""
     rid = response_id(answer.request_id)
-    return _object(rid, body, created_at, "completed", model_of(answer), _message(rid, answer.text, "completed"),
-                   _usage(answer.llm.usage if answer.llm is not None else None))  # fmt: skip
+    return _object(
+        rid,
+        body,
+        created_at,
+        "completed",
+        model_of(answer),
+        _message(rid, answer.text, "completed"),
+        _usage(answer.llm.usage if answer.llm is not None else None),
+    )
 
 
 def model_of(answer: Answer) -> str:
     return answer.model if answer.route == "llm" and answer.model else RULES_MODEL
 
 
-def _object(rid: str, body: dict[str, Any], created_at: float, status: str, model: str | None,
-            message: dict[str, Any] | None, usage: dict[str, Any] | None,
-            error: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def _object(
+    rid: str,
+    body: dict[str, Any],
+    created_at: float,
+    status: str,
+    model: str | None,
+    message: dict[str, Any] | None,
+    usage: dict[str, Any] | None,
+    error: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A `response` object: what was asked (echoed as OpenAI echoes it), its status, its output and usage."""
     metadata = body.get("metadata")
     return {
@@ -189,37 +212,67 @@ class Events:
     def start(self) -> bytes:
         started = _object(self.id, self.body, self.created_at, "in_progress", self.model, None, None)
         message = _message(self.id, "", "in_progress")
-        return b"".join((
-            self._event("response.created", response=started),
-            self._event("response.in_progress", response=started),
-            self._event("response.output_item.added", output_index=0, item=message),
-            self._event("response.content_part.added", output_index=0, item_id=message["id"], content_index=0,
-                        part=_part("")),
-        ))  # fmt: skip
+        return b"".join(
+            (
+                self._event("response.created", response=started),
+                self._event("response.in_progress", response=started),
+                self._event("response.output_item.added", output_index=0, item=message),
+                self._event(
+                    "response.content_part.added",
+                    output_index=0,
+                    item_id=message["id"],
+                    content_index=0,
+                    part=_part(""),
+                ),
+            )
+        )
 
     def text(self, text: str) -> bytes:
         self._said.append(text)
-        return self._event("response.output_text.delta", output_index=0, item_id=_message_id(self.id),
-                           content_index=0, delta=text, logprobs=[])  # fmt: skip
+        return self._event(
+            "response.output_text.delta",
+            output_index=0,
+            item_id=_message_id(self.id),
+            content_index=0,
+            delta=text,
+            logprobs=[],
+        )
 
     def end(self, answer: Answer) -> bytes:
         """The text and message done, and the completed response (ANSWER's usage, its whole text)."""
         text, item_id = "".join(self._said), _message_id(self.id)
         done = response(answer, self.body, self.created_at)
-        return b"".join((
-            self._event("response.output_text.done", output_index=0, item_id=item_id, content_index=0, text=text,
-                        logprobs=[]),
-            self._event("response.content_part.done", output_index=0, item_id=item_id, content_index=0,
-                        part=_part(text)),
-            self._event("response.output_item.done", output_index=0, item=_message(self.id, text, "completed")),
-            self._event("response.completed", response=done),
-        ))  # fmt: skip
+        return b"".join(
+            (
+                self._event(
+                    "response.output_text.done",
+                    output_index=0,
+                    item_id=item_id,
+                    content_index=0,
+                    text=text,
+                    logprobs=[],
+                ),
+                self._event(
+                    "response.content_part.done", output_index=0, item_id=item_id, content_index=0, part=_part(text)
+                ),
+                self._event("response.output_item.done", output_index=0, item=_message(self.id, text, "completed")),
+                self._event("response.completed", response=done),
+            )
+        )
 
     def failed(self, error: ApiError) -> bytes:
         """ERROR once the stream has begun (its status is sent): an `error` event, which the SDK yields as a
         ResponseErrorEvent, then the response failed with it."""
-        failed = _object(self.id, self.body, self.created_at, "failed", self.model, None, None,
-                         {"code": error.code, "message": error.message})  # fmt: skip
+        failed = _object(
+            self.id,
+            self.body,
+            self.created_at,
+            "failed",
+            self.model,
+            None,
+            None,
+            {"code": error.code, "message": error.message},
+        )
         return self._event("error", code=error.code, message=error.message, param=None) + self._event(
             "response.failed", response=failed
         )

@@ -54,9 +54,14 @@ async def forward(
     endpoint = "chat" if path == "chat/completions" else path
     key = settings.openai_api_key
     if not key:
-        raise ApiError(503, "service_unavailable", "this request goes to the model as it came (its own tools, or a "
-                       "last message that is not the user's), but none is configured: set OPENAI_API_KEY and "
-                       "OPENAI_BASE_URL", "llm_unavailable")  # fmt: skip
+        raise ApiError(
+            503,
+            "service_unavailable",
+            "this request goes to the model as it came (its own tools, or a "
+            "last message that is not the user's), but none is configured: set OPENAI_API_KEY and "
+            "OPENAI_BASE_URL",
+            "llm_unavailable",
+        )
     url = f"{(settings.openai_base_url or _DEFAULT_BASE).rstrip('/')}/{path}"
     request = client.build_request("POST", url, json=body, headers={"authorization": f"Bearer {key}"})
     try:
@@ -66,13 +71,18 @@ async def forward(
         raise ApiError(504, "timeout", "the model's endpoint did not answer in time", "llm_timeout") from None
     except httpx.HTTPError as error:
         metrics.requests.labels(endpoint, "pass-through", "unreachable").inc()
-        raise ApiError(503, "service_unavailable", f"the model's endpoint cannot be reached ({type(error).__name__})",
-                       "llm_unavailable") from None  # fmt: skip
+        raise ApiError(
+            503,
+            "service_unavailable",
+            f"the model's endpoint cannot be reached ({type(error).__name__})",
+            "llm_unavailable",
+        ) from None
     if upstream.status_code >= 500:
         await upstream.aclose()
         metrics.requests.labels(endpoint, "pass-through", f"http_{upstream.status_code}").inc()
-        raise ApiError(503, "service_unavailable", f"the model's endpoint failed (HTTP {upstream.status_code})",
-                       "llm_unavailable")  # fmt: skip
+        raise ApiError(
+            503, "service_unavailable", f"the model's endpoint failed (HTTP {upstream.status_code})", "llm_unavailable"
+        )
     metrics.requests.labels(endpoint, "pass-through", "ok" if upstream.status_code < 400 else "rejected").inc()
     headers = {"x-hybrid-weather-route": "pass-through"}
     media_type = upstream.headers.get("content-type", "application/json")
@@ -87,8 +97,9 @@ async def forward(
             finally:
                 await upstream.aclose()
 
-        return StreamingResponse(relay(), status_code=upstream.status_code, media_type=media_type,
-                                 headers=headers), None  # fmt: skip
+        return StreamingResponse(
+            relay(), status_code=upstream.status_code, media_type=media_type, headers=headers
+        ), None
     content = bytearray()
     try:
         async for piece in upstream.aiter_bytes():
@@ -103,5 +114,9 @@ async def forward(
         reply = json.loads(content)
     except (ValueError, RecursionError):
         reply = None
-    return Response(scrubber.feed(bytes(content)) + scrubber.end(), status_code=upstream.status_code,
-                    media_type=media_type, headers=headers), reply if isinstance(reply, dict) else None  # fmt: skip
+    return Response(
+        scrubber.feed(bytes(content)) + scrubber.end(),
+        status_code=upstream.status_code,
+        media_type=media_type,
+        headers=headers,
+    ), reply if isinstance(reply, dict) else None

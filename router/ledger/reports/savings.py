@@ -64,7 +64,6 @@ def savings_report(
         shadow_spend += g["cost_usd"]
         groups[_group_key(g, by or "day")]["actual_cost_usd"] += g["cost_usd"]
     actual += shadow_spend
-    judged = sum(g["judged"] for g in shadows)
     saved = baseline - actual
     return {
         "days": days,
@@ -81,49 +80,55 @@ def savings_report(
         "baseline_cost_usd": round(baseline, 8),
         "saved_usd": round(saved, 8),
         "saved_pct": round(100 * saved / baseline, 2) if baseline > 0 else None,
-        # p50 and p95 are upper bounds of the rollup's latency buckets: at most 5 % above the exact ones.
-        "latency_ms": {
-            route: {"p50": percentile(window.latency[route], 0.50), "p95": percentile(window.latency[route], 0.95)}
-            for route in ROUTES
-            if window.latency.get(route)
-        },
+        "latency_ms": _percentiles(window.latency),
         # The model's own time within those answers (its calls, retries included), bounded the same way.
-        "model_ms": {
-            route: {
-                "p50": percentile(window.model_latency[route], 0.50),
-                "p95": percentile(window.model_latency[route], 0.95),
-            }
-            for route in ROUTES
-            if window.model_latency.get(route)
-        },
+        "model_ms": _percentiles(window.model_latency),
         "baseline_method": estimate.method,
         "baseline_sample": estimate.sample,
         "unknown_cost_requests": unknown_cost,
         "llm_loops": {str(k): v for k, v in sorted(loops.items())},
         "tool_success_rate": round(1 - tool_failures / tool_calls, 4) if tool_calls else None,
-        "shadow": {
-            "runs": sum(g["requests"] for g in shadows),
-            "cost_usd": round(shadow_spend, 8),
-            "agreement_rate": round(sum(g["agreed"] for g in shadows) / judged, 4) if judged else None,
-            "judged": judged,
-        },
+        "shadow": _shadow(shadows, shadow_spend),
         "feedback": _feedback(db, now - dt.timedelta(days=days), by_route.get("rule", 0), caller),
         "timeline": {day: timeline[day] for day in sorted(timeline)},  # requests per day (UTC) and route
         "groups": _overlay_groups(db, now - dt.timedelta(days=days), caller)
         if by == "overlay"
-        else {
-            "by": by or "day",
-            "rows": {
-                # Rounded like the totals: sums of doubles in another order differ past the 15th digit.
-                k: {
-                    "requests": int(v["requests"]),
-                    "actual_cost_usd": round(v["actual_cost_usd"], 8),
-                    "baseline_cost_usd": round(v["baseline_cost_usd"], 8),
-                    "saved_usd": round(v["baseline_cost_usd"] - v["actual_cost_usd"], 8),
-                }
-                for k, v in sorted(groups.items())
-            },
-        },
+        else {"by": by or "day", "rows": _rows(groups)},
+    }
+
+
+def _percentiles(latencies: dict[str, dict[float, int]]) -> dict[str, dict[str, float | None]]:
+    """p50 and p95 per route of LATENCIES (the rollup's buckets): upper bounds, at most 5 % above the exact
+    ones."""
+    return {
+        route: {"p50": percentile(latencies[route], 0.50), "p95": percentile(latencies[route], 0.95)}
+        for route in ROUTES
+        if latencies.get(route)
+    }
+
+
+def _shadow(shadows: list[dict[str, Any]], spent: float) -> dict[str, Any]:
+    """The shadow runs of the window (SPENT: their cost), and how often the LLM agreed with the rules."""
+    judged = sum(g["judged"] for g in shadows)
+    return {
+        "runs": sum(g["requests"] for g in shadows),
+        "cost_usd": round(spent, 8),
+        "agreement_rate": round(sum(g["agreed"] for g in shadows) / judged, 4) if judged else None,
+        "judged": judged,
+    }
+
+
+def _rows(groups: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
+    """The table's rows, a group each; rounded like the totals: sums of doubles in another order differ past
+    the 15th digit."""
+    return {
+        k: {
+            "requests": int(v["requests"]),
+            "actual_cost_usd": round(v["actual_cost_usd"], 8),
+            "baseline_cost_usd": round(v["baseline_cost_usd"], 8),
+            "saved_usd": round(v["baseline_cost_usd"] - v["actual_cost_usd"], 8),
+        }
+        for k, v in sorted(groups.items())
     }
 
 

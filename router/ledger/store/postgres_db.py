@@ -295,8 +295,7 @@ class _Watchdog:
         with self._lock:
             self._watched[call] = (db, time.monotonic() + seconds)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._watch, name="hybrid-weather-ledger-watchdog",
-                                                daemon=True)  # fmt: skip
+                self._thread = threading.Thread(target=self._watch, name="hybrid-weather-ledger-watchdog", daemon=True)
                 self._thread.start()
         self._wake.set()
         try:
@@ -332,8 +331,10 @@ class PostgresDatabase:
     away: tuple[type[BaseException], ...] = (psycopg.OperationalError,)
     #: Write errors worth another try on the same connection.
     retryable: tuple[type[BaseException], ...] = (
-        errors.DeadlockDetected, errors.SerializationFailure, errors.LockNotAvailable
-    )  # fmt: skip
+        errors.DeadlockDetected,
+        errors.SerializationFailure,
+        errors.LockNotAvailable,
+    )
     replays = True
 
     def __init__(self, url: str) -> None:
@@ -347,10 +348,14 @@ class PostgresDatabase:
 
     def _connect(self, timeout_ms: int, *, connect_timeout: int = CONNECT_TIMEOUT) -> psycopg.Connection[Any]:
         db = psycopg.connect(
-            self.url, autocommit=True, connect_timeout=connect_timeout, **self._name,
+            self.url,
+            autocommit=True,
+            connect_timeout=connect_timeout,
+            **self._name,
             # Data the server does not acknowledge is given up in seconds, not the OS's fifteen minutes.
-            tcp_user_timeout=WRITE_TIMEOUT_MS + 1_000, **KEEPALIVES,
-        )  # fmt: skip
+            tcp_user_timeout=WRITE_TIMEOUT_MS + 1_000,
+            **KEEPALIVES,
+        )
         try:
             with self.deadline(db, WRITE_TIMEOUT_MS):
                 db.execute("SET TIME ZONE 'UTC'")  # timestamps read back as UTC, like SQLite's text
@@ -436,8 +441,9 @@ class PostgresDatabase:
             if cursor.rowcount < _PRUNE_BATCH:
                 # The questions `misses` keeps as examples go with their rows (the hours before BEFORE's).
                 with self.deadline(db, WRITE_TIMEOUT_MS):
-                    db.execute("DELETE FROM misses_examples WHERE hour < date_trunc('hour', %s::timestamptz, 'UTC')",
-                               (before,))  # fmt: skip
+                    db.execute(
+                        "DELETE FROM misses_examples WHERE hour < date_trunc('hour', %s::timestamptz, 'UTC')", (before,)
+                    )
                 return deleted
 
     def count(self, db: psycopg.Connection[Any]) -> int:

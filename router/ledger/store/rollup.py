@@ -22,8 +22,17 @@ LATENCY_BOUNDS_MS = (*(round(0.01 * 1.05**i, 6) for i in range(404)), 1e300)
 #: (three or more), the place bucket the baseline is estimated by.
 ROLLUP_KEY = ("hour", "route", "aspect", "model", "outcome", "baseline_method", "places", "llm_loops")
 #: Its sums; `priced` counts rows whose cost is known, `agreed` of `judged` shadow verdicts said yes.
-ROLLUP_SUMS = ("requests", "priced", "cost_usd", "baseline_cost_usd", "tool_calls", "tool_failures", "agreed",
-               "judged", "invalid")  # fmt: skip
+ROLLUP_SUMS = (
+    "requests",
+    "priced",
+    "cost_usd",
+    "baseline_cost_usd",
+    "tool_calls",
+    "tool_failures",
+    "agreed",
+    "judged",
+    "invalid",
+)
 
 
 class Dialect(NamedTuple):
