@@ -305,8 +305,9 @@ def _report(error: Exception, query: str | None, json_extra: dict[str, Any] | No
         click.echo(f"Error: {_message(error)}", err=True)
         return
     if json_extra is None:  # a command's --json (savings, misses, status, …): one object, the error
-        click.echo(json.dumps({"error": {"type": type(error).__name__, "message": _message(error)}},
-                              ensure_ascii=False))  # fmt: skip
+        click.echo(
+            json.dumps({"error": {"type": type(error).__name__, "message": _message(error)}}, ensure_ascii=False)
+        )
         return
     payload = {"query": query, "error": {"type": type(error).__name__, "message": _message(error)}, **json_extra}
     click.echo(json.dumps(payload, ensure_ascii=False))

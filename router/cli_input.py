@@ -127,8 +127,9 @@ def decoded_lines(raw: IO[bytes], encoding: str, what: str) -> Iterator[str]:
     try:
         decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
     except LookupError:
-        raise click.BadParameter(f"{encoding!r} is not an encoding Python knows; e.g. utf-8, gbk, gb18030",
-                                 param_hint="--encoding") from None  # fmt: skip
+        raise click.BadParameter(
+            f"{encoding!r} is not an encoding Python knows; e.g. utf-8, gbk, gb18030", param_hint="--encoding"
+        ) from None
     number, pending = 0, ""
     try:
         for chunk in raw:  # split at b"\n": whole lines in ASCII-compatible encodings, pieces in utf-16
