@@ -188,7 +188,7 @@ def _payload(step: dict[str, Any], body: dict[str, Any], headers: dict[str, str]
         "created": int(time.time()),
         "model": body.get("model"),
         "choices": [{"index": 0, "message": step["message"], "finish_reason": step["finish_reason"]}],
-        "usage": step["usage"],
+        **({} if step.get("no_usage") else {"usage": step["usage"]}),
     }
     return 200, json.dumps(reply, ensure_ascii=False).encode()
 

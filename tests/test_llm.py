@@ -225,6 +225,21 @@ def test_usage_with_cached_tokens_openai_and_deepseek(weather_server, llm_server
     assert llm_server.requests[-1]["thinking"] == {"type": "disabled"}
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [{**answer("好。"), "no_usage": True}, {**answer("好。"), "usage": {"completion_tokens": 3}}],
+    ids=["no usage", "no prompt count"],
+)
+def test_a_reply_that_says_nothing_of_its_usage_is_unknown_not_zero_tokens(weather_server, llm_server, reply):
+    # A reply with no usage was stored as 0 tokens and $0: a free answer in savings, where nothing is known.
+    llm_server.then(reply)
+    with make_router(weather_server, llm_server) as router:
+        result = router.ask(QUESTION, today=TODAY)
+        (row,) = ledger_rows(router)
+    assert result.text == "好。" and result.cost_usd is None and row["cost_usd"] is None
+    assert row["prompt_tokens"] is None and "prompt_tokens" in json.loads(row["invalid"])
+
+
 def test_unknown_model_cost_is_null(weather_server, llm_server):
     llm_server.then(answer("好。"))
     with make_router(weather_server, llm_server, model="my-local-llama") as router:

@@ -80,12 +80,18 @@ def _tool_call(raw: Any, fallback_id: str) -> ToolCall:
     return ToolCall(call_id if isinstance(call_id, str) and call_id else fallback_id, function["name"], arguments)
 
 
+#: The usage of a reply that did not say what it used (no `usage`, or a stream without include_usage
+#: support): its tokens are unknown and so is its cost, never 0 and $0.
+UNKNOWN_USAGE = Usage(invalid=("prompt_tokens", "completion_tokens"))
+
+
 def _usage(raw: Any) -> Usage:
     """Tokens of one reply, OpenAI's fields or DeepSeek's (prompt_cache_hit_tokens). A count no call can
-    have is 0 and named in Usage.invalid (its cost is then unknown, not $0); a count not sent is 0."""
+    have is 0 and named in Usage.invalid (its cost is then unknown, not $0), as is a reply that sends no
+    usage, or no prompt or completion count; a cached count not sent is 0."""
     if not isinstance(raw, dict):
-        return Usage()
-    invalid: list[str] = []
+        return UNKNOWN_USAGE
+    invalid: list[str] = [key for key in UNKNOWN_USAGE.invalid if raw.get(key) is None]
     prompt = _count(raw, "prompt_tokens", invalid)
     details = raw.get("prompt_tokens_details")
     cached = _count(details, "cached_tokens", invalid) if isinstance(details, dict) else 0
@@ -178,9 +184,7 @@ class StreamedReply:
         content = "".join(self._content) or None
         if not calls and not (content or "").strip():
             raise MalformedReply("streamed an empty answer with no tool calls")
-        # A stream that never says what it used (no include_usage support): its cost is unknown, not $0.
-        unknown = Usage(invalid=("prompt_tokens", "completion_tokens"))
-        usage = _usage(self._usage) if self._usage is not None else unknown
+        usage = _usage(self._usage)
         return Reply(content, calls, "".join(self._reasoning) or None, usage)
 
     def _add_call(self, raw: Any) -> None:
