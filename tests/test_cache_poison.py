@@ -91,6 +91,7 @@ VALUE_POISONS = {
     "a day without its date": _drop_field("today.date"),
     "a day without its temperature": _drop_field("today.temp_max"),
     "no days": lambda value: {name: field for name, field in value.items() if name != "days"},
+    "days empty": _set("days", []),  # every field sound, nothing to answer with: it was served as 暂无预报数据
 }
 #: Bodies that are no JSON value at all: cut short, garbled, not UTF-8, nested past any parser.
 BODY_POISONS = {

@@ -335,7 +335,11 @@ class WeatherService:
             value = cache.get(key)
             if value is None:
                 return None
-            return checked(value, f"the {cache.name} cache", place=place, source=self.provider.name)
+            value = checked(value, f"the {cache.name} cache", place=place, source=self.provider.name)
+            if getattr(value, "days", None) == ():
+                # Sound in every field, and nothing to answer with: served, it said 暂无预报数据 for every day.
+                raise MalformedResponse(f"the {cache.name} cache sent a {key[0]} with no days", provider=value.source)
+            return value
         except MalformedResponse as error:
             cache.discard(key)
             with self._lock:
