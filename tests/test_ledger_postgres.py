@@ -14,6 +14,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from hybrid_weather.agent.llm.models import ModelTable, Usage
 from hybrid_weather.router.ledger import MIGRATIONS, Ledger, LedgerEntry
 
@@ -334,3 +336,15 @@ def test_readyz_follows_the_database(pg_url, tmp_path):
         not_ready = client.get("/readyz")
     assert not_ready.status_code == 503 and not_ready.json()["checks"]["ledger"]["ok"] is False
     away.close()
+
+
+def test_a_call_the_watchdog_cut_ends_in_the_servers_error_not_a_key_error(pg_url):
+    # The watchdog forgets a call it cut; the call's own ending forgot it again, and its KeyError replaced
+    # the connection's error: "ledger writer: <object object at …>" at start-up under load.
+    import psycopg
+
+    from hybrid_weather.router.ledger.store.postgres_db import _Watchdog
+
+    watchdog = _Watchdog()
+    with psycopg.connect(pg_url) as db, pytest.raises(psycopg.OperationalError), watchdog.guard(db, 0.05):
+        db.execute("SELECT pg_sleep(30)")  # cut long before it ends

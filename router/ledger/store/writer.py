@@ -218,7 +218,7 @@ class Writer:
                 batch = []  # stored: a fault after this point must not spool it again
             self._look_after(db)
         except Exception as error:  # the writer must outlive any row and any fault
-            logger.warning("ledger writer: %s", error)
+            logger.warning("ledger writer: %s: %s", type(error).__name__, error)  # a KeyError says only its key
             why = f"rows could not be written ({type(error).__name__}: {error})"
             if self._in_hand:
                 self.spooler.keep_rows(self._in_hand, why)
