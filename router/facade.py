@@ -31,6 +31,7 @@ from hybrid_weather.agent.errors import (
 )
 from hybrid_weather.agent.llm.models import ModelTable, sampling_problem
 from hybrid_weather.agent.weather import WeatherService
+from hybrid_weather.agent.weather.service import shielded
 from hybrid_weather.rules import (
     MAX_QUESTION_CHARS,
     WEATHER_ADVICE,
@@ -233,7 +234,7 @@ class HybridRouter:
         if request.decision.route == "llm":
             # The loop is sequential network I/O with its own deadline: a worker thread runs it to the end and
             # records it there, shielded, so a caller that stops waiting does not lose the tokens it spent.
-            return await asyncio.shield(loop.run_in_executor(self.weather.io_pool, self._answer_llm, request))
+            return await shielded(loop.run_in_executor(self.weather.io_pool, self._answer_llm, request))
         return self._finish(request, answer)
 
     def feedback(self, request_id: str, verdict: str, comment: str | None = None, *, caller: str | None = None) -> bool:

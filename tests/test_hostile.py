@@ -2,6 +2,7 @@
 crash or a hang, and nothing implausible is printed as a fact (issue 11)."""
 
 import asyncio
+import gc
 import logging
 import os
 import resource
@@ -118,6 +119,35 @@ def test_a_cancelled_aask_does_not_fail_the_others_waiting_on_its_fetch(weather_
     with sqlite3.connect(tmp_path / "l.db") as db:
         outcomes = sorted(row[0] for row in db.execute("SELECT outcome FROM requests"))
     assert outcomes == ["Cancelled", "ok", "ok"]  # the one that gave up has its row too
+
+
+def test_a_fetch_that_fails_after_its_asker_gave_up_is_not_an_unretrieved_exception(weather_server, caplog):
+    # The fetch goes on for the others when an asker is cancelled; its failure, with no one left to take it,
+    # was logged by asyncio as "Future exception was never retrieved" (shield drops its callback).
+    weather_server.delay = 0.5
+    weather_server.fail("/v1/forecast", *["503"] * 10)
+    router = HybridRouter(settings=Settings(open_meteo_url=weather_server.url), ledger="off", deadline=DEADLINE,
+                          http_options={**FAST_HTTP, "read_timeout": 5.0})  # fmt: skip
+
+    async def main():
+        asking = asyncio.create_task(router.aask("上海今天天气", today=TODAY))
+        while weather_server.requests["/v1/forecast"] == 0:  # its fetch is under way
+            await asyncio.sleep(0.01)
+        asking.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asking
+        ended = time.monotonic() + 30
+        while router.weather._inflight and time.monotonic() < ended:  # until the fetch has failed
+            await asyncio.sleep(0.05)
+        assert not router.weather._inflight and weather_server.requests["/v1/forecast"] > 0
+        gc.collect()  # an unretrieved exception is logged when its future is collected
+        await asyncio.sleep(0)
+
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    with router:
+        asyncio.run(main())
+    gc.collect()
+    assert "never retrieved" not in caplog.text, caplog.text
 
 
 def test_a_burst_of_aask_is_not_capped_by_the_default_executor(weather_server):

@@ -29,7 +29,9 @@ from ..errors import BudgetExhausted, MalformedResponse, NotCovered, UpstreamTim
 from .providers import WeatherProvider
 from .shapes import AirQuality, Forecast, HourlyForecast, SunForecast, checked
 
-if TYPE_CHECKING:  # the second-level caches load only when configured
+if TYPE_CHECKING:  # the second-level caches load only when configured; asyncio only for asyncio callers
+    import asyncio
+
     from .disk_cache import DiskCache
     from .shared_cache import SharedCache
 
@@ -47,6 +49,7 @@ _PAST_WINDOWS = (1, 7, 31, 92)
 
 logger = logging.getLogger("hybrid_weather")
 T = TypeVar("T", Forecast, AirQuality, HourlyForecast, SunForecast)
+R = TypeVar("R")
 #: (kind, provider, the provider's origin, place name, latitude, longitude, the question's day, past-days
 #: window): where the data came from is part of the key, so a test server's or a mirror's copies are never
 #: another's; the day is the one the provider counts its days from, so a question asked on another day
@@ -210,7 +213,7 @@ class WeatherService:
             self.io_pool.submit(self._run, key, future, functools.partial(fetch, today=today), place, deadline)
         try:
             # Shielded: a caller that times out or is cancelled stops waiting; the fetch goes on for the rest.
-            waiting = asyncio.shield(asyncio.wrap_future(future))
+            waiting = shielded(asyncio.wrap_future(future))
             value = await asyncio.wait_for(waiting, timeout=max(0.0, deadline - time.monotonic()))
         except asyncio.TimeoutError:
             return self._stale_or_raise(key, place, self._too_late())
@@ -348,6 +351,17 @@ class WeatherService:
             if self.on_drop is not None:
                 self.on_drop(cache.name)
             return None
+
+
+def shielded(inner: asyncio.Future[R]) -> asyncio.Future[R]:
+    """asyncio.shield(INNER), whose outcome is taken even when every caller stopped waiting: shield drops its
+    own callback on INNER once its caller is cancelled, and an exception INNER ends with later was then
+    logged as "Future exception was never retrieved" (a fetch or an LLM answer that failed after the asker
+    had gone). The callers that still wait get it as ever."""
+    import asyncio
+
+    inner.add_done_callback(lambda done: done.cancelled() or done.exception())
+    return asyncio.shield(inner)
 
 
 def _came_through(value: Any, started: float, asked: float) -> Fetched[Any]:
