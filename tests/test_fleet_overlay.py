@@ -92,8 +92,16 @@ def test_teach_on_one_host_changes_the_other_hosts_answers_within_a_second(tmp_p
         _cli(home_b, pg_url, "teach", "use", "1")  # a rollback from B takes A back too
         waited, slowest = _seconds_until(lambda: _cities(a, "鲲鹏小助手北京明天天气") != ["北京市"], 3)
         assert _within_a_poll(waited, slowest) and _cities(a, "鹅厂明天天气") == ["深圳市"], (waited, slowest)
-        time.sleep(1.5)  # each server reports what it serves at its next poll
-        status = json.loads(_cli(home_a, pg_url, "overlay", "status", "--json").stdout)
+        # Each server reports what it serves when its poll loads it: read until both have (a fixed 1.5 s
+        # assumed that poll, and under load b's came later), within 20 polls.
+        pids = {a.process.pid, b.process.pid}
+        for _ in range(20):
+            status = json.loads(_cli(home_a, pg_url, "overlay", "status", "--json").stdout)
+            if {h["version"] for h in status["hosts"] if h["pid"] in pids} == {1} and pids <= {
+                h["pid"] for h in status["hosts"]
+            }:
+                break
+            time.sleep(POLL_S)
     assert [(v["version"], v["active"], v["command"]) for v in status["versions"]] == [
         (1, True, "teach alias 鹅厂 深圳"), (2, False, "teach inert 鲲鹏小助手"),
     ]  # fmt: skip
