@@ -135,6 +135,7 @@ def test_ctrl_c_at_the_chat_prompt_exits_130_and_ctrl_d_exits_0():
         if select.select([child.stderr], [], [], 0.5)[0]:
             shown += os.read(child.stderr.fileno(), 4096)
     child.send_signal(signal.SIGINT)
+    child.wait(30)  # stdin open until it has: closed at once, its end could be read first, as a Ctrl-D
     out, err = child.communicate(timeout=30)
     err = (shown + err).decode("utf-8", "replace")
     assert "你> " in err, err

@@ -13,7 +13,7 @@ import pytest
 
 from hybrid_weather.router import HybridRouter, Settings
 
-from support import FAST_HTTP, REDIS_URL, TODAY, subprocess_env
+from support import FAST_HTTP, REDIS_URL, TODAY, midway, subprocess_env
 
 # Each worker reads a question before it asks (the lazy tables loaded), so that an ask's seconds are its
 # fetch's and its waits', and prints its routes (or errors) and the slowest ask's seconds.
@@ -72,14 +72,14 @@ def test_a_lock_holder_killed_mid_fetch_blocks_the_others_no_longer_than_its_dea
         time.sleep(0.02)
     holder.send_signal(signal.SIGKILL)
     holder.wait(10)
-    # The successor would wait as long as the stuck upstream takes (30 s): only the dead holder's lock expiring
-    # lets it through sooner. Its ask is timed from inside it (not its start-up): the lock's time left, at most
-    # the holder's deadline, then one fetch from the local server, given 2 s on a loaded machine.
+    # The successor would wait its whole deadline (30 s) on a lock that never freed: only the dead holder's
+    # lock expiring, within the holder's deadline, lets it through sooner. Its ask is timed from inside it
+    # (not its start-up), and bound midway between the two.
     successor = worker(weather_server.url, redis_prefix, threads=1, deadline=30.0)
     out, err = successor.communicate(timeout=90)
     result = json.loads(out)
     assert result["routes"] == ["rule"], err
-    assert weather_server.requests["/v1/forecast"] == 2 and result["slowest_s"] < holder_deadline + 2, result
+    assert weather_server.requests["/v1/forecast"] == 2 and result["slowest_s"] < midway(holder_deadline, 30.0)
 
 
 def test_any_worker_serves_the_fleets_last_good_copy_when_the_provider_fails(weather_server, redis_prefix):

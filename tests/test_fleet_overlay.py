@@ -18,7 +18,7 @@ from teachers import made_up_words, teach_at_once
 
 from hybrid_weather.router.understand.overlay import Overlays
 
-from support import subprocess_env
+from support import midway, subprocess_env
 
 #: Questions whose place only the alias 鹅厂 → 深圳 gives: a canary's two sides answer them differently.
 QUESTIONS = [
@@ -42,9 +42,6 @@ def _cities(server, question: str) -> list[str]:
 
 #: Seconds between a serving host's polls of the fleet's overlay: the product's (router/understand/overlay.py).
 POLL_S = inspect.signature(Overlays).parameters["check_every"].default
-#: What a poll that finds a new version spends beyond the interval: one indexed read and the check of a few
-#: words, well under a tenth of the interval even on a loaded machine.
-POLL_WORK_S = 0.1 * POLL_S
 #: The pause between two questions of _seconds_until.
 PAUSE_S = 0.02
 
@@ -64,10 +61,10 @@ def _seconds_until(condition, limit: float) -> tuple[float, float]:
 
 
 def _within_a_poll(waited: float, slowest: float) -> bool:
-    """Whether a change seen WAITED seconds after it was made was served from the first poll after it: the
-    interval, that poll's own work, and the question that saw it (SLOWEST, as measured) and the pause before
-    it. A change seen only at a later poll is at least one more interval late."""
-    return waited <= POLL_S + POLL_WORK_S + slowest + PAUSE_S
+    """Whether a change seen WAITED seconds after it was made was served from the first poll after it: within
+    the interval, or a whole interval later had that poll been missed; bound midway, plus the question that
+    saw it (SLOWEST, as measured) and the pause before it."""
+    return waited <= midway(POLL_S, 2 * POLL_S) + slowest + PAUSE_S
 
 
 def test_teach_on_one_host_changes_the_other_hosts_answers_within_a_second(tmp_path, llm_server, pg_url):
