@@ -301,7 +301,8 @@ class HybridRouter:
         recent = list(session.recent_places) if isinstance(session, Session) else None
         overlay = self.parts.overlays.choose(session.id if isinstance(session, Session) else text)
         parse = self.parts.parser.parse
-        decision = read_through(overlay, text, lambda said: parse(said, today, context, recent, found))
+        asked_which = session.asked_which if isinstance(session, Session) else None
+        decision = read_through(overlay, text, lambda said: parse(said, today, context, recent, found, asked_which))
         return decision, None if overlay is None else overlay.version
 
     def known_model(self, model: str) -> bool:

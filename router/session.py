@@ -25,12 +25,16 @@ class Session:
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     history_tokens: int = DEFAULT_HISTORY_TOKENS
     last: Decision | None = None  #: the last rule decision, the context follow-ups borrow from
+    #: The question just answered with "which one?" (a name several places hold), and that clarify: the next
+    #: question may name where, and settle it (甘肃那个). Only the question right before counts.
+    asked_which: tuple[str, Decision] | None = None
     recent_places: list[Place] = field(default_factory=list)  #: distinct places asked about, newest last
     turns: list[tuple[str, str]] = field(default_factory=list)  #: (question, answer) pairs, oldest first
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def remember(self, question: str, answer: str, decision: Decision) -> None:
         with self._lock:
+            self.asked_which = (question, decision) if decision.ambiguous is not None else None
             if decision.route == "rule":
                 self.last = decision
                 for place in decision.places:

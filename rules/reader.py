@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .dates import DateSpan, date_words, find_dates, parse_number
-from .gazetteer import SPEAKS_CANTONESE, UNIT_SUFFIXES, WRITES_TRADITIONAL, Gazetteer, PlaceMatch
+from .gazetteer import (
+    SPEAKS_CANTONESE,
+    TOWNSHIP_SUFFIXES,
+    UNIT_SUFFIXES,
+    WRITES_TRADITIONAL,
+    Gazetteer,
+    PlaceMatch,
+)
 from .lexicon import Aspect, Lexicon, ThresholdSide
 from .normalize import normalize, to_simplified, writes_traditional
 from .sound_alike import SoundAlikes
@@ -22,6 +29,9 @@ from .tokenizer import Tokenizer
 _LATIN_WINDOW = 3
 
 _UNIT_SUFFIX_SET = frozenset(UNIT_SUFFIXES)
+# How many tokens on either side of a run not understood a township's name may take in: the tokenizer cuts a
+# name it does not know into the words it does (肥东|经济|开发区|管理|委员会).
+_TOWNSHIP_REACH = 4
 
 #: A token list with None where a date expression was cut out (dates are found before segmentation).
 Tokens = list[str | None]
@@ -170,6 +180,87 @@ class Reader:
             position = span.end
         tokens.extend(self.tokenizer.split(clean[position:]))
         return tokens
+
+    def with_townships(self, tokens: Tokens, reading: Reading) -> Tokens | None:
+        """TOKENS with the township named where a run was not understood made one token (下|塘|镇 → 下塘镇,
+        城关|镇 → 城关镇, 长泰县 陈|巷|镇 → 长泰县 陈巷镇): the tokenizer knows the counties, not the 41,000
+        townships, whose table loads only here. None when no run holds one. See _township_in."""
+        if not reading.unknown and len(reading.places) < 2:
+            return None
+        replaced = False
+        for first, last, _ in reversed([*reading.unknown, *self._misplaced(reading)]):
+            found = self._township_in(tokens, first, last)
+            if found is not None:
+                start, end = found
+                name = "".join(t for t in tokens[start : end + 1] if t is not None)
+                tokens = [*tokens[:start], name, *tokens[end + 1 :]]
+                replaced = True
+        return tokens if replaced else None
+
+    def with_slip_repaired(self, tokens: Tokens, reading: Reading) -> tuple[Tokens, str, str] | None:
+        """TOKENS with a name said right after its parent with one character slipped to another of its sound
+        (杭州 尚城区, 长丰县 下糖镇) written as the parent's child it means, and (what was said, what is meant);
+        None unless exactly one such repair holds a run not understood (see Gazetteer.slip_within)."""
+        found = set()
+        places = {index: match for index, _, match in reading.places}
+        for first, last, _ in reading.unknown:
+            for start in range(max(1, first - 1), first + 1):
+                outer = places.get(start - 1)
+                if outer is None:
+                    continue
+                for end in range(last, min(len(tokens), last + _TOWNSHIP_REACH)):
+                    part = tokens[start : end + 1]
+                    if None in part:
+                        break
+                    said = "".join(part)  # type: ignore[arg-type]  # no None, checked above
+                    repaired = self.gazetteer.slip_within(outer, said)
+                    if repaired is not None:
+                        found.add((start, end, said, repaired[1]))
+        if len(found) != 1:
+            return None
+        start, end, said, meant = found.pop()
+        return [*tokens[:start], meant, *tokens[end + 1 :]], said, meant
+
+    def _misplaced(self, reading: Reading) -> list[UnknownRun]:
+        """Places said right after a county they do not lie in (突泉县太平乡: 平乡县 is in 河北), each as a run a
+        township's name may hold, the tokens between them too (太, a word of degree). After a city or province
+        a place is more often another one compared (广州深圳哪个热), and its townships are rarely said so."""
+        runs = []
+        for (before, _, outer), (at, word, match) in itertools.pairwise(reading.places):
+            if (
+                0 <= before < at <= before + 2
+                and all(p.level == "county" for p in outer.candidates)
+                and self.gazetteer.inside(outer, match.candidates) is None
+            ):
+                runs.append((before + 1, at, word))
+        return runs
+
+    def _township_in(self, tokens: Tokens, first: int, last: int) -> tuple[int, int] | None:
+        """The tokens (start, end) of the longest township name that starts and ends on a token's edge, within
+        _TOWNSHIP_REACH tokens of the run FIRST..LAST, and leaves of the run only places (长泰县, before a name
+        made up with a unit's suffix: the county stays a place). A name without its suffix (下塘) takes in no
+        place and no word of two characters besides the run: those were read as something already."""
+        gazetteer = self.gazetteer
+        best: tuple[int, int, int] | None = None  # (characters, start, end)
+        low, high = max(0, first - _TOWNSHIP_REACH), min(len(tokens) - 1, last + _TOWNSHIP_REACH)
+        for start in range(low, last + 1):
+            for end in range(max(start, first), high + 1):
+                part = tokens[start : end + 1]
+                if None in part:
+                    break
+                name = "".join(part)  # type: ignore[arg-type]  # no None, checked above
+                if (best is not None and len(name) <= best[0]) or not gazetteer.is_local_word(name):
+                    continue
+                left = [tokens[i] for i in range(first, last + 1) if not start <= i <= end]
+                if any(t is not None and not gazetteer.is_place_word(t) for t in left):
+                    continue
+                besides = [t for i, t in enumerate(part, start) if not first <= i <= last]
+                if not name.endswith(TOWNSHIP_SUFFIXES) and any(
+                    t is not None and (len(t) > 1 or gazetteer.is_place_word(t)) for t in besides
+                ):
+                    continue
+                best = (len(name), start, end)
+        return None if best is None else (best[1], best[2])
 
     # Above ruff's complexity bound on purpose: one branch per token role, the reader's whole grammar in one place.
     def read(self, tokens: Tokens, clean: str = "") -> Reading:  # noqa: C901

@@ -29,6 +29,8 @@ def same_city(gazetteer: Gazetteer, label: str, place: Place) -> bool:
     """Whether PLACE lies in the city a label names: by name, or by the prefecture part of the adcode."""
     if _bare(place.display) == label or _bare(place.name) == label or place.name.startswith(label):
         return True
+    if place.level == "township" and place.name.endswith(label):  # 下塘镇, 长丰县下塘镇: 合肥市长丰县下塘镇
+        return True
     match = gazetteer.lookup(label)
     if match is None:
         return False

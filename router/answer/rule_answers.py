@@ -258,8 +258,15 @@ def distance_answer(decision: Decision, started: float, *, emoji: bool) -> Answe
 
 
 def _place_json(place: Place) -> dict[str, Any]:
-    """What --json says of a place an answer is about."""
-    return {"name": place.name, "latitude": place.latitude, "longitude": place.longitude, "timezone": place.timezone}
+    """What --json says of a place an answer is about; `coordinates`: "own", or "county" where the place (a
+    township no source locates) is answered at its county's seat."""
+    return {
+        "name": place.name,
+        "latitude": place.latitude,
+        "longitude": place.longitude,
+        "timezone": place.timezone,
+        "coordinates": place.coordinates,
+    }
 
 
 def _age_text(seconds: float) -> str:

