@@ -16,6 +16,8 @@ def explanation(answer: Answer) -> str:
         f"decision: {decision.route} · {','.join(decision.cities) or '-'} · {days} · {decision.aspect or '-'}",
         f"reason:   {decision.reason}",
     ]
+    for name, outcome in decision.tried:  # where the reading alone did not decide, what was tried, in order
+        lines.append(f"tried:    {name}: {outcome}")
     for model, why in answer.fallbacks:
         lines.append(f"fallback: {model} failed ({why}) → next model")
     cache = _cache(answer)
@@ -35,6 +37,7 @@ def explanation_json(answer: Answer) -> dict[str, Any]:
     return {
         "route": answer.decision.route,
         "reason": answer.decision.reason,
+        "tried": [{"recovery": name, "outcome": outcome} for name, outcome in answer.decision.tried],
         "cache": cache,
         "provider_ms": round(answer.provider_ms, 3) if cache else None,
         "total_ms": round(answer.latency_ms, 3),

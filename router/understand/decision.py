@@ -52,6 +52,9 @@ class Decision:
     #: For a clarify about a name several places hold (城关镇, 朝阳区): the name and those places, so that a reply
     #: naming where (甘肃那个, 榆中的) settles it (Session keeps it for the next question).
     ambiguous: tuple[str, tuple[Place, ...]] | None = None
+    #: The recoveries tried where the reading alone did not decide (docs/reading.md), each with what came of it:
+    #: "decided", or why it was set aside; empty where the reading decided by rules. `--explain` shows them.
+    tried: tuple[tuple[str, str], ...] = ()
 
     @property
     def open_ended(self) -> bool:
@@ -82,6 +85,7 @@ class Decision:
             self.threshold,
             self.reason_code,
             self.ambiguous,
+            self.tried,
         )
 
     def with_reason(self, reason: str, code: str | None = None) -> Decision:
@@ -104,7 +108,14 @@ class Decision:
             self.threshold,
             code or self.reason_code,
             self.ambiguous,
+            self.tried,
         )
+
+    def with_tried(self, tried: tuple[tuple[str, str], ...]) -> Decision:
+        """This Decision with the recoveries TRIED before it was made (see `tried`)."""
+        made = self.with_reason(self.reason)
+        made.tried = tried
+        return made
 
     def to_json(self, query: str) -> dict[str, Any]:
         """The `route --json` object (docs/contracts.md): exactly these keys."""

@@ -12,6 +12,7 @@ import dataclasses
 import datetime as dt
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 from hybrid_weather.agent.weather import Horizon
 from hybrid_weather.rules import (
@@ -54,6 +55,8 @@ _MAX_PLACE_ATTEMPT_CHARS = 6
 _CANDIDATES_SHOWN = 3
 # The levels of administrative divisions: said under a place that does not hold them, a path that disagrees.
 _DIVISIONS = frozenset({"province", "prefecture", "county", "township"})
+#: The recoveries of a question the reading does not decide, in the order tried (QueryParser._decide_text).
+RECOVERIES = ("general_remark", "asked_in_context", "misheard_place", "sound_alike", "shared_character")
 _ASK_FOR_PLACE = "请问您想查询哪个城市的天气？"
 #: The reason of a weather question asked without its place.
 NO_PLACE_REASON = "clarify: no place given"
@@ -66,6 +69,20 @@ MAX_CONTEXT_CHARS = 300
 MEMO_SIZE = 4_096
 #: (question, day) pairs remembered as asked once, before the next one clears them all.
 SEEN_SIZE = 4 * MEMO_SIZE
+
+
+class _Asked(NamedTuple):
+    """A question as the recoveries see it: as said, normalised, its day and conversation, and what the reading
+    made of it (its decision and the words it did not understand)."""
+
+    text: str
+    clean: str
+    today: dt.date
+    context: Decision | None
+    recent: list[Place] | None
+    found: Mapping[str, PlaceMatch]
+    decision: Decision
+    unknown: list[str]
 
 
 class QueryParser:
@@ -84,6 +101,11 @@ class QueryParser:
         # each would push an older one out of the memo and free it, and hand out a copy, on every new
         # question's path. A hash shared by two questions only keeps the second one early.
         self._seen: set[int] = set()
+        #: Tried in this order where the reading leaves a question to the LLM or asks back (docs/reading.md,
+        #: "When the reading does not decide", lists them so: tests/test_docs_reading.py holds the page to it).
+        self._recoveries: tuple[tuple[str, Callable[[_Asked], Decision | str]], ...] = tuple(
+            (name, getattr(self, f"_{name}")) for name in RECOVERIES
+        )
 
     def parse(
         self,
@@ -138,9 +160,7 @@ class QueryParser:
             return None
         return answered.with_reason(f"{answered.reason}; which {word}: {text}", "which_answered")
 
-    # Above ruff's complexity bound on purpose: the reading rules in their order of precedence, which a split would
-    # hide.
-    def _decide_text(  # noqa: C901
+    def _decide_text(
         self,
         text: str,
         today: dt.date,
@@ -148,6 +168,8 @@ class QueryParser:
         recent_places: list[Place] | None = None,
         found_places: Mapping[str, PlaceMatch] | None = None,
     ) -> Decision:
+        """Decide TEXT: read it (_parse); where the reading leaves it to the LLM or asks back, try RECOVERIES in
+        order, and keep the first that decides; the decision says what was tried (Decision.tried)."""
         if not in_supported_range(today):
             return clarify(
                 f"today out of range: {today.isoformat()}",
@@ -157,25 +179,51 @@ class QueryParser:
         clean = normalize(text)
         found = found_places or {}
         decision, unknown = self._parse(clean, today, context, recent_places, found, said=text)
-        if decision.reason == NO_PLACE_REASON and context is None and not self._asks_as_said(text, clean, today):
-            # 好想看雪啊, 下雪了: a wish or a remark about the weather in general, which no place would answer.
-            return to_llm("about the weather in general: nothing asked and no place", code="general_remark")
-        if decision.route == "llm" and unknown and len(clean) <= MAX_CONTEXT_CHARS:
-            # Words not known may be context around the question (好的收到 明天杭州会下雨吗): read the question
-            # alone. A repair of a sound below is tried only where no such reading answers.
-            asked = self._asked_in_context(text, clean, today, context, recent_places, found)
-            if asked is not None:
-                return asked
-        if (decision.reason == NO_PLACE_REASON or unknown) and (
-            misheard := self._misheard_place(text, clean, today, context, recent_places, found)
-        ) is not None:
-            return misheard
-        if decision.route == "rule" or len(unknown) != 1 or unknown[0].isascii() or unknown[0] in self._regions:
-            # One repair fixes one word: with two unknown words the question stays unknown; only Han words
-            # have a sound to repair by; and a region (南方) is a word known, not one misheard (南风).
-            return decision
-        # A word the router does not know may be one it knows, misheard or mistyped (天七 → 天气): read the
-        # question again with each sound-alike, and keep a repair only if it makes a complete weather question.
+        if decision.route == "rule" and not unknown:
+            return decision  # read whole: no recovery is needed (the hot path: most questions)
+        asked = _Asked(text, clean, today, context, recent_places, found, decision, unknown)
+        tried: list[tuple[str, str]] = []
+        for name, recover in self._recoveries:
+            verdict = recover(asked)
+            if isinstance(verdict, Decision):
+                return verdict.with_tried((*tried, (name, "decided")))
+            tried.append((name, verdict))
+        return decision.with_tried(tuple(tried))
+
+    def _general_remark(self, asked: _Asked) -> Decision | str:
+        """好想看雪啊, 下雪了: a wish or a remark about the weather in general, which no place would answer."""
+        if asked.decision.reason != NO_PLACE_REASON:
+            return "the reading did not stop for want of a place"
+        if asked.context is not None:
+            return "in a conversation, the place may be the one before"
+        if self._asks_as_said(asked.text, asked.clean, asked.today):
+            return "it asks (a question word, a date): a place is what it lacks"
+        return to_llm("about the weather in general: nothing asked and no place", code="general_remark")
+
+    def _asked_in_context(self, asked: _Asked) -> Decision | str:
+        """Words not known may be context around the question (好的收到 明天杭州会下雨吗): the question read alone.
+        A repair of a sound (below) is tried only where no such reading answers."""
+        if asked.decision.route != "llm" or not asked.unknown:
+            return "no words not understood that sent it to the LLM"
+        if len(asked.clean) > MAX_CONTEXT_CHARS:
+            return f"longer than {MAX_CONTEXT_CHARS} characters"
+        found = self._question_in_context(asked)
+        return found if found is not None else "no end of it asks a whole weather question after inert context"
+
+    def _misheard_place(self, asked: _Asked) -> Decision | str:
+        """A place's name misheard into words the tokenizer knows (城都, 呼和浩待): see _misheard_place_in."""
+        if asked.decision.reason != NO_PLACE_REASON and not asked.unknown:
+            return "a place was read, and every word understood"
+        found = self._misheard_place_in(asked)
+        return found if found is not None else "no repair by sound of where a place is said makes one"
+
+    def _sound_alike(self, asked: _Asked) -> Decision | str:
+        """One word not known may be one known, misheard or mistyped (天七 → 天气): the question read again with
+        each sound-alike; a repair is kept only if it makes a complete weather question."""
+        unknown = asked.unknown
+        if (why := self._one_han_word(asked)) is not None:
+            return why
+        text, clean, today = asked.text, asked.clean, asked.today
         for start, end in _locate(clean, unknown):
             for attempts, (rewritten, window, word) in enumerate(self.reader.sound_alikes.rewrites(clean, start, end)):
                 if attempts >= _MAX_REPAIRS:
@@ -184,28 +232,47 @@ class QueryParser:
                     continue  # 广州今天贵不贵: a character asked as A-not-A is what is asked, not a particle
                 if len(window) > 1 and common_frequency(window) is not None:
                     continue  # 泰国, 明珠: a word of everyday Chinese was said, not misheard (泰国首都 is no 太过)
-                repaired, _ = self._parse(rewritten, today, context, recent_places, found, said=text)
+                repaired, _ = self._parse(rewritten, today, asked.context, asked.recent, asked.found, said=text)
                 # Only into a question of the weather: 浙江广厦 is no 浙江眼下, whatever it sounds like.
                 if repaired.route == "rule" and (
                     repaired.aspect == "distance" or self.reader.names_weather(rewritten, today)
                 ):
                     return repaired.with_reason(f"{repaired.reason}; sound-alike: {window}→{word}", "sound_alike")
-        if unknown == ["气"]:
-            # 明后天气, 这两天气怎么样: the 天 that ends a date is also the weather's, said once. After the repairs:
-            # 合肥明天气问多少 is 气温 mistyped.
-            for span in self.reader.dates(clean, today):
-                if span.text.endswith("天") and clean.startswith("气", span.end):
-                    shared, _ = self._parse(f"{clean[: span.end]}天{clean[span.end :]}", today, context, recent_places,
-                                            found, said=text)  # fmt: skip
-                    if shared.route != "llm":  # a clarify too (明后天气: which place?), as for 明后天天气
-                        return shared.with_reason(
-                            f"{shared.reason}; the date's last character read twice", "shared_character"
-                        )
-        return decision
+        return f"no sound-alike of {unknown[0]} makes a weather question"
 
-    # Above ruff's complexity bound on purpose: the reading rules in their order of precedence, which a split would
-    # hide.
-    def _parse(  # noqa: C901
+    def _shared_character(self, asked: _Asked) -> Decision | str:
+        """明后天气, 这两天气怎么样: the 天 that ends a date is also the weather's, said once. After the repairs:
+        合肥明天气问多少 is 气温 mistyped."""
+        if (why := self._one_han_word(asked)) is not None:
+            return why
+        if asked.unknown != ["气"]:
+            return "the word not understood is not 气"
+        clean, today = asked.clean, asked.today
+        for span in self.reader.dates(clean, today):
+            if span.text.endswith("天") and clean.startswith("气", span.end):
+                twice = f"{clean[: span.end]}天{clean[span.end :]}"
+                shared, _ = self._parse(twice, today, asked.context, asked.recent, asked.found, said=asked.text)
+                if shared.route != "llm":  # a clarify too (明后天气: which place?), as for 明后天天气
+                    return shared.with_reason(f"{shared.reason}; the date's last character read twice",
+                                              "shared_character")  # fmt: skip
+        return "no date ending in 天 before the 气"
+
+    def _one_han_word(self, asked: _Asked) -> str | None:
+        """Why a repair of one word does not apply (None when it does): one repair fixes one word, so two
+        unknown words stay unknown; only Han words have a sound to repair by; a region (南方) is known, not
+        misheard (南风)."""
+        unknown = asked.unknown
+        if asked.decision.route == "rule":
+            return "decided by rules"
+        if len(unknown) != 1:
+            return f"{len(unknown)} words not understood, not one"
+        if unknown[0].isascii():
+            return "a Latin word has no sound to repair by"
+        if unknown[0] in self._regions:
+            return "a region, known, not misheard"
+        return None
+
+    def _parse(
         self,
         clean: str,
         today: dt.date,
@@ -217,28 +284,50 @@ class QueryParser:
     ) -> tuple[Decision, list[str]]:
         """Decide normalised CLEAN; also return the words it did not understand. SAID is the question as said,
         whose script and dialect normalize() does not keep (東區, 听日): they say which of two places of one name
-        is meant."""
+        is meant. The steps, in order: open-ended markers, the reading, what makes it no lookup, the places'
+        paths and the words that act on others, the decision."""
         if not clean:
             return clarify("empty query", _ASK_FOR_PLACE, code="empty"), []  # its reason is EMPTY_REASON
-        lexicon = self.reader.lexicon
-        marker = lexicon.open_ended(clean)
-        if (untimed := lexicon.asks_when_the_sun(clean, marker)) is not None:
-            clean, marker = untimed, lexicon.open_ended(untimed)  # 日落时间是几点: the sunset's time, not knowledge
-        spans = self.reader.dates(clean, today)
-        if marker:
-            # Open-ended markers count outside the dates only, so 听日落雨 holds no 日落 (sunset).
-            marker = lexicon.open_ended(_masked(clean, spans))
-        tokens: Tokens | None = None
-        if marker:
-            # Nor inside a place's name: 长春天气 holds no 春天 (spring). Read only for a question with a marker.
-            tokens = self.reader.tokens(clean, spans)
-            places = place_spans(clean, tokens, spans, self.reader.read(tokens))
-            marker = lexicon.open_ended(_masked(_masked(clean, spans), places))
+        clean, marker, spans, tokens = self._marked(clean, today)
         if marker and marker[0] == "media" and self._plays_the_forecast(clean, marker[1], today):
             # 播放明天的天气, 我要听天气预报: a command to read the forecast, said as to a speaker, not a song
             return self._parse(clean.replace(marker[1], " ", 1), today, context, recent_places, found_places, said=said)
         if marker:
             return open_ended(marker[0], marker[1], [marker[1]]), []
+        tokens, reading, slip = self._reading(clean, spans, tokens, context, said)
+        looked_up = self._as_a_lookup(reading, tokens, spans, found_places, context, said)
+        if not isinstance(looked_up, Reading):
+            return looked_up
+        decision = self._decided(clean, today, looked_up, tokens, spans, context, recent_places)
+        if slip is not None and decision.route == "rule":
+            decision = decision.with_reason(f"{decision.reason}; slip in a path: {slip[1]}→{slip[2]}", "slip_in_path")
+        return decision, []
+
+    def _marked(self, clean: str, today: dt.date) -> tuple[str, tuple[str, str] | None, list[DateSpan], Tokens | None]:
+        """CLEAN (without a question of the sun's time: 日落时间是几点 asks the sunset, not knowledge), its
+        open-ended marker (kind, word) or None, its date spans, and its tokens where finding the marker took
+        them. A marker counts outside the dates (听日落雨 holds no 日落) and outside places' names (长春天气
+        holds no 春天)."""
+        lexicon = self.reader.lexicon
+        marker = lexicon.open_ended(clean)
+        if (untimed := lexicon.asks_when_the_sun(clean, marker)) is not None:
+            clean, marker = untimed, lexicon.open_ended(untimed)
+        spans = self.reader.dates(clean, today)
+        if marker:
+            marker = lexicon.open_ended(_masked(clean, spans))
+        tokens: Tokens | None = None
+        if marker:  # read only for a question with a marker
+            tokens = self.reader.tokens(clean, spans)
+            places = place_spans(clean, tokens, spans, self.reader.read(tokens))
+            marker = lexicon.open_ended(_masked(_masked(clean, spans), places))
+        return clean, marker, spans, tokens
+
+    def _reading(
+        self, clean: str, spans: list[DateSpan], tokens: Tokens | None, context: Decision | None, said: str
+    ) -> tuple[Tokens, Reading, tuple[Tokens, str, str] | None]:
+        """The tokens and Reading of CLEAN, with the townships the tokenizer cut up made whole (下|塘|镇) and a
+        slip inside a path repaired (杭州尚城区: the slip, said and meant, is the third value), and each name a
+        place outside the mainland shares read as SAID is written (大埔 in traditional characters)."""
         if tokens is None:
             tokens = self.reader.tokens(clean, spans)
         reading = self.reader.read(tokens, clean)
@@ -247,20 +336,33 @@ class QueryParser:
         of_places = bool(reading.aspects) or context is not None
         townships = self.reader.with_townships(tokens, reading) if of_places else None
         if townships is not None:
-            tokens, reading = townships, self.reader.read(townships, clean)  # 下|塘|镇: a name cut up
-        slip = (
-            self.reader.with_slip_repaired(tokens, reading)
-            if of_places and reading.unknown and reading.places
-            else None
-        )
+            tokens, reading = townships, self.reader.read(townships, clean)
+        slip = None
+        if of_places and reading.unknown and reading.places:
+            slip = self.reader.with_slip_repaired(tokens, reading)
         if slip is not None:
-            tokens, reading = slip[0], self.reader.read(slip[0], clean)  # 杭州尚城区: 上城区, one slip among 杭州's
+            tokens, reading = slip[0], self.reader.read(slip[0], clean)
         if said and any(match.beyond for _, _, match in reading.places):
             regions = self.reader.regions_written(said)
             gazetteer = self.reader.gazetteer
             reading = reading._replace(
                 places=tuple([(i, word, gazetteer.as_written(m, regions)) for i, word, m in reading.places])
             )
+        return tokens, reading, slip
+
+    # Above ruff's complexity bound on purpose: what makes a reading no lookup, in order of precedence.
+    def _as_a_lookup(  # noqa: C901
+        self,
+        reading: Reading,
+        tokens: Tokens,
+        spans: list[DateSpan],
+        found_places: Mapping[str, PlaceMatch],
+        context: Decision | None,
+        said: str,
+    ) -> Reading | tuple[Decision, list[str]]:
+        """READING as a lookup (its word not understood found as a place), or the decision (and the words not
+        understood) of what makes it none: a number that is no date, a doing asked about, words not understood,
+        words of a distance in no distance question, a question of something else."""
         for span in spans:
             if not span.dates and not span.is_part_of_day:
                 if not reading.says_weather:  # 92号汽油今天什么价: a number that is no date, in no weather question
@@ -286,44 +388,54 @@ class QueryParser:
             return asked
         weather_talk = context is not None and context.route == "rule"
         if reading.compare and not reading.places and not weather_talk and not _names_a_measure(reading):
-            return to_llm(
-                "asks which day or thing, not its weather", code="not_weather"
-            ), []  # 中秋节是哪天, 明天和后天哪个好
+            return to_llm("asks which day or thing, not its weather", code="not_weather"), []  # 中秋节是哪天
         if not reading.says_weather and not weather_talk and (not_weather := self._not_weather(tokens, spans)):
             return to_llm(not_weather, code="not_weather"), []
         if not reading.places and not weather_talk and (said_to := self._said_to_the_assistant(tokens)):
             return to_llm(f"said to the assistant, not of a place: {said_to}", code="said_to_assistant"), []
+        return reading
+
+    def _decided(
+        self,
+        clean: str,
+        today: dt.date,
+        reading: Reading,
+        tokens: Tokens,
+        spans: list[DateSpan],
+        context: Decision | None,
+        recent_places: list[Place] | None,
+    ) -> Decision:
+        """The decision of a lookup's READING: its places read as paths, the words that act on others applied
+        (corrections, exclusions), its days, what a follow-up borrows from CONTEXT; the rule that decided in
+        its reason code."""
+        choice = self._offers_a_choice(reading, tokens)  # as said, before paths join or corrections drop places
         reading_or_question = self._read_paths(reading, tokens)
         if isinstance(reading_or_question, Decision):
-            return reading_or_question, []
+            return reading_or_question
         reading = reading_or_question
         said_before = (reading.places, spans)
         reading, spans, excluded, unread = self._apply_corrections(reading, tokens, spans)
         corrected = (reading.places, spans) != said_before
         if unread is not None:
-            return to_llm(f"takes back nothing it names: {unread}", [unread], code="unread_operator"), [unread]
+            return to_llm(f"takes back nothing it names: {unread}", [unread], code="unread_operator")
         if excluded and not reading.places and context is None:
-            return to_llm("the question names a place only to exclude it", code="excluded_only"), []
-        spans = _when_asked(spans, clean, lexicon.where_one_is)
+            return to_llm("the question names a place only to exclude it", code="excluded_only")
+        spans = _when_asked(spans, clean, self.reader.lexicon.where_one_is)
         # Sorted and without repeats; most questions name one date, whose days are in order already.
         dates = list(spans[0].dates) if len(spans) == 1 else sorted({d for span in spans for d in span.dates})
         borrowed: tuple[Borrowed, ...] = ()
         if context is not None and context.route == "rule":
             recent = recent_places or list(context.places)
             if (question := which_places(reading, context, recent)) is not None:
-                return clarify(
-                    f"which {reading.place_count} of the places asked about", question, code="which_places"
-                ), []
+                return clarify(f"which {reading.place_count} of the places asked about", question, code="which_places")
             # The reading with what it borrowed in it; BORROWED names what, for the reason.
             reading, dates, borrowed = borrow_context(reading, dates, context, recent, follow_up=is_follow_up(clean))
         decision = self._decide(reading, dates, today, spans, choice=choice)
-        if slip is not None and decision.route == "rule":
-            decision = decision.with_reason(f"{decision.reason}; slip in a path: {slip[1]}→{slip[2]}", "slip_in_path")
         if corrected and decision.route == "rule":
             decision = decision.with_reason(decision.reason, "correction")  # what was said was taken back in part
         if borrowed and decision.route == "rule":
             decision = decision.with_reason(f"{decision.reason}; from context: {', '.join(borrowed)}", "context")
-        return decision, []
+        return decision
 
     def _plays_the_forecast(self, clean: str, marker: str, today: dt.date) -> bool:
         """Whether the media MARKER in CLEAN asks to play the forecast itself (播放明天的天气, 我要听天气预报): no
@@ -343,20 +455,14 @@ class QueryParser:
         rest = said[: spans[0].start] if spans and spans[-1].end == len(said) else said
         return not rest.strip() or self.reader.gazetteer.is_place_word(rest.strip())
 
-    def _misheard_place(
-        self,
-        text: str,
-        clean: str,
-        today: dt.date,
-        context: Decision | None,
-        recent_places: list[Place] | None,
-        found: Mapping[str, PlaceMatch],
-    ) -> Decision | None:
+    def _misheard_place_in(self, asked: _Asked) -> Decision | None:
         """The decision of CLEAN with a place's name repaired that was misheard or mistyped into characters the
         tokenizer cuts into words it knows (城都: 城 and 都, fillers; 呼和浩待: 呼, 和, 浩待), or None. The
         characters right before the first date or word of the weather, where a place is said, are read as one
         word and repaired by sound (rules/gazetteer.py repair), longest first; the repair must make a weather
         question about that place. A word the tokenizer keeps whole is no such cut (孩子明天冷吗)."""
+        text, clean, today = asked.text, asked.clean, asked.today
+        context, recent_places, found = asked.context, asked.recent, asked.found
         reader = self.reader
         spans = reader.dates(clean, today)
         end = spans[0].start if spans else len(clean)
@@ -383,30 +489,24 @@ class QueryParser:
                 return decision.with_reason(f"{decision.reason}; misheard place: {word}→{place.display}", "misheard")
         return None
 
-    def _asked_in_context(
-        self,
-        text: str,
-        clean: str,
-        today: dt.date,
-        context: Decision | None,
-        recent_places: list[Place] | None,
-        found: Mapping[str, PlaceMatch],
-    ) -> Decision | None:
+    def _question_in_context(self, asked: _Asked) -> Decision | None:
         """The decision of the end of CLEAN that asks a complete weather question, what comes before it being
         inert context, or None. Context is inert when it names no word of the weather and asks
         nothing (no clause of it ends as a question), and it may give the question the one place and the one
         date it leaves out (下周三飞成都 那边天气怎么样). Context that asks for something else (顺便帮我订个酒店)
         holds an open-ended marker, and such a message never gets here. The question must ask (吗, 多少, 冷不冷
         in TEXT as said): after context, a statement is told, not asked (负责人说北京明天冷)."""
+        text, clean, today = asked.text, asked.clean, asked.today
+        context, recent_places, found = asked.context, asked.recent, asked.found
         reader = self.reader
         for start in question_starts(clean):
-            asked, around = clean[start:].strip(), clean[:start].strip()
-            if not asked or not reader.names_weather(asked, today) or not self._inert(around, today):
+            question, around = clean[start:].strip(), clean[:start].strip()
+            if not question or not reader.names_weather(question, today) or not self._inert(around, today):
                 continue
-            asked_spans = reader.dates(asked, today)
-            if not self._asks_as_said(text, asked, today, asked_spans, dates_ask=False):
+            asked_spans = reader.dates(question, today)
+            if not self._asks_as_said(text, question, today, asked_spans, dates_ask=False):
                 continue
-            filled = self._filled_from(asked, asked_spans, around, today)
+            filled = self._filled_from(question, asked_spans, around, today)
             if filled is None:
                 continue
             decision, _ = self._parse(filled, today, context, recent_places, found, said=text)
@@ -670,7 +770,7 @@ class QueryParser:
         return (places_left or not takes_places) and (days_left or not takes_days)
 
     # Above ruff's complexity bound on purpose: the ways a place is found, tried in order.
-    def _place_attempt(  # noqa: C901
+    def _place_attempt(
         self, reading: Reading, tokens: Tokens, found: Mapping[str, PlaceMatch], *, asks: bool
     ) -> Decision | Reading:
         """Handle the one unknown run: a typo of a place, a place found elsewhere, one we lack, or content.
@@ -682,7 +782,6 @@ class QueryParser:
         landmark inside the place before it).
         """
         first, last, word = reading.unknown[0]
-        before = tokens[first - 1] if first > 0 else None
         next_to_conjunction = (first - 1) in reading.conjunction_at or (last + 1) in reading.conjunction_at
         next_to_place = any(index in (first - 1, last + 1) for index, _, _ in reading.places)
         # 北京到纳尼亚多远, 广州离周庄多远: the second place of a distance question follows 到, 去 or 离.
@@ -692,19 +791,44 @@ class QueryParser:
         if reading.places and not (next_to_conjunction or next_to_place or after_link):
             landmark = self._landmark_inside(reading, tokens, first, word)
             return landmark if landmark is not None else to_llm(f"unrecognised: {word}", [word], code="unrecognised")
+        # Only inside a weather question: outside one, a sound-alike is more likely another word.
+        if not (self._in_place_slot(reading, tokens, first, next_to_conjunction) and reading.aspects):
+            return to_llm(f"unrecognised: {word}", [word], code="unrecognised")
+        beside = next_to_place and not next_to_conjunction  # right beside a place, which it must lie inside
+        match = self._match_of_run(reading, tokens, found, beside=beside, next_to_place=next_to_place)
+        if isinstance(match, Decision):
+            return match
+        if match is not None and beside:
+            # Right beside a known place a name must lie inside it (上海张江); anything else is content.
+            inner = self.reader.gazetteer.inside(self._place_beside(reading, first, last), match.candidates)
+            if inner is None:
+                return self._not_inside(reading, tokens, match)
+            match = PlaceMatch((inner,), match.via)
+        if match is None:
+            return self._no_place_for(reading, tokens, beside=beside, next_to_place=next_to_place, asks=asks)
+        return self.reader.add_place(reading._replace(unknown=()), first, word, match)
+
+    def _in_place_slot(self, reading: Reading, tokens: Tokens, first: int, next_to_conjunction: bool) -> bool:
+        """Whether the run at FIRST stands where a place is said: first, after a conjunction or a leader (在,
+        in), or before the question's first word of the weather."""
         aspect_words = self.reader.lexicon.aspect_of
         first_aspect = next((i for i, t in enumerate(tokens) if t is not None and t in aspect_words), None)
-        in_place_slot = (
+        return (
             first == 0
-            or before is None
+            or tokens[first - 1] is None
             or next_to_conjunction
             or (first - 1) in reading.leader_at
             or first_aspect is None
             or first < first_aspect
         )
-        # Only inside a weather question: outside one, a sound-alike is more likely another word.
-        if not (in_place_slot and reading.aspects):
-            return to_llm(f"unrecognised: {word}", [word], code="unrecognised")
+
+    def _match_of_run(
+        self, reading: Reading, tokens: Tokens, found: Mapping[str, PlaceMatch], *, beside: bool, next_to_place: bool
+    ) -> PlaceMatch | Decision | None:
+        """The places the run not understood may name: a region's districts, the one of its name inside the place
+        BESIDE it, one FOUND by a geocoder, an area or township (a township's short name that also sounds like a
+        city is both), a repair by sound, a minor town; or the decision a region makes; or None."""
+        first, last, word = reading.unknown[0]
         gazetteer = self.reader.gazetteer
         if word in gazetteer.regions:
             # 江南, 中原, 北疆: a region, whose weather differs from place to place; beside its city the
@@ -719,65 +843,60 @@ class QueryParser:
                     f"“{word}”是一片地区，各地天气不同：请说出其中的城市或区县。",
                     code="region",
                 )
-            match: PlaceMatch | None = PlaceMatch(units, "name")
-        elif (
-            next_to_place
-            and not next_to_conjunction
-            and (inner := self._inside_the_place_beside(reading, first, last, word))
-        ):
-            match = PlaceMatch((inner,), "local")  # 长丰县下塘镇: of the towns of that name, the one in 长丰县
-        else:
-            match = found.get(word) or gazetteer.lookup_local(word, minor=False)
-            if match is None:
-                match = self._repair_place(word, tokens, first, last) or gazetteer.lookup_local(word)
-            elif all(p.level == "township" and not p.name.endswith(word) for p in match.candidates):
-                # 深镇: a township's name without its suffix (高州's 深镇镇), and a slip of 深圳: neither is proved.
-                repaired = gazetteer.sounds_like(word)
-                if repaired is not None:
-                    match = PlaceMatch((repaired, *match.candidates), "local")
-        if match is not None and next_to_place and not next_to_conjunction:
-            # Right beside a known place a name must lie inside it (上海张江); anything else is content.
-            outer = next(m for index, _, m in reading.places if index in (first - 1, last + 1))
-            inner = gazetteer.inside(outer, match.candidates)
-            if inner is None:
-                landmark = self._landmark_inside(reading, tokens, first, word)
-                if landmark is not None:
-                    return landmark
-                if all(p.level in _DIVISIONS for p in match.candidates):
-                    # 长丰县良渚街道: a division, said under a place that does not hold it: neither is guessed.
-                    outer_word = next(w for index, w, _ in reading.places if index in (first - 1, last + 1))
-                    return clarify(
-                        f"a path whose parts disagree: {outer_word} {word}",
-                        f"{outer_word}没有叫“{word}”的地方：请说出完整、准确的地名。",
-                        code="path_disagrees",
-                    )
-                return to_llm(f"unrecognised: {word}", [word], code="unrecognised")
-            match = PlaceMatch((inner,), match.via)
-        if match is None and next_to_place and not next_to_conjunction:  # inert, unless a landmark
-            landmark = self._landmark_inside(reading, tokens, first, word)
-            if landmark is not None:
-                return landmark
-        if match is None and (len(word) < 2 or next_to_place):
+            return PlaceMatch(units, "name")
+        if beside and (inner := gazetteer.within(self._place_beside(reading, first, last), word)) is not None:
+            return PlaceMatch((inner,), "local")  # 长丰县下塘镇: of the towns of that name, the one in 长丰县
+        match = found.get(word) or gazetteer.lookup_local(word, minor=False)
+        if match is None:
+            return self._repair_place(word, tokens, first, last) or gazetteer.lookup_local(word)
+        if all(p.level == "township" and not p.name.endswith(word) for p in match.candidates):
+            # 深镇: a township's name without its suffix (高州's 深镇镇), and a slip of 深圳: neither is proved.
+            repaired = gazetteer.sounds_like(word)
+            if repaired is not None:
+                return PlaceMatch((repaired, *match.candidates), "local")
+        return match
+
+    def _not_inside(self, reading: Reading, tokens: Tokens, match: PlaceMatch) -> Decision | Reading:
+        """The run, whose places (MATCH) all lie outside the place beside it: a landmark of that place (广州北京路),
+        a path whose parts disagree where it names divisions (长丰县良渚街道: neither is guessed), else content."""
+        first, last, word = reading.unknown[0]
+        landmark = self._landmark_inside(reading, tokens, first, word)
+        if landmark is not None:
+            return landmark
+        if all(p.level in _DIVISIONS for p in match.candidates):
+            outer_word = next(w for index, w, _ in reading.places if index in (first - 1, last + 1))
+            return clarify(
+                f"a path whose parts disagree: {outer_word} {word}",
+                f"{outer_word}没有叫“{word}”的地方：请说出完整、准确的地名。",
+                code="path_disagrees",
+            )
+        return to_llm(f"unrecognised: {word}", [word], code="unrecognised")
+
+    def _no_place_for(
+        self, reading: Reading, tokens: Tokens, *, beside: bool, next_to_place: bool, asks: bool
+    ) -> Decision | Reading:
+        """The run names no place: a landmark of the place beside it, content, or a place we lack (a clarify that
+        says so, which the facade may still geocode)."""
+        first, _, word = reading.unknown[0]
+        if beside and (landmark := self._landmark_inside(reading, tokens, first, word)) is not None:
+            return landmark
+        if len(word) < 2 or next_to_place:
             return to_llm(f"unrecognised: {word}", [word], code="unrecognised")
-        if match is None and not asks:
+        if not asks:
             return to_llm(f"unrecognised: {word}; nothing asked of the weather", [word], code="unrecognised")
-        if match is None and "distance" in reading.aspects and not reading.places:
+        if "distance" in reading.aspects and not reading.places:
             # 万达广场离我多远, 一海里是多少公里: from where the asker is, or no place at all: not a place to ask about.
             return to_llm(f"unrecognised: {word}; a distance from no known place", [word], code="unrecognised")
-        if match is None:
-            return clarify(
-                f"unknown place: {word}",
-                f"没有找到“{word}”这个地点，请换个说法，例如“上海”“北京朝阳区”或“东京”。",
-                unknown_place=word,
-                code="unknown_place",
-            )
-        return self.reader.add_place(reading._replace(unknown=()), first, word, match)
+        return clarify(
+            f"unknown place: {word}",
+            f"没有找到“{word}”这个地点，请换个说法，例如“上海”“北京朝阳区”或“东京”。",
+            unknown_place=word,
+            code="unknown_place",
+        )
 
-    def _inside_the_place_beside(self, reading: Reading, first: int, last: int, word: str) -> Place | None:
-        """The one place named WORD inside the place said right before or after it, of every place of that name
-        (a township's name is shared by dozens: the county beside it says which), or None."""
-        outer = next(m for index, _, m in reading.places if index in (first - 1, last + 1))
-        return self.reader.gazetteer.within(outer, word)
+    def _place_beside(self, reading: Reading, first: int, last: int) -> PlaceMatch:
+        """The place said right before or after the run FIRST..LAST (the caller knows there is one)."""
+        return next(m for index, _, m in reading.places if index in (first - 1, last + 1))
 
     def _landmark_inside(self, reading: Reading, tokens: Tokens, first: int, word: str) -> Reading | None:
         """Whether WORD, not understood, at FIRST, names a landmark inside the place before it (西安大雁塔,
