@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable
-from typing import Literal, cast, get_args
+from typing import Any, Literal, cast, get_args
 
 from ._data import load_table
 from .normalize import HAS_LATIN
@@ -16,6 +16,20 @@ Aspect = Literal["weather", "temperature", "rain", "snow", "wind", "humidity", "
 ASPECTS: tuple[Aspect, ...] = get_args(Aspect)
 #: Which side of a temperature a yes-no question asks: above it, at it or above, below, at it or below.
 ThresholdSide = Literal["above", "at_least", "below", "at_most"]
+#: The roles a word of the lexicon plays in a question, in the order a word on two lists takes them (the first);
+#: rules/reader.py reads each with a handler of its own.
+ROLES = (
+    "aspect",
+    "compare",
+    "conjunction",
+    "count",
+    "correction",
+    "negation",
+    "capital",
+    "temperature",
+    "filler",
+    "link",
+)
 #: Open-ended questions whose answer rests on the weather (适合出游吗, 穿什么): without a model, their
 #: weather part still helps. Any other kind (多远, 订机票, 行程) has a weather part only where it names one.
 WEATHER_ADVICE = frozenset({"advice"})
@@ -26,6 +40,16 @@ class Lexicon:
 
     def __init__(self) -> None:
         data = load_table("lexicon")
+        self._aspects(data)
+        self._fillers(data)
+        self._operators(data)
+        self._weather_words(data)
+        self._place_words(data)
+        self._roles(data)
+        self._open_ended_words(data)
+
+    def _aspects(self, data: dict[str, Any]) -> None:
+        """The aspects the words name (天气, 下雨, 湿度), Han and Latin, checked against the Decision's."""
         latin_aspects = {
             role.partition(":")[2]: words for role, words in data["latin"].items() if role.startswith("aspect:")
         }
@@ -39,6 +63,9 @@ class Lexicon:
         self.latin_aspect_of: dict[str, Aspect] = {
             w: cast(Aspect, aspect) for aspect, words in latin_aspects.items() for w in words
         }
+
+    def _fillers(self, data: dict[str, Any]) -> None:
+        """Words said around a question that ask nothing (请问, 帮我查), and the kinds of them that matter."""
         self.fillers = frozenset(w for words in data["fillers"].values() for w in words)
         #: 人在, 坐标, 住在: where the asker is (人在北京) — not right after a place (上海人在北京: a Shanghainese).
         self.whereabouts = frozenset(data["fillers"]["whereabouts"])
@@ -51,6 +78,9 @@ class Lexicon:
         self.where_one_is = ("在", *data["fillers"]["whereabouts"])
         #: Modal particles and interjections: a token made only of these is a filler (哈哈哈, 嗯嗯, 喂喂).
         self.particle_chars = frozenset(data["particle_chars"])
+
+    def _operators(self, data: dict[str, Any]) -> None:
+        """Words that act on other words: corrections, negations, retractions, replacements, capitals."""
         #: 不对, 我是说: the places and dates after one replace those before it.
         self.corrections = frozenset(data["corrections"])
         #: 不是, 不要: the place or date that follows is excluded; with none after it, those said right before it
@@ -62,6 +92,9 @@ class Lexicon:
         self.replacements = frozenset(data["replacements"])
         #: 省会, 首府: right after a province, its capital (湖南的省会 → 长沙).
         self.capitals = frozenset(data["capitals"])
+
+    def _weather_words(self, data: dict[str, Any]) -> None:
+        """Conjunctions, comparisons and the words of how the weather feels and how much of it there is."""
         self.conjunctions = frozenset(data["conjunctions"])
         self.compare = frozenset(data["compare"])
         #: 更, 冷一点: compare words that compare with something unsaid (the others ask which: 哪个, 谁, 比).
@@ -98,6 +131,9 @@ class Lexicon:
         for kind, aspects in _VERBS_BEFORE.items():
             for verb in data[kind]:
                 self.verb_before[verb] = self.verb_before.get(verb, frozenset()) | aspects
+
+    def _place_words(self, data: dict[str, Any]) -> None:
+        """Counts, and the words said about places: leaders, suffixes, landmarks, links, where to go."""
         #: 两个 → 2, 三个 → 3, 几个 → 0 (all of them): how many places a follow-up refers to.
         self.counts: dict[str, int] = dict(data["counts"])
         #: Fillers after which an unknown word stands where a place would (查一下杭洲的天气, 去纳尼亚).
@@ -125,23 +161,30 @@ class Lexicon:
         self.perfective = frozenset(data["where_to_go"]["perfective"])  #: 了, 过: 到了北京, 北京到了
         #: 去北京, 到上海, 在广州, 住在深圳: what, right before a place, says one goes or is there.
         self.going_or_being = self.going_to | frozenset(self.where_one_is)
+
+    def _roles(self, data: dict[str, Any]) -> None:
+        """Each word's role (ROLES) and the words that ask (吗, 多少)."""
         #: 降温 / 回暖: a change from today, so the asked day is compared with today.
         self.trend: dict[str, str] = {w: way for way, words in data["trend"].items() for w in words}
         #: Each word's role, in the order Reader.read tries them (a word on two lists takes the first): one
         #: look-up for a token instead of up to nine set lookups (a filler was the ninth).
         self.role_of: dict[str, str] = {}
-        for role, words in (("aspect", self.aspect_of), ("compare", self.compare), ("conjunction", self.conjunctions),
-                            ("count", self.counts), ("correction", self.corrections), ("negation", self.negations),
-                            ("capital", self.capitals),
-                            ("temperature", self.cold | self.hot), ("filler", self.fillers),
-                            ("link", self.distance_links)):  # fmt: skip
-            for word in words:
+        words_of: dict[str, Iterable[str]] = {
+            "aspect": self.aspect_of, "compare": self.compare, "conjunction": self.conjunctions, "count": self.counts,
+            "correction": self.corrections, "negation": self.negations, "capital": self.capitals,
+            "temperature": self.cold | self.hot, "filler": self.fillers, "link": self.distance_links,
+        }  # fmt: skip
+        for role in ROLES:
+            for word in words_of[role]:
                 self.role_of.setdefault(word, role)
         #: Question words and a forecast's nouns (吗, 多少, 怎么样, 天气预报): a question that holds none asks
         #: nothing of the weather its words name (莫文蔚阴天, 帮我买一把雨伞: titles and things).
         #: The words that end in a question particle ask too (冷吗, 热吗: the tokenizer keeps them whole).
         particles = tuple(word for word in data["asking"] if len(word) == 1 and word in self.yes_no | {"呢", "嘛"})
         self.asking = frozenset(data["asking"]) | {word for word in self.role_of if word.endswith(particles)}
+
+    def _open_ended_words(self, data: dict[str, Any]) -> None:
+        """What asks more than a lookup: copulas, addressees, open-ended markers, the sun's time."""
         #: 是, 属于: with no word of the weather, they ask what a place is (成都是四川的省会吗), not its weather.
         self.copulas = frozenset(data["copulas"])
         #: 你, 您, and the verbs after them that ask the assistant to look something up (你知道, 你帮我查).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -20,7 +21,7 @@ from .gazetteer import (
     Gazetteer,
     PlaceMatch,
 )
-from .lexicon import Aspect, Lexicon, ThresholdSide
+from .lexicon import ROLES, Aspect, Lexicon, ThresholdSide
 from .normalize import normalize, to_simplified, writes_traditional
 from .sound_alike import SoundAlikes
 from .tokenizer import Tokenizer
@@ -107,6 +108,12 @@ class _Found:
     link_at: tuple[int, ...] = ()
     unknown: tuple[UnknownRun, ...] = ()
     threshold: Threshold | None = None
+    # The walk's own state, not the Reading's: where the last word of how the weather feels (冷, 晒) was, for its
+    # complements; where the last of an aspect other than temperature (湿度) was, for 高 and 低; how many
+    # temperatures were named with a figure (30度).
+    felt_at: int = -2
+    measured_at: int = -2
+    figures: int = 0
 
 
 class Reader:
@@ -117,6 +124,18 @@ class Reader:
         self.lexicon = Lexicon()
         self.tokenizer = Tokenizer(itertools.chain(self.gazetteer.words(), self.lexicon.words()))
         self._sound_alikes: SoundAlikes | None = None
+        #: Each role of the lexicon's words → its handler (rules/lexicon.py names the roles).
+        self._handlers: dict[str, Callable[[_Found, Tokens, int, str], int]] = {
+            role: getattr(self, f"_read_{role}") for role in ROLES
+        }
+        # Words with a role that are read as places first, where they are one (a place's name, a group of places,
+        # a place's suffix): the few the lexicon and the gazetteer share.
+        lexicon = self.lexicon
+        self._places_first = frozenset(
+            word
+            for word in lexicon.role_of
+            if self.gazetteer.is_place_word(word) or word in self.gazetteer.groups or word in lexicon.place_suffixes
+        )
         self._date_characters: frozenset[str] | None = None
 
     @property
@@ -262,114 +281,136 @@ class Reader:
                 best = (len(name), start, end)
         return None if best is None else (best[1], best[2])
 
-    # Above ruff's complexity bound on purpose: one branch per token role, the reader's whole grammar in one place.
-    def read(self, tokens: Tokens, clean: str = "") -> Reading:  # noqa: C901
+    def read(self, tokens: Tokens, clean: str = "") -> Reading:
         """Give every token its role; runs of tokens with none are collected as unknown. CLEAN, the normalised
-        text of TOKENS, lets a made-up name with a unit's suffix be read as one (see _made_up_names)."""
+        text of TOKENS, lets a made-up name with a unit's suffix be read as one (see _made_up_names). Each role
+        has its handler (_ROLE_HANDLERS); a word with none may be a place, a group of places, a suffix, a
+        figure with its unit, or not understood (_read_other)."""
         found = _Found()
-        lexicon = self.lexicon
+        handlers, role_of, places_first = self._handlers, self.lexicon.role_of, self._places_first
         index = 0
-        felt_at = -2  # the index of the last word of how the weather feels (冷, 晒), for its complements
-        figures = 0  # temperatures named with a figure (30度)
-        measured_at = -2  # the index of the last word of an aspect other than temperature (湿度), for 高 and 低
         while index < len(tokens):
             token = tokens[index]
             if token is None:
                 index += 1
-                continue
-            if token.isascii() and token[0].isalpha():
+            elif token.isascii() and token[0].isalpha():
                 known = len(found.aspects)
                 index = self._read_latin(tokens, index, found)
                 if len(found.aspects) > known and found.aspects[-1] != "temperature":
-                    measured_at = index - 1  # aqi高, pm2.5低
-                continue
-            match = self.gazetteer.lookup(token)
-            if match is None and (group := self.gazetteer.groups.get(token)) is not None:
-                for place in group:  # 北上广深: each of its places, as if named one by one
-                    found.places += ((index, place.display, PlaceMatch((place,), "group")),)
-                index += 1
-                continue
-            if token in lexicon.place_suffixes and _after_place(found.places, index):
-                self._add_place(found, index, token, match)  # 平遥古城: the place itself, or a unit inside
-            elif match is not None:
-                self._add_place(found, index, token, match)
-            elif token in lexicon.place_suffixes:
-                pass  # 西塘古镇: the town is the unknown word before it
-            elif (role := lexicon.role_of.get(token)) is None:
-                if index == felt_at + 1 and token in lexicon.complements:
-                    felt_at = index  # 冻死人了: part of the feeling before it, as 冷死了 is one word
-                elif _verb_before_its_word(lexicon, tokens, index):
-                    pass  # 飘雪, 起雾, 转晴, 继续下雨: the verb of the word of the weather after it
-                elif (value := _value_with_unit(lexicon, tokens, index + (token in lexicon.minus_signs))) is not None:
-                    end, aspect = value  # 30度, 二十五度, 零度, 5级, 负5度: is it that warm, or that windy
-                    if aspect == "temperature":
-                        figures += 1
-                        found.threshold = _threshold(lexicon, tokens, index, end)
-                    found.aspects += (aspect,)
-                    index = end
-                    continue
-                elif not lexicon.is_particles(token):
-                    _add_unknown(found, index, token)
-            elif role == "filler":
-                if (
-                    token == "会"
-                    and self._says_capital(found, tokens, index)
-                    and self._to_capital(found, tokens, index)
-                ):
-                    pass  # 江苏省会和安徽省会: the tokenizer took 省 into the province, and 会 is its 省会
-                elif token in lexicon.purposes and not _goes_to_the_place_before(lexicon, found.places, tokens, index):
-                    _add_unknown(found, index, token)  # 还能玩吗, 北京好玩吗: not why one goes there
-                elif token in lexicon.place_leaders:
-                    if token in lexicon.whereabouts and _after_place(found.places, index):
-                        _add_unknown(found, index, token)  # 上海人在北京: a Shanghainese, not where one is
-                    else:
-                        found.leader_at += (index,)
-            elif role == "aspect":
-                aspect = lexicon.aspect_of[token]
-                if token in lexicon.feeling:
-                    felt_at = index
-                elif aspect != "temperature":
-                    measured_at = index
-                found.aspects += (aspect,)
-                found.cold |= token in lexicon.cold
-                found.hot |= token in lexicon.hot
-                found.trend = lexicon.trend.get(token, found.trend)
-                found.spread |= token in lexicon.spread
-            elif role == "temperature":
-                if index == measured_at + 1 and token in lexicon.degrees:
-                    index += 1
-                    continue  # 湿度高, 降水概率低: how much of the aspect before, not how warm
-                felt_at = index
-                found.aspects += ("temperature",)  # 好冷, 更暖和: said of the temperature
-                found.cold |= token in lexicon.cold
-                found.hot |= token in lexicon.hot
-            elif role == "compare":
-                found.compare = True
-                found.asks_which |= token not in lexicon.comparatives
-            elif role == "conjunction":
-                found.conjunction_at += (index,)
-            elif role == "count":
-                found.place_count = lexicon.counts[token]
-            elif role == "capital":
-                if not self._to_capital(found, tokens, index):
-                    _add_unknown(found, index, token)  # 公司首府, 日本首都: no province's capital
-            elif role == "correction":
-                found.correction_at += (index,)
-            elif role == "negation":
-                found.negation_at += (index,)
-            else:  # "link"
-                found.link_at += (index,)
-            index += 1
+                    found.measured_at = index - 1  # aqi高, pm2.5低
+            elif (role := role_of.get(token)) is None or token in places_first:
+                index = self._read_other(found, tokens, index, token)
+            else:
+                index = handlers[role](found, tokens, index, token)
         if (found.unknown or found.places) and not _UNIT_SUFFIX_SET.isdisjoint(clean):
             self._made_up_names(tokens, found, clean)  # a set check first: most questions say no suffix
         unknown = found.unknown
         if unknown:
             unknown = tuple([run for run in unknown if not self._is_wrapper(run, tokens)])
         # 超过30度还是低于20度, 20度到30度: more than one figure is not one temperature asked about.
-        threshold = found.threshold if figures <= 1 else None
+        threshold = found.threshold if found.figures <= 1 else None
         return Reading(found.places, found.aspects, found.cold, found.hot, found.compare, found.asks_which, found.trend,
                        found.spread, found.place_count, found.conjunction_at, found.leader_at, found.correction_at,
                        found.negation_at, found.link_at, unknown, threshold)  # fmt: skip
+
+    def _read_other(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
+        """A word with no role of the lexicon's (or one that is also a place's name): a place, a group of places
+        (北上广深), a place's suffix, the complement of a feeling, a verb of the weather word after it, a figure
+        with its unit, particles, or a word not understood. Returns the index of the next token."""
+        lexicon = self.lexicon
+        match = self.gazetteer.lookup(token)
+        if match is None and (group := self.gazetteer.groups.get(token)) is not None:
+            for place in group:  # 北上广深: each of its places, as if named one by one
+                found.places += ((index, place.display, PlaceMatch((place,), "group")),)
+        elif token in lexicon.place_suffixes and _after_place(found.places, index):
+            self._add_place(found, index, token, match)  # 平遥古城: the place itself, or a unit inside
+        elif match is not None:
+            self._add_place(found, index, token, match)
+        elif token in lexicon.place_suffixes:
+            pass  # 西塘古镇: the town is the unknown word before it
+        elif (role := lexicon.role_of.get(token)) is not None:
+            return self._handlers[role](found, tokens, index, token)  # a place's name the gazetteer gives no place
+        elif index == found.felt_at + 1 and token in lexicon.complements:
+            found.felt_at = index  # 冻死人了: part of the feeling before it, as 冷死了 is one word
+        elif _verb_before_its_word(lexicon, tokens, index):
+            pass  # 飘雪, 起雾, 转晴, 继续下雨: the verb of the word of the weather after it
+        elif (value := _value_with_unit(lexicon, tokens, index + (token in lexicon.minus_signs))) is not None:
+            end, aspect = value  # 30度, 二十五度, 零度, 5级, 负5度: is it that warm, or that windy
+            if aspect == "temperature":
+                found.figures += 1
+                found.threshold = _threshold(lexicon, tokens, index, end)
+            found.aspects += (aspect,)
+            return end
+        elif not lexicon.is_particles(token):
+            _add_unknown(found, index, token)
+        return index + 1
+
+    def _read_filler(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
+        lexicon = self.lexicon
+        if token == "会" and self._says_capital(found, tokens, index) and self._to_capital(found, tokens, index):
+            pass  # 江苏省会和安徽省会: the tokenizer took 省 into the province, and 会 is its 省会
+        elif token in lexicon.purposes and not _goes_to_the_place_before(lexicon, found.places, tokens, index):
+            _add_unknown(found, index, token)  # 还能玩吗, 北京好玩吗: not why one goes there
+        elif token in lexicon.place_leaders:
+            if token in lexicon.whereabouts and _after_place(found.places, index):
+                _add_unknown(found, index, token)  # 上海人在北京: a Shanghainese, not where one is
+            else:
+                found.leader_at += (index,)
+        return index + 1
+
+    def _read_aspect(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
+        lexicon = self.lexicon
+        aspect = lexicon.aspect_of[token]
+        if token in lexicon.feeling:
+            found.felt_at = index
+        elif aspect != "temperature":
+            found.measured_at = index
+        found.aspects += (aspect,)
+        found.cold |= token in lexicon.cold
+        found.hot |= token in lexicon.hot
+        found.trend = lexicon.trend.get(token, found.trend)
+        found.spread |= token in lexicon.spread
+        return index + 1
+
+    def _read_temperature(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
+        lexicon = self.lexicon
+        if index == found.measured_at + 1 and token in lexicon.degrees:
+            return index + 1  # 湿度高, 降水概率低: how much of the aspect before, not how warm
+        found.felt_at = index
+        found.aspects += ("temperature",)  # 好冷, 更暖和: said of the temperature
+        found.cold |= token in lexicon.cold
+        found.hot |= token in lexicon.hot
+        return index + 1
+
+    def _read_compare(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
+        found.compare = True
+        found.asks_which |= token not in self.lexicon.comparatives
+        return index + 1
+
+    def _read_count(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
+        found.place_count = self.lexicon.counts[token]
+        return index + 1
+
+    def _read_capital(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
+        if not self._to_capital(found, tokens, index):
+            _add_unknown(found, index, token)  # 公司首府, 日本首都: no province's capital
+        return index + 1
+
+    def _read_conjunction(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
+        found.conjunction_at += (index,)
+        return index + 1
+
+    def _read_correction(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
+        found.correction_at += (index,)
+        return index + 1
+
+    def _read_negation(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
+        found.negation_at += (index,)
+        return index + 1
+
+    def _read_link(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
+        found.link_at += (index,)
+        return index + 1
 
     def _says_capital(self, found: _Found, tokens: Tokens, index: int) -> bool:
         """Whether the 会 at INDEX ends a 省会 whose 省 the province before took (江苏省会和…, 河北省会明天…): it
