@@ -680,6 +680,8 @@ def _columns(table: dict[str, Any]) -> dict[str, int]:
 
 
 def _single(places: set[Place]) -> Place | None:
+    if not places:
+        return None
     ranked = _most_likely(tuple(places))
     return ranked[0] if len(ranked) == 1 else None
 

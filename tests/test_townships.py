@@ -127,3 +127,8 @@ def test_a_slip_that_fits_no_child_of_the_parent_is_not_guessed(router):
 def test_a_country_is_answered_for_its_capital_and_a_city_after_it_is_that_city(router, query, city):
     decision = router.route(query, today=TODAY)
     assert (decision.route, decision.cities) == ("rule", [city])
+
+
+def test_a_country_then_a_city_of_another_country_is_two_places_not_an_error(router):
+    # A city after a country was looked for among that country's: none there raised ValueError.
+    assert router.route("美国上海明天天气", today=TODAY).cities == ["华盛顿", "上海市"]
