@@ -17,7 +17,7 @@ import datetime as dt
 import functools
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from ._data import load_table
@@ -342,7 +342,7 @@ _MONTH_PART = "|".join(sorted(_MONTH_PARTS, key=len, reverse=True))
 _REST = r"(?:剩下|剩余|余下|其余|剩)的?(?:这?几天|[一两二三四五六七]天|日子|时间|几日)?"
 _NAMED_DAY_MARKERS = r"(?:节气)?(?:那天|那日|当天|这天|那一天|当日)?"
 # What says which occurrence of a named day is meant (上个中秋, 刚过的冬至, 下一个春节): the last or the next.
-_NAMED_WHICH = "(?P<nwp>上一?个|刚过去的|刚过的|过去的|(?<!一)下一?个)"
+_NAMED_WHICH = "(?P<named_which>上一?个|刚过去的|刚过的|过去的|(?<!一)下一?个)"
 # What makes a question about a day one said in the past, after the day: it asks whether something happened
 # (下雨了吗, 下了没, 下过雪吗; not 过后, after) or tells it (那天下雨了), or says when it was (当时, 已经); and
 # one said of the future: 会, 将, 要 (会下雨吗, 要下雪吗). Which occurrence of a named or lunar day is meant
@@ -380,65 +380,66 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
     day) as tries of those words."""
     this = {"这", "本"}  # 这周, 本月
     return [
-        (set(_DIGITS), r"(?P<iso>(?P<iy>\d{4})[-/.年](?P<im>\d{1,2})[-/.月](?P<id>\d{1,2})[日号]?)"),
+        (set(_DIGITS), r"(?P<iso>(?P<iso_year>\d{4})[-/.年](?P<iso_month>\d{1,2})[-/.月](?P<iso_day>\d{1,2})[日号]?)"),
         # 农历十月廿五, 腊月初八, 十月初一: a lunar month and day (tried before 12月 and 十月初, early October).
         ({w[0] for w in _LUNAR_MARKERS} | set(_LUNAR_MONTH_WORDS) | set("闰十一二三四五六七八九"),
-         rf"(?=[^月]{{0,5}}月)(?P<lunar>(?:{'|'.join(_LUNAR_MARKERS)})(?P<lk>闰)?(?P<lm>正|冬|腊|{_LUNAR_NUMBERED}|1[0-2]|0?[1-9])"
-         rf"月份?的?(?P<ld>{_LUNAR_DAY}|[12]\d|30|0?[1-9])(?!\d)[日号]?"
-         rf"|(?P<lk2>闰)?(?:(?P<lm2>[正冬腊])月(?P<ld2>{_LUNAR_DAY})"
-         rf"|(?P<lm3>{_LUNAR_NUMBERED})月(?P<ld3>初(?:十|[一二三四五六七八九])|廿[一二三四五六七八九])))"),
+         rf"(?=[^月]{{0,5}}月)(?P<lunar>(?:{'|'.join(_LUNAR_MARKERS)})(?P<lunar_leap>闰)?(?P<lunar_month>正|冬|腊|{_LUNAR_NUMBERED}|1[0-2]|0?[1-9])"
+         rf"月份?的?(?P<lunar_day>{_LUNAR_DAY}|[12]\d|30|0?[1-9])(?!\d)[日号]?"
+         rf"|(?P<lunar_leap_named>闰)?(?:(?P<lunar_month_named>[正冬腊])月(?P<lunar_day_named>{_LUNAR_DAY})"
+         rf"|(?P<lunar_month_numbered>{_LUNAR_NUMBERED})月(?P<lunar_day_numbered>初(?:十|[一二三四五六七八九])|廿[一二三四五六七八九])))"),
         # 12月第一个周日, 这个月最后一个周五, 下个月第二个周六: the Nth (or last) weekday of a month. This kind and the
         # lunar one look for their 月 first: they are tried at every numeral, and most numerals are no month.
         ({"下", "上", *this} | set(_NUM_CHARS),
-         rf"(?=[^月]{{0,3}}月)(?P<nth>(?:(?P<ntn>{_NUM})|(?P<ntr>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?))月份?的?"
-         r"(?:第(?P<ntk>[一二三四五1-5])个?|(?P<ntl>最后一?个?|倒数第一个?))(?:周|星期|礼拜)"
-         r"(?P<ntw>[" + WEEKDAY_CHARS + r"1-7]|天(?!气)))"),
-        (set(_NUM_CHARS), rf"(?P<md>(?P<mm>{_NUM})月(?P<mdd>{_NUM})[日号]?)"),
+         rf"(?=[^月]{{0,3}}月)(?P<nth>(?:(?P<nth_month>{_NUM})|(?P<nth_month_said>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?))月份?的?"
+         r"(?:第(?P<nth_count>[一二三四五1-5])个?|(?P<nth_last>最后一?个?|倒数第一个?))(?:周|星期|礼拜)"
+         r"(?P<nth_weekday>[" + WEEKDAY_CHARS + r"1-7]|天(?!气)))"),
+        (set(_NUM_CHARS), rf"(?P<md>(?P<md_month>{_NUM})月(?P<md_day>{_NUM})[日号]?)"),
         # 12.5, 12/8, 12.5号, 12-5: month and day, unless they are a number with a unit (2.5度, 2.5℃ — 2.5 c once
         # normalised —, 5-10度) or part of one (pm2.5). With a dash, not before 号, 日 or 点 (3-5号 is the 3rd to
         # the 5th, 1-2点 hours), nor before 天 or 周 that count (3-5天后, 1-2周内, 3-5天天气; but 12-5天气 and 12-5天儿
         # are a day's weather, 12-6周庄 a day and a place).
-        (set(_DIGITS), r"(?P<numeric>(?<![\da-z.-])(?P<nm>1[0-2]|0?[1-9])"
-                       r"(?:[./](?P<nd>3[01]|[12]\d|0?[1-9])[号日]?|-(?P<ndd>3[01]|[12]\d|0?[1-9])(?![号日点]|[天周](?=[后内以之前天的]|$)))"
+        (set(_DIGITS), r"(?P<numeric>(?<![\da-z.-])(?P<numeric_month>1[0-2]|0?[1-9])"
+                       r"(?:[./](?P<numeric_day>3[01]|[12]\d|0?[1-9])[号日]?|-(?P<numeric_day_dashed>3[01]|[12]\d|0?[1-9])(?![号日点]|[天周](?=[后内以之前天的]|$)))"
                        r"(?![\d./-]|\s*(?:度|摄氏|℃|°|c(?![a-z])|%|毫米|mm|米|公里|km|元|块|倍|级)))"),
         ({"下", "上", *this},
-         rf"(?P<month_rel>(?P<mrp>{_NEXT}下个?|{_NEXT}个?|上个?|这个?|本)月(?P<mrd>{_NUM})[日号])"),
+         rf"(?P<month_rel>(?P<month_rel_which>{_NEXT}下个?|{_NEXT}个?|上个?|这个?|本)月(?P<month_rel_day>{_NUM})[日号])"),
         # 月底, 这个月下旬, 下个月初, 12月中旬: a part of a month; 12月, 下个月: the whole month.
         ({"下", "月", "上", "中", *this} | set(_NUM_CHARS),
-         rf"(?P<month_part>(?:(?P<mpn>{_NUM})|(?P<mpr>{_NEXT}下个?|{_NEXT}个?|这个?|本))月份?(?:(?P<mpp>{_MONTH_PART})|{_REST})?"
-         rf"|月(?P<mpb>{_MONTH_PART})|(?P<mpo>[上中下]旬))"),
+         rf"(?P<month_part>(?:(?P<month_number>{_NUM})|(?P<month_which>{_NEXT}下个?|{_NEXT}个?|这个?|本))月份?(?:(?P<month_part_said>{_MONTH_PART})|{_REST})?"
+         rf"|月(?P<month_part_bare>{_MONTH_PART})|(?P<ten_days>[上中下]旬))"),
         # 年底, 明年初: the end of December, the start of January. A kind of its own, so that 今 and 明, which
         # start many questions, do not compile the month's long pattern.
-        ({"年", "今", "明"}, r"(?P<year_part>(?P<ypr>[今明])?年(?P<ypp>[底末初]))"),
+        ({"年", "今", "明"}, r"(?P<year_part>(?P<year_which>[今明])?年(?P<year_part_said>[底末初]))"),
         ({w[0] for w in named} | _NAMED_WHICH_STARTS,
-         rf"(?P<named>{_NAMED_WHICH}?(?P<nw>{words_pattern(named)}){_NAMED_DAY_MARKERS})"),
+         rf"(?P<named>{_NAMED_WHICH}?(?P<named_word>{words_pattern(named)}){_NAMED_DAY_MARKERS})"),
         # 三天后, 一周以后, 三个月后, 半个月后: that many days, weeks or months on; 三天前, 两周前: that many ago.
         (set(_NUM_CHARS) | {"半"},
-         rf"(?P<later>(?:(?P<ln>{_NUM})(?P<lw>天|周|个?星期|个?礼拜|个月)|半个月)[以之]?(?P<la>[后前]))"),
+         rf"(?P<later>(?:(?P<later_count>{_NUM})(?P<later_unit>天|周|个?星期|个?礼拜|个月)|半个月)[以之]?(?P<later_way>[后前]))"),
         # 三天天气, 7天天气预报, 一周天气, 三天内: a bare count of days (not 日: 5日 is a day of the month) or a
         # week is the days ahead where the weather follows it, or 内.
         (set("未接往今最一1"), r"(?P<week_ahead>(?:(?:未来|接下来|往后|今后|最近)的?(?:一|1)?(?:周|个?星期|个?礼拜))"
                              rf"|[一1](?:周|个?星期|个?礼拜){_AHEAD})"),
         # 未来三天, 往后五天, 后面几天 (几: a few, three), 这三天, 三天天气: the days ahead.
         (set("未接最往今近后头以这") | set(_NUM_CHARS),
-         rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|以后|后面|近|这)的?(?:这)?(?P<nn>{_NUM}|几)[天日]"
-         rf"|[后头]?(?P<nb>{_NUM})天{_AHEAD})"),
+         rf"(?P<next_n>(?:未来|接下来|最近|往后|今后|以后|后面|近|这)的?(?:这)?(?P<next_count>{_NUM}|几)[天日]"
+         rf"|[后头]?(?P<bare_count>{_NUM})天{_AHEAD})"),
         # 周六日 is 周六 and 周日 (not 周六 and its 日出, sunrise); 上周末, 上个周末: last week's.
         ({"下", "上", "周", *this},
-         rf"(?P<weekend>(?P<wep>{_NEXT}下个?|{_NEXT}个?|{_LAST}上?个?|这个?|本)?(?:周末|周六日(?![出落]))(?:两天)?)"),
+         rf"(?P<weekend>(?P<weekend_which>{_NEXT}下个?|{_NEXT}个?|{_LAST}上?个?|这个?|本)?(?:周末|周六日(?![出落]))(?:两天)?)"),
         # 工作日, 下周工作日: the working days of a week, as 周末 are its days off.
         ({"下", "周", "星", "礼", "工", *this},
-         rf"(?P<workdays>(?P<wdk>{_NEXT}下个?|{_NEXT}个?|这个?|本)?(?:周|星期|礼拜)?工作日)"),
+         rf"(?P<workdays>(?P<workdays_which>{_NEXT}下个?|{_NEXT}个?|这个?|本)?(?:周|星期|礼拜)?工作日)"),
         # 周天气 is the week's weather, but 星期天气温 is Sunday's temperature. 今个礼拜六, 今儿个周三: this week's
         # (今个 alone is today).
         ({"下", "上", "周", "星", "礼", "今", *this},
-         rf"(?P<weekday>(?P<wdp>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?|今(?:儿个|个儿?))?"
-         r"(?:周(?P<wd>[" + WEEKDAY_CHARS + r"1-7]|天(?!气))"
-         r"|(?:星期|礼拜)(?P<wd2>[" + WEEKDAY_CHARS + r"1-7]|天(?!气(?!温)))))"),
-        ({"下", *this}, rf"(?P<week>(?P<wkp>{_NEXT}下个?|{_NEXT}个?|这个?|本)(?:周|星期|礼拜)(?:{_REST})?)"),
-        (set(_NUM_CHARS), rf"(?P<dom>(?P<dn>{_NUM})[号日])"),
+         rf"(?P<weekday>(?P<weekday_which>{_NEXT}下个?|{_NEXT}个?|这个?|本|上个?|今(?:儿个|个儿?))?"
+         r"(?:周(?P<weekday_said>[" + WEEKDAY_CHARS + r"1-7]|天(?!气))"
+         r"|(?:星期|礼拜)(?P<weekday_said_long>[" + WEEKDAY_CHARS + r"1-7]|天(?!气(?!温)))))"),
+        ({"下", *this}, rf"(?P<week>(?P<week_which>{_NEXT}下个?|{_NEXT}个?|这个?|本)(?:周|星期|礼拜)(?:{_REST})?)"),
+        (set(_NUM_CHARS), rf"(?P<dom>(?P<dom_day>{_NUM})[号日])"),
         # 3点, 下午三点半 (the 下午 is a part of the day of its own), 8:30, 十点一刻: an hour of the day.
-        (set(_NUM_CHARS), rf"(?P<clock>(?P<ch>{_NUM})(?:点钟?|[:：](?=[0-5]\d))(?P<cm>{_CLOCK_MINUTES})?)"),
+        (set(_NUM_CHARS),
+         rf"(?P<clock>(?P<clock_hour>{_NUM})(?:点钟?|[:：](?=[0-5]\d))(?P<clock_minutes>{_CLOCK_MINUTES})?)"),
         # 前两天, 前几天 (a few days ago), but not before 后: 鄂托克前几天后 is 鄂托克前 (a banner) and 几天后.
         ({w[0] for w in _DAYS_AGO}, "(?P<ago>(?:" + words_pattern(list(_DAYS_AGO)) + ")(?![以之]?后))"),
         ({w[0] for w in words}, "(?P<word>" + words_pattern(words) + ")"),
@@ -483,16 +484,20 @@ def _latin_pattern() -> re.Pattern[str]:
         r"(?<![a-z])(?:"
         + "|".join(
             [
-                r"(?P<week>(?P<wkp>next|this) week)",
+                r"(?P<week>(?P<week_which>next|this) week)",
                 # 3pm, 8:30 am, at 11 a.m.: an hour of the day that says which half (not the 8pm of 12.8pm2.5).
-                r"(?P<en_clock>(?:at )?(?<![\d.:])(?P<eh>1[0-2]|0?[1-9])(?::[0-5]\d)? ?"
-                r"(?P<eap>am|pm|[ap]\.m\.?)(?![\d.]))",
-                r"(?P<next_n>(?:the )?next (?P<en>\d{1,2}|two|three|four|five|seven) days)",
+                r"(?P<en_clock>(?:at )?(?<![\d.:])(?P<en_hour>1[0-2]|0?[1-9])(?::[0-5]\d)? ?"
+                r"(?P<en_half>am|pm|[ap]\.m\.?)(?![\d.]))",
+                r"(?P<next_n>(?:the )?next (?P<en_count>\d{1,2}|two|three|four|five|seven) days)",
                 # Dec 12, December 12th, 12th December, (on) the 12th of Dec: a month's name and a day.
-                r"(?P<en_md>(?:on )?(?:the )?(?:(?P<emn>" + months + r") (?P<emd>[0-3]?\d)(?!\d)(?: ?(?:st|nd|rd|th))?"
-                r"|(?<![\d./:-])(?P<emd2>[0-3]?\d) ?(?:st|nd|rd|th)?(?: of)? (?P<emn2>" + months + r")))",
-                r"(?P<weekend>(?P<wep>next |this )?weekend)",
-                r"(?P<en_weekday>(?P<ewp>next |this |on )?(?P<ewd>"
+                r"(?P<en_md>(?:on )?(?:the )?(?:(?P<en_month>"
+                + months
+                + r") (?P<en_day>[0-3]?\d)(?!\d)(?: ?(?:st|nd|rd|th))?"
+                r"|(?<![\d./:-])(?P<en_day_first>[0-3]?\d) ?(?:st|nd|rd|th)?(?: of)? (?P<en_month_after>"
+                + months
+                + r")))",
+                r"(?P<weekend>(?P<weekend_which>next |this )?weekend)",
+                r"(?P<en_weekday>(?P<en_weekday_which>next |this |on )?(?P<en_weekday_said>"
                 + "|".join(sorted(_ENGLISH_WEEKDAYS, key=len, reverse=True))
                 + "))",
                 "(?P<word>" + "|".join(re.escape(w) for w in sorted(latin, key=len, reverse=True)) + ")",
@@ -778,12 +783,12 @@ def _han_matches(text: str) -> list[re.Match[str]]:
 
 def _is_clock(m: re.Match[str], text: str) -> bool:
     """Whether a match of the clock pattern is a time of day (not 冷一点, a little colder; not 30点)."""
-    counted = _count(m["ch"])  # 七八点: seven or eight o'clock
+    counted = _count(m["clock_hour"])  # 七八点: seven or eight o'clock
     if counted is None or counted[1] > 24 or (m.start() > 0 and text[m.start() - 1] in _NUM_CHARS):
         return False  # not an hour, or the end of a longer number (30点 is no 0点)
     if text[m.end() :].lstrip().startswith(("am", "pm", "a.m", "p.m")):
         return False  # 8:30am: the English time, which says its half
-    if m["ch"] not in _LITTLE or m["cm"] or text.startswith("点钟", m.end("ch")):
+    if m["clock_hour"] not in _LITTLE or m["clock_minutes"] or text.startswith("点钟", m.end("clock_hour")):
         return True
     return text.endswith(_clock_leads(), 0, m.start())
 
@@ -804,20 +809,20 @@ def _span(m: re.Match[str], today: dt.date, text: str) -> DateSpan:
     if kind == "part":
         return DateSpan(start, m.end(), word, (), _PARTS[word], None, kind)
     if kind == "clock":  # the hour as said (3 of 下午3点): the parser reads it within the part of the day
-        first, last = _count(m["ch"]) or (0, 0)  # 七八点: from the first hour to the end of the last
+        first, last = _count(m["clock_hour"]) or (0, 0)  # 七八点: from the first hour to the end of the last
         return DateSpan(start, m.end(), word, (), (first, last + 1), None, kind)
     if kind == "en_clock":  # 3pm: the hour itself, 0-23
-        hour = int(m["eh"]) % 12 + (12 if m["eap"].startswith("p") else 0)
+        hour = int(m["en_hour"]) % 12 + (12 if m["en_half"].startswith("p") else 0)
         return DateSpan(start, m.end(), word, (), (hour, hour + 1), None, "hour")
     if kind in ("named", "lunar"):
         # 今年/明年/去年 (的) before a named day or a lunar date pick its year.
         year_word = next((y for y in _YEAR_WORDS if text[:start].rstrip("的").endswith(y)), None)
         if year_word:
             start = text.rindex(year_word, 0, start)
-        tense = _tense(text, m.end(), m["nwp"] if kind == "named" else None)
+        tense = _tense(text, m.end(), m["named_which"] if kind == "named" else None)
         if kind == "named":
-            day = _named_day(m["nw"], year_word, today, tense)
-            name = _calendar()[0][m["nw"]]
+            day = _named_day(m["named_word"], year_word, today, tense)
+            name = _calendar()[0][m["named_word"]]
         else:
             day = _lunar_day(m, year_word, today, tense)
             # 正月十五 is 元宵节, for messages; another lunar date is named as said (农历十月廿五是…).
@@ -901,48 +906,60 @@ def _shift(today: dt.date, days: int) -> dt.date | None:
         return None
 
 
-# Above ruff's complexity bound on purpose: one branch per kind of date expression.
-def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]:  # noqa: C901
-    if kind == "month_part":
-        return _month_part(m, today)
-    if kind == "year_part":
-        return _year_part(m["ypp"], m["ypr"], today)
-    day = _resolve_one(m, kind, today) if kind in _ONE_DAY_KINDS else None
-    if day is not None:
+def _resolve(m: re.Match[str], kind: str, today: dt.date) -> tuple[dt.date, ...]:
+    """The days the date expression M of KIND means, asked on TODAY: by the kind's resolver (_ONE_DAY for the
+    kinds that name one day, _DAYS for periods; an approximate count, 两三天后, is a period of its own)."""
+    one = _ONE_DAY.get(kind)
+    if one is not None and (day := one(m, today)) is not None:
         return (day,)
-    if kind == "later":  # an approximate count (两三天后): every day from the fewest to the most
-        counted = _count(m["ln"]) if m["ln"] is not None and m["lw"] != "个月" else None
-        if counted is None:
-            return ()
-        unit, sign = (1 if m["lw"] == "天" else 7), (1 if m["la"] == "后" else -1)
-        earliest = _shift(today, sign * counted[0 if sign > 0 else 1] * unit)
-        spanned = (counted[1] - counted[0]) * unit + 1
-        return _days(earliest, spanned) if earliest is not None and spanned <= MAX_RANGE_DAYS else ()
-    monday = today - dt.timedelta(days=today.weekday())
-    if kind == "week_ahead":
-        return _days(today, 7)
-    if kind == "next_n":
-        groups = m.groupdict()
-        said = groups.get("nn") or groups.get("nb")
-        counted = _count(said) if said and said != "几" else None
-        n = _A_FEW_DAYS if said == "几" else counted[1] if counted else _english_number(groups.get("en"))
-        return _days(today, n) if n and n <= MAX_RANGE_DAYS else ()
-    if kind == "range":
-        first, count = _RANGES[m.group(0)]
-        return _days(today + dt.timedelta(days=first), count)
-    if kind == "workdays":  # Monday to Friday from today on; none left this week (a Saturday): next week's
-        week = monday + dt.timedelta(days=7 * _weeks_on(m.groupdict().get("wdk")))
-        return tuple(d for d in _days(week, 5) if d >= today) or _days(week + dt.timedelta(days=7), 5)
-    if kind == "weekend":
-        weeks = _weeks_on(m.groupdict().get("wep"))
-        saturday = monday + dt.timedelta(days=5 + 7 * weeks)
-        if weeks < 0:  # 上周末: last week's Saturday and Sunday, both past
-            return _days(saturday, 2)
-        return tuple(d for d in _days(saturday, 2) if d >= today) or _days(saturday + dt.timedelta(days=7), 2)
-    if kind == "week":
-        weeks = _weeks_on(m.groupdict().get("wkp"))
-        return _days(monday + dt.timedelta(days=7 * weeks), 7) if weeks else _days(today, 7 - today.weekday())
-    return ()
+    many = _DAYS.get(kind)
+    return many(m, today) if many is not None else ()
+
+
+def _monday(today: dt.date) -> dt.date:
+    return today - dt.timedelta(days=today.weekday())
+
+
+def _later_days(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:
+    """两三天后, 三四周前: an approximate count, every day from the fewest to the most."""
+    said = m["later_count"]
+    counted = _count(said) if said is not None and m["later_unit"] != "个月" else None
+    if counted is None:
+        return ()
+    unit, sign = (1 if m["later_unit"] == "天" else 7), (1 if m["later_way"] == "后" else -1)
+    earliest = _shift(today, sign * counted[0 if sign > 0 else 1] * unit)
+    spanned = (counted[1] - counted[0]) * unit + 1
+    return _days(earliest, spanned) if earliest is not None and spanned <= MAX_RANGE_DAYS else ()
+
+
+def _next_n_days(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:
+    """未来三天, 往后几天 (几: a few), the next 3 days: that many days from today."""
+    groups = m.groupdict()
+    said = groups.get("next_count") or groups.get("bare_count")
+    counted = _count(said) if said and said != "几" else None
+    n = _A_FEW_DAYS if said == "几" else counted[1] if counted else _english_number(groups.get("en_count"))
+    return _days(today, n) if n and n <= MAX_RANGE_DAYS else ()
+
+
+def _workdays(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:
+    """工作日: Monday to Friday from today on; none left this week (a Saturday): next week's."""
+    week = _monday(today) + dt.timedelta(days=7 * _weeks_on(m.groupdict().get("workdays_which")))
+    return tuple(d for d in _days(week, 5) if d >= today) or _days(week + dt.timedelta(days=7), 5)
+
+
+def _weekend(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:
+    """周末: the Saturday and Sunday to come; 上周末: last week's, both past."""
+    weeks = _weeks_on(m.groupdict().get("weekend_which"))
+    saturday = _monday(today) + dt.timedelta(days=5 + 7 * weeks)
+    if weeks < 0:
+        return _days(saturday, 2)
+    return tuple(d for d in _days(saturday, 2) if d >= today) or _days(saturday + dt.timedelta(days=7), 2)
+
+
+def _week(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:
+    """下周: that week's seven days; 这周: what is left of this one."""
+    weeks = _weeks_on(m.groupdict().get("week_which"))
+    return _days(_monday(today) + dt.timedelta(days=7 * weeks), 7) if weeks else _days(today, 7 - today.weekday())
 
 
 def _weeks_on(prefix: str | None) -> int:
@@ -968,18 +985,18 @@ def _add_months(today: dt.date, months: int) -> dt.date | None:
 def _nth_weekday(m: re.Match[str], today: dt.date) -> dt.date | None:
     """12月第一个周日, 这个月最后一个周五: the Nth or last weekday of a month said by its number (this year's while
     it lasts, as 12月 is) or relative to this one; None if it has no such (a fifth Monday)."""
-    if m["ntn"] is not None:
-        month = parse_number(m["ntn"])
+    if m["nth_month"] is not None:
+        month = parse_number(m["nth_month"])
         if month is None or not 1 <= month <= 12:
             return None
         year = today.year if month >= today.month else today.year + 1
     else:
-        said = m["ntr"]
+        said = m["nth_month_said"]
         step = 2 if said.startswith("下下") else 1 if said.startswith("下") else -1 if said.startswith("上") else 0
         year, month = divmod(today.year * 12 + today.month - 1 + step, 12)
         month += 1
-    weekdays = [d for d in _month_days(year, month, None) if d.weekday() == _WEEKDAYS[m["ntw"]]]
-    nth = -1 if m["ntl"] else parse_number(m["ntk"])
+    weekdays = [d for d in _month_days(year, month, None) if d.weekday() == _WEEKDAYS[m["nth_weekday"]]]
+    nth = -1 if m["nth_last"] else parse_number(m["nth_count"])
     if nth is None or not weekdays or nth > len(weekdays):
         return None
     return weekdays[nth if nth < 0 else nth - 1]
@@ -990,19 +1007,21 @@ def _month_part(m: re.Match[str], today: dt.date) -> tuple[dt.date, ...]:
     while it lasts); a part said without a month is this month's, or next month's once it has passed (月初
     asked on the 29th is the coming one). A part of a month said that has passed keeps its days (the horizon
     then says they are past)."""
-    part = m["mpp"] or m["mpb"] or m["mpo"]
-    if m["mpn"] is not None:
-        month = parse_number(m["mpn"])
+    part = m["month_part_said"] or m["month_part_bare"] or m["ten_days"]
+    if m["month_number"] is not None:
+        month = parse_number(m["month_number"])
         if month is None or not 1 <= month <= 12:
             return ()
         year = today.year if month >= today.month else today.year + 1
     else:
-        step = 2 if (m["mpr"] or "").startswith("下下") else 1 if (m["mpr"] or "").startswith("下") else 0
+        step = (
+            2 if (m["month_which"] or "").startswith("下下") else 1 if (m["month_which"] or "").startswith("下") else 0
+        )
         year, month = divmod(today.year * 12 + today.month - 1 + step, 12)
         month += 1
     days = _month_days(year, month, part)
     ahead = tuple(day for day in days if day >= today)
-    if not ahead and m["mpn"] is None and m["mpr"] is None:
+    if not ahead and m["month_number"] is None and m["month_which"] is None:
         year, month = divmod(year * 12 + month, 12)
         return _month_days(year, month + 1, part)
     return ahead or days
@@ -1029,72 +1048,119 @@ def _month_days(year: int, month: int, part: str | None) -> tuple[dt.date, ...]:
     return _days(start.replace(day=first), last - first + 1)
 
 
-# Above ruff's complexity bound on purpose: one branch per kind of date expression.
-def _resolve_one(m: re.Match[str], kind: str, today: dt.date) -> dt.date | None:  # noqa: C901
-    """The single day of a one-day expression, or None (impossible, or not a one-day kind)."""
-    monday = today - dt.timedelta(days=today.weekday())
-    if kind == "iso":
-        return _safe_date(int(m["iy"]), int(m["im"]), int(m["id"]))
-    if kind in ("md", "numeric", "en_md"):
-        if kind == "md":
-            month, mday = parse_number(m["mm"]), parse_number(m["mdd"])
-        elif kind == "en_md":
-            month, mday = _ENGLISH_MONTHS[m["emn"] or m["emn2"]], int(m["emd"] or m["emd2"])
-        else:
-            month, mday = int(m["nm"]), int(m["nd"] or m["ndd"])
-        if month is None or mday is None:
-            return None
-        # No year given: the nearest such day, so 1月3日 asked in late November is next January.
-        candidates = [d for y in (today.year - 1, today.year, today.year + 1) if (d := _safe_date(y, month, mday))]
-        return min(candidates, key=lambda d: abs((d - today).days)) if candidates else None
-    if kind == "month_rel":
-        n = parse_number(m["mrd"])
-        step = {"下下": 2, "下": 1, "上": -1}.get(m["mrp"][:2] if m["mrp"].startswith("下下") else m["mrp"][:1], 0)
-        year, month = divmod(today.year * 12 + today.month - 1 + step, 12)
-        return _safe_date(year, month + 1, n) if n is not None else None
-    if kind == "later":
-        sign = 1 if m["la"] == "后" else -1  # 三天前: three days ago
-        if m["ln"] is None:  # 半个月后: half a month, fifteen days
-            return _shift(today, sign * 15)
-        counted = _count(m["ln"])
-        if m["lw"] == "个月" and counted is not None:  # 三个月后; 两三个月后: far enough that the first will do
-            return _add_months(today, sign * counted[0 if sign > 0 else 1])
-        n = parse_number(m["ln"])
-        if n is None:
-            return None  # or approximate (两三天后): _resolve makes it a range
-        return _shift(today, sign * (n if m["lw"] == "天" else n * 7))
-    if kind == "nth":
-        return _nth_weekday(m, today)
-    if kind == "weekday":
-        weekday, prefix = _WEEKDAYS[m["wd"] or m["wd2"]], m["wdp"] or ""
-        if prefix.startswith("下下"):
-            return monday + dt.timedelta(days=14 + weekday)
-        if prefix.startswith("下"):
-            return monday + dt.timedelta(days=7 + weekday)
-        if prefix.startswith("上"):
-            return monday + dt.timedelta(days=weekday - 7)
-        if prefix:
-            return monday + dt.timedelta(days=weekday)
-        # A bare weekday means its next occurrence, today included.
-        return today + dt.timedelta(days=(weekday - today.weekday()) % 7)
-    if kind == "en_weekday":
-        weekday = _ENGLISH_WEEKDAYS[m["ewd"]]
-        if (m["ewp"] or "").startswith("next"):
-            return monday + dt.timedelta(days=7 + weekday)
-        return today + dt.timedelta(days=(weekday - today.weekday()) % 7)
-    if kind == "dom":
-        n = parse_number(m["dn"])
-        if n is None:
-            return None
-        # This month if the day is still to come, else next month.
-        day = _safe_date(today.year, today.month, n)
-        if day is None or day < today:
-            year, month = (today.year + 1, 1) if today.month == 12 else (today.year, today.month + 1)
-            day = _safe_date(year, month, n)
-        return day
-    if kind == "word":
-        return _shift(today, _OFFSETS[m.group(0)])
-    return None
+def _iso_day(m: re.Match[str], today: dt.date) -> dt.date | None:
+    return _safe_date(int(m["iso_year"]), int(m["iso_month"]), int(m["iso_day"]))
+
+
+def _nearest(month: int | None, mday: int | None, today: dt.date) -> dt.date | None:
+    """A month and day said without a year: the nearest such day, so 1月3日 asked in late November is next
+    January's."""
+    if month is None or mday is None:
+        return None
+    candidates = [d for y in (today.year - 1, today.year, today.year + 1) if (d := _safe_date(y, month, mday))]
+    return min(candidates, key=lambda d: abs((d - today).days)) if candidates else None
+
+
+def _month_and_day(m: re.Match[str], today: dt.date) -> dt.date | None:
+    """12月8日, 十二月八号."""
+    return _nearest(parse_number(m["md_month"]), parse_number(m["md_day"]), today)
+
+
+def _numeric_day(m: re.Match[str], today: dt.date) -> dt.date | None:
+    """12.8, 12/8, 12-8."""
+    return _nearest(int(m["numeric_month"]), int(m["numeric_day"] or m["numeric_day_dashed"]), today)
+
+
+def _english_day(m: re.Match[str], today: dt.date) -> dt.date | None:
+    """Dec 12, the 12th of December."""
+    month = _ENGLISH_MONTHS[m["en_month"] or m["en_month_after"]]
+    return _nearest(month, int(m["en_day"] or m["en_day_first"]), today)
+
+
+def _day_of_a_month_said(m: re.Match[str], today: dt.date) -> dt.date | None:
+    """下个月3号, 这个月15日: a day of the month said relative to this one."""
+    n = parse_number(m["month_rel_day"])
+    which = m["month_rel_which"]
+    step = {"下下": 2, "下": 1, "上": -1}.get(which[:2] if which.startswith("下下") else which[:1], 0)
+    year, month = divmod(today.year * 12 + today.month - 1 + step, 12)
+    return _safe_date(year, month + 1, n) if n is not None else None
+
+
+def _later_day(m: re.Match[str], today: dt.date) -> dt.date | None:
+    """三天后, 两周前, 三个月后, 半个月后; None for an approximate count (两三天后), which _later_days reads."""
+    sign = 1 if m["later_way"] == "后" else -1  # 三天前: three days ago
+    if m["later_count"] is None:  # 半个月后: half a month, fifteen days
+        return _shift(today, sign * 15)
+    counted = _count(m["later_count"])
+    if m["later_unit"] == "个月" and counted is not None:  # 三个月后; 两三个月后: far enough that the first will do
+        return _add_months(today, sign * counted[0 if sign > 0 else 1])
+    n = parse_number(m["later_count"])
+    if n is None:
+        return None
+    return _shift(today, sign * (n if m["later_unit"] == "天" else n * 7))
+
+
+def _weekday(m: re.Match[str], today: dt.date) -> dt.date | None:
+    """周三, 下周三, 下下周三, 上周三, 这周三; a bare weekday is its next occurrence, today included."""
+    weekday, which = _WEEKDAYS[m["weekday_said"] or m["weekday_said_long"]], m["weekday_which"] or ""
+    monday = _monday(today)
+    if which.startswith("下下"):
+        return monday + dt.timedelta(days=14 + weekday)
+    if which.startswith("下"):
+        return monday + dt.timedelta(days=7 + weekday)
+    if which.startswith("上"):
+        return monday + dt.timedelta(days=weekday - 7)
+    if which:
+        return monday + dt.timedelta(days=weekday)
+    return today + dt.timedelta(days=(weekday - today.weekday()) % 7)
+
+
+def _english_weekday(m: re.Match[str], today: dt.date) -> dt.date | None:
+    weekday = _ENGLISH_WEEKDAYS[m["en_weekday_said"]]
+    if (m["en_weekday_which"] or "").startswith("next"):
+        return _monday(today) + dt.timedelta(days=7 + weekday)
+    return today + dt.timedelta(days=(weekday - today.weekday()) % 7)
+
+
+def _day_of_this_month(m: re.Match[str], today: dt.date) -> dt.date | None:
+    """15号: this month's if the day is still to come, else next month's."""
+    n = parse_number(m["dom_day"])
+    if n is None:
+        return None
+    day = _safe_date(today.year, today.month, n)
+    if day is None or day < today:
+        year, month = (today.year + 1, 1) if today.month == 12 else (today.year, today.month + 1)
+        day = _safe_date(year, month, n)
+    return day
+
+
+#: The resolvers of the kinds of date that name one day (named and lunar days are resolved in _span, with the
+#: tense the words around them give).
+_ONE_DAY: dict[str, Callable[[re.Match[str], dt.date], dt.date | None]] = {
+    "iso": _iso_day,
+    "md": _month_and_day,
+    "numeric": _numeric_day,
+    "en_md": _english_day,
+    "month_rel": _day_of_a_month_said,
+    "later": _later_day,
+    "nth": _nth_weekday,
+    "weekday": _weekday,
+    "en_weekday": _english_weekday,
+    "dom": _day_of_this_month,
+    "word": lambda m, today: _shift(today, _OFFSETS[m.group(0)]),
+}
+#: The resolvers of the kinds of date that name a period (or, for `later`, an approximate count of days).
+_DAYS: dict[str, Callable[[re.Match[str], dt.date], tuple[dt.date, ...]]] = {
+    "month_part": _month_part,
+    "year_part": lambda m, today: _year_part(m["year_part_said"], m["year_which"], today),
+    "later": _later_days,
+    "week_ahead": lambda m, today: _days(today, 7),
+    "next_n": _next_n_days,
+    "range": lambda m, today: _days(today + dt.timedelta(days=_RANGES[m.group(0)][0]), _RANGES[m.group(0)][1]),
+    "workdays": _workdays,
+    "weekend": _weekend,
+    "week": _week,
+}
 
 
 def _named_day(word: str, year_word: str | None, today: dt.date, tense: int) -> dt.date | None:
@@ -1159,9 +1225,9 @@ def _lunar_to_date(year: int, month: int, day: int, leap: bool) -> dt.date | Non
 def _lunar_day(m: re.Match[str], year_word: str | None, today: dt.date, tense: int) -> dt.date | None:
     """The day a lunar date means: in the lunar year 今年/明年/去年 names (the one today is in, or a neighbour),
     else its occurrence TENSE picks. A leap month is looked for in every year (it comes back every few)."""
-    month_said = m["lm"] or m["lm2"] or m["lm3"]
-    day_said = m["ld"] or m["ld2"] or m["ld3"]
-    leap = bool(m["lk"] or m["lk2"])
+    month_said = m["lunar_month"] or m["lunar_month_named"] or m["lunar_month_numbered"]
+    day_said = m["lunar_day"] or m["lunar_day_named"] or m["lunar_day_numbered"]
+    leap = bool(m["lunar_leap"] or m["lunar_leap_named"])
     month = _LUNAR_MONTH_WORDS.get(month_said) or parse_number(month_said)
     day = 30 if day_said == "卅" else 20 + _CN_DIGITS[day_said[1]] if day_said[0] == "廿" else parse_number(
         day_said.removeprefix("初"))  # fmt: skip
