@@ -666,7 +666,8 @@ def main(argv: list[str]) -> int:
         return " ".join(p[0] for p in pinyin(text, style=Style.TONE3, neutral_tone_with_five=True))
 
     aliases = json.loads((DATA_DIR / "aliases.json").read_text("utf-8"))
-    lexicon_words = words_of_the_lexicon()
+    lexicon = json.loads((DATA_DIR / "lexicon.json").read_text("utf-8"))
+    lexicon_words = words_of_the_lexicon(lexicon)
     china = build_china(_nation_suffix_pattern(), lexicon_words, aliases, to_pinyin)
     china_words = {u["name"] for u in china} | {s for u in china for s in u["short"]} | {u["canonical"] for u in china}
     china_words |= set(aliases["nicknames"]) | set(aliases["ambiguous"])
@@ -692,6 +693,9 @@ def main(argv: list[str]) -> int:
             "world": as_rows(world, WORLD_COLUMNS, {}),
             "shared": shared_names(china, world, towns, TOWN_MIN_POPULATION),
             "countries": countries,
+            "townships_around_places": townships_around_places(
+                towns, china_words | world_words | set(countries), set(lexicon["place_suffixes"])
+            ),
         },
     )
     write(
@@ -729,10 +733,9 @@ def traditional_to_simplified() -> dict[str, str]:
     return table
 
 
-def words_of_the_lexicon() -> set[str]:
-    """Every word of rules/data/lexicon.json but its place and landmark suffixes (古城: a suffix, and 古城区's short
-    name): a generated short name must not collide with one."""
-    lexicon = json.loads((DATA_DIR / "lexicon.json").read_text("utf-8"))
+def words_of_the_lexicon(lexicon: dict[str, Any]) -> set[str]:
+    """Every word of LEXICON (rules/data/lexicon.json) but its place and landmark suffixes (古城: a suffix, and
+    古城区's short name): a generated short name must not collide with one."""
     words = set()
     for key, value in lexicon.items():
         if key.startswith("_") or key in ("place_suffixes", "landmark_suffixes"):
@@ -760,6 +763,23 @@ def latin_names_taken(
         for form in u["short"] or [u["name"]]
     }
     return taken
+
+
+def townships_around_places(towns: list[dict[str, Any]], place_words: set[str], suffixes: set[str]) -> list[str]:
+    """The townships' full names that are one or two characters and then a place's name (大丰镇: 大 and 丰镇,
+    a city; 同安乡: 同 and 安乡, a county), or a place's name and then one of the lexicon's place SUFFIXES
+    (蓝田开发区), which the tokenizer, knowing the place and not the township, reads as the place: the reader
+    asks the towns table about these only, not about every place said after a character or before a suffix."""
+    found = set()
+    for town in towns:
+        name = town["name"]
+        if not town["code"]:
+            continue
+        if any(name[cut:] in place_words for cut in (1, 2) if len(name) - cut >= 2):
+            found.add(name)
+        if any(name.endswith(s) and name[: -len(s)] in place_words for s in suffixes):
+            found.add(name)
+    return sorted(found)
 
 
 def towns_table(towns: list[dict[str, Any]]) -> dict[str, Any]:

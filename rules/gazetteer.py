@@ -137,6 +137,9 @@ class Gazetteer:
         self._shared = frozenset(places["shared"])
         #: 丹麦, 葡萄牙: a country by its usual Chinese name → its capital's row (answered as a province is).
         self._countries = {word: self._row_of_name[capital] for word, capital in places["countries"].items()}
+        #: 大丰镇, 同安乡: townships named as a character or two and then a place (丰镇, 安乡), which the tokenizer
+        #: reads as that place: the reader looks such a name up in the towns table (rules/reader.py).
+        self.townships_around_places = frozenset(places["townships_around_places"])
         self._nicknames = {word: self._row_of_name[name] for word, name in aliases["nicknames"].items()}
         self._ambiguous = {word: tuple(map(self._row_of_name.__getitem__, names))
                            for word, names in aliases["ambiguous"].items()}  # fmt: skip
@@ -346,6 +349,11 @@ class Gazetteer:
         """Whether WORD names an area, a township or a town (loads their table on first use)."""
         return self._local_places().has(word)
 
+    def is_township_name(self, word: str) -> bool:
+        """Whether WORD is a township's name in full, as the statistics bureau lists it (下塘镇, 蓝田开发区,
+        津南开发区西区): exact evidence, where its name without the suffix (下塘) is not."""
+        return self._local_places().is_township_name(word)
+
     def within(self, outer: PlaceMatch, word: str) -> Place | None:
         """The place named WORD that lies inside one of OUTER's candidates (北京 + 朝阳 → 北京市朝阳区,
         上海 + 张江 → 张江, 香港 + 九龙 → 九龙): units first, then areas and towns. A name that is the outer
@@ -519,6 +527,13 @@ class _LocalPlaces:
 
     def has(self, word: str) -> bool:
         return word in self._areas or word in self._rows_of
+
+    def is_township_name(self, word: str) -> bool:
+        rows = self._rows_of.get(word)
+        if rows is None:
+            return False
+        names, codes = self._columns["name"], self._columns["code"]
+        return any(names[row] == word and codes[row] is not None for row in ([rows] if isinstance(rows, int) else rows))
 
     def under(self, county: str) -> list[tuple[Place, tuple[str, ...]]]:
         """The townships and towns whose county is COUNTY, each with its words (an index made on first use: only

@@ -15,7 +15,6 @@ from typing import NamedTuple
 from .dates import DateSpan, date_words, find_dates, parse_number
 from .gazetteer import (
     SPEAKS_CANTONESE,
-    TOWNSHIP_SUFFIXES,
     UNIT_SUFFIXES,
     WRITES_TRADITIONAL,
     Gazetteer,
@@ -204,10 +203,9 @@ class Reader:
         """TOKENS with the township named where a run was not understood made one token (下|塘|镇 → 下塘镇,
         城关|镇 → 城关镇, 长泰县 陈|巷|镇 → 长泰县 陈巷镇): the tokenizer knows the counties, not the 41,000
         townships, whose table loads only here. None when no run holds one. See _township_in."""
-        if not reading.unknown and len(reading.places) < 2:
-            return None
+        runs = sorted({*reading.unknown, *self._misplaced(reading, tokens)}) if reading.places else reading.unknown
         replaced = False
-        for first, last, _ in reversed([*reading.unknown, *self._misplaced(reading)]):
+        for first, last, _ in reversed(runs):
             found = self._township_in(tokens, first, last)
             if found is not None:
                 start, end = found
@@ -240,11 +238,21 @@ class Reader:
         start, end, said, meant = found.pop()
         return [*tokens[:start], meant, *tokens[end + 1 :]], said, meant
 
-    def _misplaced(self, reading: Reading) -> list[UnknownRun]:
+    def _misplaced(self, reading: Reading, tokens: Tokens) -> list[UnknownRun]:
         """Places said right after a county they do not lie in (突泉县太平乡: 平乡县 is in 河北), each as a run a
         township's name may hold, the tokens between them too (太, a word of degree). After a city or province
-        a place is more often another one compared (广州深圳哪个热), and its townships are rarely said so."""
-        runs = []
+        a place is more often another one compared (广州深圳哪个热), and its townships are rarely said so. And
+        a place's suffix right after a place (蓝田开发区, 平遥古城) and a character or two before one (大丰镇):
+        a township may be named so in full."""
+        around = self.gazetteer.townships_around_places
+        # The reader joins a suffix to the place before it, at the suffix's index (蓝田 开发区: 蓝田开发区 at 1).
+        runs = [(at, at, word) for at, word, _ in reading.places if word in around]
+        # A character or two the tokenizer cut from the front of a township's name that ends as a place's (大丰镇).
+        for at, word, _ in reading.places:
+            for cut in (1, 2):
+                said = tokens[at - cut : at + 1] if at - cut >= 0 else [None]
+                if None not in said and "".join(said) in around:  # type: ignore[arg-type]  # no None, checked
+                    runs.append((at - cut, at, word))
         for (before, _, outer), (at, word, match) in itertools.pairwise(reading.places):
             if (
                 0 <= before < at <= before + 2
@@ -274,8 +282,8 @@ class Reader:
                 if any(t is not None and not gazetteer.is_place_word(t) for t in left):
                     continue
                 besides = [t for i, t in enumerate(part, start) if not first <= i <= last]
-                if not name.endswith(TOWNSHIP_SUFFIXES) and any(
-                    t is not None and (len(t) > 1 or gazetteer.is_place_word(t)) for t in besides
+                if any(t is not None and (len(t) > 1 or gazetteer.is_place_word(t)) for t in besides) and not (
+                    gazetteer.is_township_name(name)
                 ):
                     continue
                 best = (len(name), start, end)

@@ -19,6 +19,12 @@ def _bare(name: str) -> str:
     return name
 
 
+def _without_parents_suffixes(name: str) -> str:
+    """NAME without the 市 and 省 its parents' names end with (北京市朝阳区 → 北京朝阳区), as a label writes a
+    place with its city."""
+    return name[:-1].replace("市", "").replace("省", "") + name[-1:]
+
+
 def _prefecture(code: str | None) -> str | None:
     if not code:
         return None
@@ -30,6 +36,8 @@ def same_city(gazetteer: Gazetteer, label: str, place: Place) -> bool:
     if _bare(place.display) == label or _bare(place.name) == label or place.name.startswith(label):
         return True
     if place.level == "township" and place.name.endswith(label):  # 下塘镇, 长丰县下塘镇: 合肥市长丰县下塘镇
+        return True
+    if _without_parents_suffixes(place.name) == _without_parents_suffixes(label):  # 北京朝阳区: 北京市朝阳区
         return True
     match = gazetteer.lookup(label)
     if match is None:

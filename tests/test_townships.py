@@ -51,6 +51,10 @@ def test_every_township_of_the_list_is_under_a_unit_the_gazetteer_knows(tables):
         ("余杭区良渚明天天气", "杭州市余杭区良渚街道"),  # its name without the suffix
         ("突泉县太平乡天气", "兴安盟突泉县太平乡"),  # 平乡 is a county of 河北: the county before says no
         ("我在下塘镇，明天冷吗", "合肥市长丰县下塘镇"),
+        # A township's full name holding a place's: the longest exact name read, not the places inside it.
+        ("同安乡明天天气", "宜春市宜丰县同安乡"),  # 同 and 安乡, a county of 湖南
+        ("蓝田开发区明天天气", "漳州市龙文区蓝田开发区"),  # 蓝田 and a place's suffix: 西安's 蓝田县 itself
+        ("津南开发区西区明天天气", "天津市津南区津南开发区西区"),  # 津南区 and 西区, a district of 攀枝花
     ],
 )
 def test_a_township_is_answered_for_itself_with_its_parents_in_cities(router, query, city):
