@@ -286,8 +286,12 @@ def shared_names(
     read the towns table before it answers, so every other county is looked up without it."""
     county_words = {w for u in china if u["level"] == LEVEL_COUNTY for w in [u["name"], *u["short"]]}
     outside = {w for c in world if c["country"] in TRADITIONAL_COUNTRIES for w in c["names"]}
-    outside |= {w for t in towns if t["country"] in TRADITIONAL_COUNTRIES and t["population"] >= min_population
-                for w in t["names"]}  # fmt: skip
+    outside |= {
+        w
+        for t in towns
+        if t["country"] in TRADITIONAL_COUNTRIES and t["population"] >= min_population
+        for w in t["names"]
+    }
     return sorted(county_words & outside)
 
 

@@ -638,8 +638,9 @@ def _composed(text: str, spans: list[DateSpan]) -> list[DateSpan]:
         ):
             again = find_dates(then.text, first.dates[0])
             if len(again) == 1 and again[0].text == then.text and len(again[0].dates) == 1:
-                spans[at : at + 2] = [DateSpan(first.start, then.end, text[first.start : then.end], again[0].dates,
-                                               kind=again[0].kind)]  # fmt: skip
+                spans[at : at + 2] = [
+                    DateSpan(first.start, then.end, text[first.start : then.end], again[0].dates, kind=again[0].kind)
+                ]
                 continue
         at += 1
     return spans
@@ -670,8 +671,9 @@ def _until(text: str, spans: list[DateSpan], today: dt.date) -> list[DateSpan]:
         elif text.startswith(("后", "天"), end) or (at < len(spans) and spans[at].start < end):
             continue  # 前后 (around), or a date that begins in the 前 (周五前日: Friday, the day before yesterday)
         count = min((span.dates[-1] - today).days + 1, MAX_RANGE_DAYS)
-        spans[at - 1] = DateSpan(span.start, end, text[span.start : end], _days(today, count), span.hours, span.name,
-                                 "until")  # fmt: skip
+        spans[at - 1] = DateSpan(
+            span.start, end, text[span.start : end], _days(today, count), span.hours, span.name, "until"
+        )
     return spans
 
 
@@ -720,8 +722,23 @@ def _around(text: str, spans: list[DateSpan]) -> list[DateSpan]:
 
 _AROUND = ("前后", "左右")
 # The kinds of date that name one day (周末, a week or a part of a month is a period, even when one day is left).
-_ONE_DAY_KINDS = frozenset({"iso", "md", "numeric", "month_rel", "named", "later", "weekday", "en_weekday", "dom",
-                            "word", "lunar", "nth", "en_md"})  # fmt: skip
+_ONE_DAY_KINDS = frozenset(
+    {
+        "iso",
+        "md",
+        "numeric",
+        "month_rel",
+        "named",
+        "later",
+        "weekday",
+        "en_weekday",
+        "dom",
+        "word",
+        "lunar",
+        "nth",
+        "en_md",
+    }
+)
 
 
 def _weathers_tian(text: str, spans: list[DateSpan], at: int, end: int, word: str) -> bool:
@@ -1229,8 +1246,13 @@ def _lunar_day(m: re.Match[str], year_word: str | None, today: dt.date, tense: i
     day_said = m["lunar_day"] or m["lunar_day_named"] or m["lunar_day_numbered"]
     leap = bool(m["lunar_leap"] or m["lunar_leap_named"])
     month = _LUNAR_MONTH_WORDS.get(month_said) or parse_number(month_said)
-    day = 30 if day_said == "卅" else 20 + _CN_DIGITS[day_said[1]] if day_said[0] == "廿" else parse_number(
-        day_said.removeprefix("初"))  # fmt: skip
+    day = (
+        30
+        if day_said == "卅"
+        else 20 + _CN_DIGITS[day_said[1]]
+        if day_said[0] == "廿"
+        else parse_number(day_said.removeprefix("初"))
+    )
     if month is None or day is None or not 1 <= month <= 12:
         return None
     firsts, years = _lunar_years()

@@ -109,28 +109,8 @@ class Gazetteer:
         self._made: list[Place | None] = [None] * (len(self._china_rows) + len(self._world_rows))
         self._row_of_code: dict[str, int] = {}
         self._row_of_name: dict[str, int] = {}
-        by_word: dict[str, list[int]] = defaultdict(list)
         self._pinyin_keys: list[tuple[str, int]] = []
-        latin: dict[str, list[int]] = defaultdict(list)
-        code_, name_, canonical_, short_, pinyin_, en_ = map(
-            self._china_column.__getitem__, ("code", "name", "canonical", "short", "pinyin", "en")
-        )
-        for row, unit in enumerate(self._china_rows):
-            self._row_of_code[unit[code_]] = row
-            self._row_of_name[unit[canonical_]] = row
-            for word in dict.fromkeys([unit[canonical_], unit[name_], *unit[short_]]):
-                by_word[word].append(row)
-            for reading in unit[pinyin_]:
-                self._pinyin_keys.append((reading, row))
-                latin[reading.translate(_NO_TONES)].append(row)
-            for english in unit[en_]:  # Harbin, Urumqi: GeoNames' English names
-                latin[english].append(row)
-        name_, names_, en_ = map(self._world_column.__getitem__, ("name", "names", "en"))
-        for row, city in enumerate(self._world_rows, len(self._china_rows)):
-            self._row_of_name[city[name_]] = row
-            for word in city[names_]:
-                by_word[word].append(row)
-            latin[_latin_key(city[en_])].append(row)
+        by_word, latin = self._index_rows()
         self._by_word = {word: tuple(found) for word, found in by_word.items()}
         # Names a mainland county shares with a place in Hong Kong, Macau or Taiwan (大埔, 九龙): only these read
         # the towns table when looked up (rules/build_data.py lists them).
@@ -141,8 +121,9 @@ class Gazetteer:
         #: reads as that place: the reader looks such a name up in the towns table (rules/reader.py).
         self.townships_around_places = frozenset(places["townships_around_places"])
         self._nicknames = {word: self._row_of_name[name] for word, name in aliases["nicknames"].items()}
-        self._ambiguous = {word: tuple(map(self._row_of_name.__getitem__, names))
-                           for word, names in aliases["ambiguous"].items()}  # fmt: skip
+        self._ambiguous = {
+            word: tuple(map(self._row_of_name.__getitem__, names)) for word, names in aliases["ambiguous"].items()
+        }
         #: 北上广深, 京津冀, 江浙沪: several places in one word, each asked about.
         self.groups = {word: tuple(map(self._place_named, names)) for word, names in aliases["groups"].items()}
         #: 江南, 中原, 河西: a region first, though a district has that short name (南宁市江南区). A name all the
@@ -179,6 +160,32 @@ class Gazetteer:
         self._enclosing: dict[str | None, frozenset[str]] = {}
         self._capitals: dict[str, Place] = {}  # a province's code → its capital, found when first asked (34 at most)
 
+    def _index_rows(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+        """Fill the indexes by code and name, and the pinyin keys; return the rows of each Han word and of each
+        Latin key (pinyin without tones, GeoNames' English names: Harbin, Urumqi)."""
+        by_word: dict[str, list[int]] = defaultdict(list)
+        latin: dict[str, list[int]] = defaultdict(list)
+        code_, name_, canonical_, short_, pinyin_, en_ = map(
+            self._china_column.__getitem__, ("code", "name", "canonical", "short", "pinyin", "en")
+        )
+        for row, unit in enumerate(self._china_rows):
+            self._row_of_code[unit[code_]] = row
+            self._row_of_name[unit[canonical_]] = row
+            for word in dict.fromkeys([unit[canonical_], unit[name_], *unit[short_]]):
+                by_word[word].append(row)
+            for reading in unit[pinyin_]:
+                self._pinyin_keys.append((reading, row))
+                latin[reading.translate(_NO_TONES)].append(row)
+            for english in unit[en_]:
+                latin[english].append(row)
+        name_, names_, en_ = map(self._world_column.__getitem__, ("name", "names", "en"))
+        for row, city in enumerate(self._world_rows, len(self._china_rows)):
+            self._row_of_name[city[name_]] = row
+            for word in city[names_]:
+                by_word[word].append(row)
+            latin[_latin_key(city[en_])].append(row)
+        return by_word, latin
+
     def _place(self, row: int) -> Place:
         """The Place of ROW, made on first use and kept (a race makes two equal ones; either is kept)."""
         place = self._made[row]
@@ -201,14 +208,30 @@ class Gazetteer:
         if row >= len(self._china_rows):
             city, column = self._world_rows[row - len(self._china_rows)], self._world_column
             name = city[column["name"]]
-            return Place(name, name, "world", city[column["lat"]], city[column["lon"]], city[column["tz"]],
-                         city[column["country"]])  # fmt: skip
+            return Place(
+                name,
+                name,
+                "world",
+                city[column["lat"]],
+                city[column["lon"]],
+                city[column["tz"]],
+                city[column["country"]],
+            )
         unit, column = self._china_rows[row], self._china_column
         level = _LEVELS[unit[column["level"]]]
         short, canonical = unit[column["short"]], unit[column["canonical"]]
         display = canonical if level == "county" else (short[-1] if short else unit[column["name"]])
-        return Place(canonical, display, level, unit[column["lat"]], unit[column["lon"]], CHINA_TZ_NAME, "CN",
-                     unit[column["code"]], unit[column["parent"]])  # fmt: skip
+        return Place(
+            canonical,
+            display,
+            level,
+            unit[column["lat"]],
+            unit[column["lon"]],
+            CHINA_TZ_NAME,
+            "CN",
+            unit[column["code"]],
+            unit[column["parent"]],
+        )
 
     def words(self) -> Iterable[str]:
         """Every Han spelling of a place, for the tokenizer's dictionary."""
@@ -260,8 +283,10 @@ class Gazetteer:
         if not beyond or not mainland:
             return units
         # Named with where they are, so the question of which one reads 大埔（香港）, not 大埔 twice.
-        beyond = tuple(dataclasses.replace(p, display=f"{p.name}（{_REGION_NAMES[p.country]}）")
-                       for p in self._prominent(tuple(dict.fromkeys(beyond))))  # fmt: skip
+        beyond = tuple(
+            dataclasses.replace(p, display=f"{p.name}（{_REGION_NAMES[p.country]}）")
+            for p in self._prominent(tuple(dict.fromkeys(beyond)))
+        )
         if beyond[0].population >= PROMINENT_POPULATION:
             return PlaceMatch(beyond[:1], "prominence", beyond)
         # Written in simplified characters a name is the mainland's, unless it is also a Hong Kong or Macau area
@@ -310,13 +335,18 @@ class Gazetteer:
         from rapidfuzz.distance import OSA
 
         limit = 1 if len(key) < _LONG_LATIN_NAME else 2
-        found = process.extract(key, self._latin_near(len(key), limit), scorer=OSA.distance, score_cutoff=limit,
-                                limit=8)  # fmt: skip
+        found = process.extract(
+            key, self._latin_near(len(key), limit), scorer=OSA.distance, score_cutoff=limit, limit=8
+        )
         if not found:
             return None
         best = min(distance for _, distance, _ in found)
-        places = {p for choice, distance, _ in found if distance == best
-                  for p in _most_likely(self._places(self._latin[choice]))}  # fmt: skip
+        places = {
+            p
+            for choice, distance, _ in found
+            if distance == best
+            for p in _most_likely(self._places(self._latin[choice]))
+        }
         return _single(places)
 
     def _latin_near(self, length: int, limit: int) -> list[str]:

@@ -152,8 +152,9 @@ class Reader:
         figure, a Latin letter, or a character of a date word (月, 号, 周, 初, 节)."""
         if self._date_characters is None:  # a race only builds it twice; both copies are equal
             self._date_characters = frozenset("".join(date_words())) | frozenset("一二三四五六七八九十廿卅两")
-        return any(char.isdigit() or (char.isascii() and char.isalpha()) or char in self._date_characters
-                   for char in word)  # fmt: skip
+        return any(
+            char.isdigit() or (char.isascii() and char.isalpha()) or char in self._date_characters for char in word
+        )
 
     def names_weather(self, clean: str, today: dt.date) -> bool:
         """Whether CLEAN asks about the weather in words (天气, 下雨, 冷, 温差, 日出), not just names a place
@@ -317,9 +318,24 @@ class Reader:
             unknown = tuple([run for run in unknown if not self._is_wrapper(run, tokens)])
         # 超过30度还是低于20度, 20度到30度: more than one figure is not one temperature asked about.
         threshold = found.threshold if found.figures <= 1 else None
-        return Reading(found.places, found.aspects, found.cold, found.hot, found.compare, found.asks_which, found.trend,
-                       found.spread, found.place_count, found.conjunction_at, found.leader_at, found.correction_at,
-                       found.negation_at, found.link_at, unknown, threshold)  # fmt: skip
+        return Reading(
+            found.places,
+            found.aspects,
+            found.cold,
+            found.hot,
+            found.compare,
+            found.asks_which,
+            found.trend,
+            found.spread,
+            found.place_count,
+            found.conjunction_at,
+            found.leader_at,
+            found.correction_at,
+            found.negation_at,
+            found.link_at,
+            unknown,
+            threshold,
+        )
 
     def _read_other(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
         """A word with no role of the lexicon's (or one that is also a place's name): a place, a group of places

@@ -161,8 +161,9 @@ EMPTY_REASON = "clarify: empty query"
 
 def clarify(reason: str, message: str, *, code: str, unknown_place: str | None = None) -> Decision:
     """A clarifying answer: REASON for the log, MESSAGE for the user, CODE the rule's."""
-    return Decision("clarify", [], [], None, f"clarify: {reason}", [], None, message, None, (), unknown_place,
-                    reason_code=code)  # fmt: skip
+    return Decision(
+        "clarify", [], [], None, f"clarify: {reason}", [], None, message, None, (), unknown_place, reason_code=code
+    )
 
 
 def to_llm(reason: str, words: tuple[str, ...] | list[str] = (), *, code: str) -> Decision:

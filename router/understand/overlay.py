@@ -88,9 +88,14 @@ class Overlay:
 
     @classmethod
     def of(
-        cls, version: int, entries: Iterable[OverlayEntry], parent: int | None = None, note: str = "",
-        source: str = "", lines: tuple[int, ...] = (),
-    ) -> Overlay:  # fmt: skip
+        cls,
+        version: int,
+        entries: Iterable[OverlayEntry],
+        parent: int | None = None,
+        note: str = "",
+        source: str = "",
+        lines: tuple[int, ...] = (),
+    ) -> Overlay:
         kept = tuple(entries)
         by_word = {entry.word: entry for entry in kept}
         # Longest first: 鲲鹏小助手 before 小助手, so a word inside another is not cut out of it.
@@ -293,9 +298,12 @@ class Overlays:
     the line; later, the version in use keeps serving and `problem` (logged once) says why the new one is not."""
 
     def __init__(
-        self, store: OverlayStore | PostgresOverlayStore, canary: float | None = None, check_every: float = 1.0,
+        self,
+        store: OverlayStore | PostgresOverlayStore,
+        canary: float | None = None,
+        check_every: float = 1.0,
         check: Callable[[Overlay], str | None] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.store, self.canary, self.check_every, self.check = store, canary, check_every, check
         #: Why the overlay on disk is not the one served (None: it is).
         self.problem: str | None = None

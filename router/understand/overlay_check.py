@@ -61,9 +61,15 @@ def intent_word(parser: QueryParser, word: str) -> str | None:
     if lexicon.open_ended(clean) is not None:
         return f"{word!r} asks for judgement or advice (an open-ended marker): such questions are the LLM's"
     changing = (
-        lexicon.negations | lexicon.corrections | lexicon.compare | lexicon.comparatives | lexicon.going_or_being
-        | lexicon.distance_links | lexicon.spread | frozenset(lexicon.trend)
-    )  # fmt: skip
+        lexicon.negations
+        | lexicon.corrections
+        | lexicon.compare
+        | lexicon.comparatives
+        | lexicon.going_or_being
+        | lexicon.distance_links
+        | lexicon.spread
+        | frozenset(lexicon.trend)
+    )
     held = sorted(w for w in changing if w in clean)
     if held:
         return f"{word!r} holds {held[0]!r}, a word that changes what is asked"

@@ -95,8 +95,10 @@ class PostgresOverlayStore:
             parent = db.execute("SELECT active FROM overlay_state").fetchone()[0]
             newest = db.execute("SELECT coalesce(max(version), 0) FROM overlay_versions").fetchone()[0]
             overlay = Overlay.of(newest + 1, entries, parent, note)
-            db.execute("INSERT INTO overlay_versions VALUES (%s, %s, %s, %s, now(), %s)",
-                       (overlay.version, parent, overlay.text(), note, self._host))  # fmt: skip
+            db.execute(
+                "INSERT INTO overlay_versions VALUES (%s, %s, %s, %s, now(), %s)",
+                (overlay.version, parent, overlay.text(), note, self._host),
+            )
             db.execute("UPDATE overlay_state SET active = %s, changes = changes + 1", (overlay.version,))
         return overlay
 
@@ -115,7 +117,7 @@ class PostgresOverlayStore:
                 loaded_at = CASE WHEN h.version IS NOT DISTINCT FROM excluded.version THEN h.loaded_at ELSE now() END,
                 version = excluded.version, canary = excluded.canary RETURNING 1""",
             (self._host, os.getpid(), version, canary),
-        )  # fmt: skip
+        )
 
     def status(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """Every version (number, parent, command, time, host, active?) and every process's report (host,
@@ -124,8 +126,9 @@ class PostgresOverlayStore:
             """SELECT v.version, v.parent, v.command, v.made_at, v.host, v.version = s.active
             FROM overlay_versions AS v, overlay_state AS s ORDER BY v.version"""
         )
-        hosts = self._read("SELECT host, pid, version, canary, loaded_at, seen_at FROM overlay_hosts "
-                           "ORDER BY seen_at DESC, host, pid")  # fmt: skip
+        hosts = self._read(
+            "SELECT host, pid, version, canary, loaded_at, seen_at FROM overlay_hosts ORDER BY seen_at DESC, host, pid"
+        )
         return versions, hosts
 
     def close(self) -> None:

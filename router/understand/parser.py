@@ -253,8 +253,9 @@ class QueryParser:
                 twice = f"{clean[: span.end]}天{clean[span.end :]}"
                 shared, _ = self._parse(twice, today, asked.context, asked.recent, asked.found, said=asked.text)
                 if shared.route != "llm":  # a clarify too (明后天气: which place?), as for 明后天天气
-                    return shared.with_reason(f"{shared.reason}; the date's last character read twice",
-                                              "shared_character")  # fmt: skip
+                    return shared.with_reason(
+                        f"{shared.reason}; the date's last character read twice", "shared_character"
+                    )
         return "no date ending in 天 before the 气"
 
     def _one_han_word(self, asked: _Asked) -> str | None:
@@ -367,8 +368,9 @@ class QueryParser:
             if not span.dates and not span.is_part_of_day:
                 if not reading.says_weather:  # 92号汽油今天什么价: a number that is no date, in no weather question
                     return to_llm(f"no weather question: {span.text} is no date", code="not_weather"), []
-                return clarify(f"invalid date: {span.text}", f"“{span.text}”不是有效的日期，请换一种说法。",
-                               code="invalid_date"), []  # fmt: skip
+                return clarify(
+                    f"invalid date: {span.text}", f"“{span.text}”不是有效的日期，请换一种说法。", code="invalid_date"
+                ), []
         if (doing := self._doing_asked(tokens)) is not None:
             return open_ended("advice", f"whether to {doing}", [doing]), []
         unknown = [text for _, _, text in reading.unknown]
@@ -475,8 +477,10 @@ class QueryParser:
             word = slot[-size:]
             if not all("\u4e00" <= ch <= "\u9fff" for ch in word) or reader.gazetteer.is_place_word(word):
                 continue
-            if any(len(t) > 1 and (t in reader.lexicon.role_of or reader.gazetteer.is_place_word(t))
-                   for t in reader.tokenizer.split(word)):  # fmt: skip
+            if any(
+                len(t) > 1 and (t in reader.lexicon.role_of or reader.gazetteer.is_place_word(t))
+                for t in reader.tokenizer.split(word)
+            ):
                 continue
             place = reader.gazetteer.repair(word)
             if place is None:
@@ -618,8 +622,11 @@ class QueryParser:
             return to_llm(f"unrecognised: {measure}", [measure], code="unrecognised"), [measure]
         if choice and any(tokens[i] in lexicon.going_to for i in range(reading.places[0][0])):
             return open_ended("planning", "which place to go to", ["还是"]), []
-        if any(token in lexicon.arriving and tokens[i - 1] in lexicon.arriving_modals
-               for i, token in enumerate(tokens) if i > 0):  # fmt: skip
+        if any(
+            token in lexicon.arriving and tokens[i - 1] in lexicon.arriving_modals
+            for i, token in enumerate(tokens)
+            if i > 0
+        ):
             return open_ended("planning", "whether one gets there", ["到"]), []
         if (verb := self._going_or_being_asked(reading, tokens)) is not None:
             return open_ended("planning", "whether one goes or is there", [verb]), []
@@ -985,8 +992,11 @@ class QueryParser:
                 return clarify(NO_PLACE_REASON.removeprefix("clarify: "), _ASK_FOR_PLACE, code="no_place")
             return to_llm("no weather question recognised", code="not_weather")
         if len(places) > MAX_PLACES:
-            return clarify(f"too many places: {len(places)}", f"一次最多查询{MAX_PLACES}个地点，请分开提问。",
-                           code="too_many_places")  # fmt: skip
+            return clarify(
+                f"too many places: {len(places)}",
+                f"一次最多查询{MAX_PLACES}个地点，请分开提问。",
+                code="too_many_places",
+            )
         aspects = set(reading.aspects) or {"weather"}
         aspect: Aspect
         if len(aspects) == 1:
@@ -1029,22 +1039,32 @@ class QueryParser:
         reason = f"rule: {len(places)} place(s){via}, {len(dates)} day(s){when}, {aspect}{how}"
         # A yes-no question about a temperature is answered from the day's high or low that the answer shows.
         threshold = reading.threshold if aspect == "temperature" and compare is None else None
-        return Decision("rule", [p.name for p in places], dates, aspect, reason, places, compare, None, hours, (),
-                         None, threshold)  # fmt: skip
+        return Decision(
+            "rule", [p.name for p in places], dates, aspect, reason, places, compare, None, hours, (), None, threshold
+        )
 
 
 def _distance(places: list[Place], reading: Reading) -> Decision:
     """北京到上海多远: the straight-line distance between exactly two places, and nothing else asked."""
     asked = set(reading.aspects)
     if asked != {"distance"} or reading.compare or reading.cold or reading.hot:
-        return to_llm("distance together with something else: " + ",".join(sorted(asked - {"distance"}) or ["compare"]),
-                      code="distance_unread")  # fmt: skip
+        return to_llm(
+            "distance together with something else: " + ",".join(sorted(asked - {"distance"}) or ["compare"]),
+            code="distance_unread",
+        )
     if len(places) != 2:
         # 到北京多远, 距离春节还有几天: from where the asker is, or no places at all; navigation, not weather,
         # so not a "which places?" either.
         return to_llm(f"distance needs two places, {len(places)} given", code="distance_unread")
-    return Decision("rule", [p.name for p in places], [], "distance", "rule: 2 place(s), distance", places=places,
-                    reason_code="distance")  # fmt: skip
+    return Decision(
+        "rule",
+        [p.name for p in places],
+        [],
+        "distance",
+        "rule: 2 place(s), distance",
+        places=places,
+        reason_code="distance",
+    )
 
 
 def _locate(text: str, words: list[str]) -> list[tuple[int, int]]:
@@ -1090,8 +1110,11 @@ def _hours(spans: list[DateSpan]) -> tuple[int, int] | None:
     # 3pm says its half; 3点 is read within the part of the day.
     # An approximate one (五六点) reads its first hour so, and the last as many hours on (17 to 18, not 6), within
     # its day (晚上十一二点: 23 h, the day's last).
-    clocks = [(hour, min(hour + last - first, 23) if hour < 24 else hour + last - first) for kind, first, last in times
-              for hour in [first if kind == "hour" else _on_the_clock(first, part)]]  # fmt: skip
+    clocks = [
+        (hour, min(hour + last - first, 23) if hour < 24 else hour + last - first)
+        for kind, first, last in times
+        for hour in [first if kind == "hour" else _on_the_clock(first, part)]
+    ]
     if len(clocks) == 1:
         (first, last), kind = clocks[0], times[0][0]
         if kind == "clock_until":  # 早上8点前: from the part of the day's start (or midnight) until 8
