@@ -715,8 +715,11 @@ def _fuzzy_syllable(syllable: str) -> str:
 
 
 def _area(word: str, unit: Place) -> Place:
-    """The well-known area WORD (外滩, 西湖), answered with the weather of UNIT, the district that holds it."""
-    return Place(word, word, "area", unit.latitude, unit.longitude, unit.timezone, "CN", unit.adcode, unit.adcode)
+    """The well-known area WORD (外滩, 西湖), answered with the weather of UNIT, the district that holds it, and
+    named with it (上海市黄浦区外滩: a program reading `cities` knows where), shown as said."""
+    return Place(
+        unit.name + word, word, "area", unit.latitude, unit.longitude, unit.timezone, "CN", unit.adcode, unit.adcode
+    )
 
 
 def _columns(table: dict[str, Any]) -> dict[str, int]:
