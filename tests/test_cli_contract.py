@@ -117,7 +117,7 @@ def test_ctrl_c_during_a_request_exits_130_quietly(llm_server):
     assert llm_server.requests, "the question never reached the model"
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=30)
-    assert child.returncode == 130
+    assert child.returncode == 130, err
     assert "internal error" not in err and "Traceback" not in err and err.strip() == ""
 
 
