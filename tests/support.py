@@ -4,6 +4,8 @@ helpers for the processes a test starts and the ledgers it reads. `from support 
 
 import datetime
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -105,3 +107,16 @@ def midway(kept: float, broken: float) -> float:
     make it take if the bound did not hold. Half the gap is the margin a loaded machine gets for the work
     around the wait; a bound not kept always crosses it. Never a number picked to pass."""
     return kept + (broken - kept) / 2
+
+
+def console(*args, stdin: str | bytes = "", timeout=60, **env):
+    """`hybrid-weather ARGS` in a process of its own, STDIN its input (text as UTF-8, or bytes as given)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "hybrid_weather.router", *args],
+        input=stdin.encode("utf-8") if isinstance(stdin, str) else stdin,
+        capture_output=True,
+        env=subprocess_env(**env),
+        timeout=timeout,
+    )
+    out, err = (stream.decode("utf-8", "backslashreplace") for stream in (done.stdout, done.stderr))
+    return subprocess.CompletedProcess(done.args, done.returncode, out, err)

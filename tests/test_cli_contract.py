@@ -12,22 +12,9 @@ import time
 import pytest
 
 from fake_weather import refused_url
-from support import subprocess_env
+from support import console, subprocess_env
 
 TODAY = ["--today", "2026-11-29"]
-
-
-def console(*args, stdin: str | bytes = "", timeout=60, **env):
-    """`hybrid-weather ARGS` in a process of its own, STDIN its input (text as UTF-8, or bytes as given)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "hybrid_weather.router", *args],
-        input=stdin.encode("utf-8") if isinstance(stdin, str) else stdin,
-        capture_output=True,
-        env=subprocess_env(**env),
-        timeout=timeout,
-    )
-    out, err = (stream.decode("utf-8", "backslashreplace") for stream in (done.stdout, done.stderr))
-    return subprocess.CompletedProcess(done.args, done.returncode, out, err)
 
 
 def one_json_object(stdout):

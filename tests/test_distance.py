@@ -7,12 +7,11 @@ import math
 import sqlite3
 
 import pytest
-from test_cli_contract import console
 
 from hybrid_weather.router import HybridRouter, Settings
 
 from fake_weather import refused_url
-from support import TODAY
+from support import TODAY, console
 
 
 def _haversine_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:

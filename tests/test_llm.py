@@ -14,29 +14,12 @@ from hybrid_weather.router.cli import cli
 from hybrid_weather.router.ledger import savings_report
 
 from fake_openai import answer, tool_calls
+from llm_router import KEY, QUESTION, ledger_rows, make_router
 from support import FAST_HTTP, FAST_LLM, LIVE_LLM, LIVE_LLM_WANTED, TODAY, midway
-
-KEY = "sk-test-secret-key-0123456789"
-QUESTION = "北京明天适合出游吗"
-
-
-def make_router(weather_server, llm_server, *, model="gpt-4o-mini", ledger=":memory:", key=KEY, **llm):
-    settings = Settings(
-        open_meteo_url=weather_server.url, openai_api_key=key, openai_base_url=llm_server.base_url, model=model
-    )
-    return HybridRouter(settings=settings, ledger=ledger, http_options=FAST_HTTP, llm_options={**FAST_LLM, **llm})
 
 
 def tool_messages(request):
     return [m for m in request["messages"] if m["role"] == "tool"]
-
-
-def ledger_rows(router):
-    router.ledger.flush()
-    db = router.ledger.connect()
-    rows = [dict(r) for r in db.execute("SELECT * FROM requests ORDER BY id")]
-    db.close()
-    return rows
 
 
 def test_tool_call_then_answer(weather_server, llm_server):

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_serve import client_for
 
 from fake_openai import answer, tool_calls
+from serve_client import client_for
 from support import service_missing
 
 MONITORING = Path(__file__).parents[1] / "docs" / "monitoring"

@@ -20,9 +20,9 @@ import urllib.request
 
 import pytest
 from live_server import post, serving
-from test_privacy import CASES, EMAIL_QUESTIONS
 
 from fake_openai import answer, tool_calls
+from personal_data import CASES, EMAIL_QUESTIONS
 from support import subprocess_env
 
 #: Every form of personal data the masking table holds.

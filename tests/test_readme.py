@@ -9,14 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from readme_examples import BLOCKS, PYTHON
 from support import subprocess_env
-
-README = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
-BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, re.S)
-# Examples that talk to a running `hybrid-weather serve` run in tests/test_serve_live.py, against one.
-NEEDS_SERVER = "127.0.0.1:8080"
-PYTHON = [code for kind, code in BLOCKS if kind == "python" and NEEDS_SERVER not in code]
-SERVED = [code for kind, code in BLOCKS if kind in ("python", "console") and NEEDS_SERVER in code]
 
 
 def shell_examples():

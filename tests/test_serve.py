@@ -13,18 +13,8 @@ from hybrid_weather.router import HybridRouter, Settings
 from hybrid_weather.router.serve import create_app
 
 from fake_openai import answer, tool_calls
-from support import FAST_HTTP, FAST_LLM, TODAY, service_missing
-
-KEY = "sk-test-upstream-0123456789"
-
-
-def client_for(tmp_path, llm_server=None, **settings):
-    values = {"provider": "demo"}
-    if llm_server is not None:
-        values |= {"openai_api_key": KEY, "openai_base_url": llm_server.base_url, "model": "gpt-4o-mini"}
-    router = HybridRouter(settings=Settings(**(values | settings)), ledger=str(tmp_path / "ledger.db"),
-                          llm_options=FAST_LLM, http_options=FAST_HTTP)  # fmt: skip
-    return TestClient(create_app(router)), router
+from serve_client import KEY, client_for, error_of
+from support import TODAY, service_missing
 
 
 @pytest.fixture
@@ -33,16 +23,6 @@ def service(tmp_path, llm_server):
     with client:
         yield client
     router.close()
-
-
-def error_of(response, status, code=None):
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error"} and set(body["error"]) == {"type", "message", "code"}
-    if code:
-        assert body["error"]["code"] == code
-    assert "Traceback" not in response.text
-    return body["error"]
 
 
 def test_ask_route_and_a_session_over_http(service):

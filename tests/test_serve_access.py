@@ -7,7 +7,6 @@ import time
 
 import pytest
 from starlette.routing import Route
-from test_serve import KEY, client_for, error_of
 
 from hybrid_weather.agent.errors import ConfigurationError
 from hybrid_weather.router import HybridRouter, Settings
@@ -15,6 +14,7 @@ from hybrid_weather.router.serve import create_app
 from hybrid_weather.router.serve.access import Failures
 
 from fake_openai import answer
+from serve_client import KEY, client_for, error_of
 
 #: What anyone may ask without a key: the health checks and the dashboard's login form.
 OPEN_PATHS = {"/healthz", "/readyz", "/login"}

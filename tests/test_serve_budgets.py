@@ -18,12 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from live_server import post, serving
-from test_serve import client_for, error_of
 
 from hybrid_weather.agent.errors import ConfigurationError
 from hybrid_weather.router.serve.budgets import Budgets
 
 from fake_openai import answer
+from serve_client import client_for, error_of
 from support import REDIS_URL, TODAY, subprocess_env
 
 openai = pytest.importorskip("openai")

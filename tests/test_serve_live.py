@@ -123,7 +123,7 @@ def test_metrics_are_summed_over_the_workers(tmp_path, llm_server, workers):
 
 
 def test_the_readme_serving_examples_work_as_written(tmp_path, llm_server):
-    from test_readme import SERVED
+    from readme_examples import SERVED
 
     assert len(SERVED) == 2
     llm_server.then({**answer("明天北京晴，适合出游。"), "token_gap": 0.01})  # the streamed example's

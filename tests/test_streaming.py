@@ -10,12 +10,12 @@ import time
 import urllib.request
 
 import pytest
-from test_llm import KEY, QUESTION, ledger_rows, make_router
 
 from hybrid_weather.agent.errors import LLMUnavailable
 from hybrid_weather.router import TextPiece
 
 from fake_openai import answer, tool_calls
+from llm_router import KEY, QUESTION, ledger_rows, make_router
 from support import TODAY, midway
 
 ANSWER = "明天北京多云，8~15°C，风小，适合出游。"

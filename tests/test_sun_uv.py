@@ -7,13 +7,13 @@ import datetime as dt
 import time
 
 import pytest
-from test_weather import ask, make_router
 
 from hybrid_weather.agent.errors import MalformedResponse, NotCovered, WeatherUnavailable
 from hybrid_weather.agent.weather import DemoProvider
 from hybrid_weather.router import HybridRouter, Settings
 
 from support import FAST_HTTP, TODAY
+from weather_router import ask, make_router
 
 SHANGHAI = (31.2304, 121.4737)
 TOKYO_TZ = "Asia/Tokyo"

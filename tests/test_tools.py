@@ -10,11 +10,11 @@ import time
 from typing import Annotated, Literal
 
 import pytest
-from test_llm import ledger_rows
 
 from hybrid_weather.router import HybridRouter, Settings, ToolContext, ToolError, tool
 
 from fake_openai import answer, tool_calls
+from llm_router import ledger_rows
 from support import FAST_HTTP, FAST_LLM, TODAY
 
 KEY = "sk-test-tools"

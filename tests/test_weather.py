@@ -18,36 +18,21 @@ from hybrid_weather.agent.errors import (
     WeatherUnavailable,
 )
 from hybrid_weather.agent.weather import fixed
-from hybrid_weather.router import HybridRouter, Settings
+from hybrid_weather.router import HybridRouter
 
 from fake_weather import refused_url
-from support import FAST_HTTP, TODAY, midway
+from support import TODAY, midway
+from weather_router import ask, make_router
 
 SHANGHAI = (31.2304, 121.4737)
 BEIJING = (39.9042, 116.4074)
 TOMORROW = TODAY + dt.timedelta(days=1)
 
 
-def make_router(url, *, provider="open-meteo", cache_ttl=600, deadline=5.0, amap_key=None, ledger="off", **http):
-    settings = Settings(provider=provider, open_meteo_url=url, amap_url=url, amap_key=amap_key)
-    return HybridRouter(
-        provider=provider,
-        settings=settings,
-        cache_ttl=cache_ttl,
-        deadline=deadline,
-        ledger=ledger,
-        http_options={**FAST_HTTP, **http},
-    )
-
-
 @pytest.fixture
 def router(weather_server):
     with make_router(weather_server.url) as router:
         yield router
-
-
-def ask(router, text):
-    return router.ask(text, today=TODAY, emoji=False)
 
 
 # -- the right place, date and numbers ---------------------------------------------------------------
