@@ -144,6 +144,11 @@ class Lexicon:
         #: 塔, 寺, 公园, 大学, 路: what ends the name of a sight, a building or a street (大雁塔, 明孝陵, 南京路),
         #: longest first. Such a word right after a known place lies inside it and asks nothing of its own.
         self.landmark_suffixes = tuple(sorted(data["landmark_suffixes"], key=len, reverse=True))
+        #: 公园, 广场, 火车站, 路: what ends the name of a feature every city has; said with no place (人民公园), a
+        #: name in many cities, whose city is asked for (never geocoded: a geocoder would pick one of them).
+        self.city_features = tuple(sorted(data["city_features"], key=len, reverse=True))
+        #: 公园, 路, 广场: the city features named after places in city after city (中山公园, 北京路, 人民广场).
+        self.named_after_places = frozenset(data["named_after_places"])
         self._cantonese_words: list[str] = data["cantonese"]
         self._cantonese: re.Pattern[str] | None = None  # compiled on the first question with a shared place name
         #: 离, 从, 之间: they join the two places of a distance question (广州离深圳多远) and nothing else.
@@ -236,6 +241,10 @@ class Lexicon:
         yield from self.counts
         yield from self.cold
         yield from self.hot
+
+    def names_a_city_feature(self, word: str) -> bool:
+        """Whether WORD names a feature every city has, by its ending (人民公园, 解放路): a name and the ending."""
+        return any(word.endswith(end) and len(word) > len(end) for end in self.city_features)
 
     def landmark_suffix(self, word: str) -> str | None:
         """The longest landmark suffix WORD ends with (大雁塔: 塔), or None."""

@@ -463,3 +463,13 @@ def test_a_misheard_place_cut_into_known_words_is_repaired(router, form):
     assert (decision.route, decision.cities) == ("rule", ["成都市"]), decision.reason
     for said in ["孩子明天冷吗", "我们明天冷吗", "大家明天冷吗"]:
         assert router.route(said, today=TODAY).route == "clarify", said
+
+
+@pytest.mark.parametrize("said", ["人民公园明天天气", "万达广场后天会下雨吗", "中山公园明天冷吗", "北京路明天下雨吗"])
+def test_a_feature_every_city_has_said_without_a_city_is_asked_about_never_geocoded(router, said):
+    # 人民公园 went to the geocoder, which picks one of hundreds; 中山公园 and 北京路 were 中山市 and 北京: a park or
+    # a street named after a place is in city after city. Which city is asked; no geocoder is asked to guess.
+    decision = router.route(said, today=TODAY)
+    assert (decision.route, decision.reason_code, decision.unknown_place) == ("clarify", "feature_without_city", None)
+    # With its city, the feature is inside it, as any landmark is.
+    assert cities(router, f"上海{said}") == ["上海市"]

@@ -887,6 +887,16 @@ class QueryParser:
         first, _, word = reading.unknown[0]
         if beside and (landmark := self._landmark_inside(reading, tokens, first, word)) is not None:
             return landmark
+        said = next((w for index, w, _ in reading.places if index == first - 1), "") + word
+        from_nowhere = "distance" in reading.aspects and not reading.places  # 万达广场离我多远: navigation
+        if asks and not from_nowhere and len(reading.places) <= 1 and self.reader.lexicon.names_a_city_feature(said):
+            # 人民公园, 万达广场, 中山公园 (a place's name and 公园): in many cities; which one is asked, and no
+            # geocoder is asked to pick one.
+            return clarify(
+                f"a feature many cities have: {said}",
+                f"很多城市都有“{said}”：请说出城市，例如“上海{said}”。",
+                code="feature_without_city",
+            )
         if len(word) < 2 or next_to_place:
             return to_llm(f"unrecognised: {word}", [word], code="unrecognised")
         if not asks:
@@ -936,6 +946,8 @@ class QueryParser:
         suffix = lexicon.landmark_suffix(landmark)
         if suffix is None or (len(suffix) == 1 and len(landmark) < 3) or (len(word) == 1 and not named_after):
             return None  # 爬山: a verb and its object; 南京路 alone: whose street it is, the question does not say
+        if not named_after and landmark in lexicon.named_after_places:
+            return None  # 中山公园, 北京路: the place names the feature, which many cities have; not one inside it
         if named_after:
             places = places[:at] + places[at + 1 :]
             at -= 1
