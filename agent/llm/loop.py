@@ -300,17 +300,20 @@ class LLMAgent:
 
     # Above ruff's complexity bound on purpose: one attempt's every fault (status, timeout, body) handled where it
     # happens, in order.
-    def _call(  # noqa: C901
+    def _call(
         self,
         messages: list[dict[str, Any]],
         deadline: float,
         options: dict[str, Any],
         on_text: Callable[[str], None] | None = None,
     ) -> tuple[Reply, int, float]:
-        """One reply, whole or streamed (ON_TEXT). A streamed attempt that fails is retried only while none of
-        its text has gone out: after that, a retry would say it twice, so the failure is final."""
+        """One reply, whole or streamed (ON_TEXT), with its attempts and milliseconds. A streamed attempt that
+        fails is retried only while none of its text has gone out: after that, a retry would say it twice, so
+        the failure is final."""
         client = self._client_once()
-        openai, guard, httpx = self._openai, self._guard, self._httpx
+        openai, httpx = self._openai, self._httpx
+        # What a retry may mend; _failure_of says how each is told, and which are final after all.
+        retried = (MalformedReply, openai.APIStatusError, openai.APIError, httpx.HTTPError)
         attempt = 0
         started = time.perf_counter()
         try:
@@ -319,77 +322,92 @@ class LLMAgent:
                 if remaining <= 0:
                     raise self._unavailable(f"the LLM did not answer within {self.deadline:g} s ({self._where()})")
                 attempt += 1
-                wait: float | None = None
                 streamed = None if on_text is None else StreamedReply(serial=next(self._serials), on_text=on_text)
                 try:
-                    timeout = min(self.call_timeout, remaining)
-                    with guard.deadline(time.monotonic() + timeout):  # the whole attempt, body included
-                        if streamed is None:
-                            raw = client.chat.completions.with_raw_response.create(
-                                model=self.model,
-                                messages=messages,
-                                tools=self.tools.schemas,
-                                timeout=timeout,
-                                **options,
-                            )
-                            reply = read_reply(raw.http_response.content, serial=next(self._serials))
-                        else:
-                            reply = self._stream(client, messages, timeout, options, streamed)
+                    reply = self._attempt(client, messages, min(self.call_timeout, remaining), options, streamed)
                     return reply, attempt, (time.perf_counter() - started) * 1000
-                except MalformedReply as error:  # a server having a bad moment may answer well next time
-                    failure = f"it {error}"
-                except openai.APIStatusError as error:
-                    status = error.status_code
-                    if status in (401, 403):
-                        raise self._unavailable(
-                            f"the LLM service rejected the API key (HTTP {status}): check OPENAI_API_KEY"
-                        ) from None
-                    if status == 404:
-                        raise self._unavailable(
-                            f"model {self.model!r} not found at {self._where()} (HTTP {status}): "
-                            "set HYBRID_WEATHER_MODEL or OPENAI_BASE_URL"
-                        ) from None
-                    if status not in _RETRY_STATUSES:
-                        raise self._unavailable(
-                            f"the LLM service refused the request (HTTP {status}): {_short(error)}"
-                        ) from None
-                    failure = f"HTTP {status}"
-                    wait = _retry_after(error.response)
-                except openai.APITimeoutError:
-                    failure = "no complete answer within the call timeout"
-                except openai.APIConnectionError as error:
-                    if isinstance(error.__cause__, (guard.BodyTooLarge, guard.RedirectRefused)):
-                        raise self._unavailable(str(error.__cause__)) from None
-                    failure = f"cannot connect: {type(error.__cause__ or error).__name__}"
-                except httpx.TimeoutException:  # a streamed body is read here, not by the SDK: its own errors
-                    failure = "no complete answer within the call timeout"
-                except httpx.HTTPError as error:
-                    if isinstance(error, guard.BodyTooLarge):
-                        raise self._unavailable(str(error)) from None
-                    failure = f"its stream broke off: {type(error).__name__}"
+                except retried as error:
+                    failure, wait = self._failure_of(error)
                 if streamed is not None and streamed.sent:
                     raise self._unavailable(
                         f"the LLM's answer broke off after it had begun ({failure}); what it had said was sent"
                     ) from None
                 logger.info("LLM attempt %d failed: %s", attempt, self._scrub(failure))
-                if attempt >= self.retry.max_attempts:
-                    raise self._unavailable(
-                        f"the LLM at {self._where()} failed {attempt} times ({failure}); "
-                        "check OPENAI_BASE_URL and the service's status"
-                    ) from None
-                if wait is not None and time.monotonic() + wait >= deadline:
-                    raise self._unavailable(
-                        f"the LLM asked to wait {wait:.1f} s ({failure}), past the deadline"
-                    ) from None
-                wait = self.retry.pause(attempt) if wait is None else wait
-                if time.monotonic() + wait >= deadline:
-                    raise self._unavailable(
-                        f"the LLM did not answer within {self.deadline:g} s ({failure}; {attempt} attempt(s))"
-                    ) from None
-                time.sleep(wait)
+                time.sleep(self._pause_before_retry(attempt, failure, wait, deadline))
         except LLMUnavailable as error:
             error.attempts = attempt  # counted, so the ledger says how hard it tried
             raise
+
+    def _attempt(
+        self,
+        client: Any,
+        messages: list[dict[str, Any]],
+        timeout: float,
+        options: dict[str, Any],
+        streamed: StreamedReply | None,
+    ) -> Reply:
+        """One request to the model, within TIMEOUT for the whole of it, body included."""
+        with self._guard.deadline(time.monotonic() + timeout):
+            if streamed is not None:
+                return self._stream(client, messages, timeout, options, streamed)
+            raw = client.chat.completions.with_raw_response.create(
+                model=self.model, messages=messages, tools=self.tools.schemas, timeout=timeout, **options
+            )
+            return read_reply(raw.http_response.content, serial=next(self._serials))
+
+    def _failure_of(self, error: Exception) -> tuple[str, float | None]:
+        """What went wrong in an attempt, said for the log and the final error, and how long the server asked to
+        be left alone (Retry-After), if it did; raises LLMUnavailable where no retry can help (a key refused, a
+        model not there, a request refused, a body too large, a redirect)."""
+        openai, guard, httpx = self._openai, self._guard, self._httpx
+        if isinstance(error, MalformedReply):  # a server having a bad moment may answer well next time
+            return f"it {error}", None
+        if isinstance(error, openai.APIStatusError):
+            status = error.status_code
+            if status in (401, 403):
+                raise self._unavailable(
+                    f"the LLM service rejected the API key (HTTP {status}): check OPENAI_API_KEY"
+                ) from None
+            if status == 404:
+                raise self._unavailable(
+                    f"model {self.model!r} not found at {self._where()} (HTTP {status}): "
+                    "set HYBRID_WEATHER_MODEL or OPENAI_BASE_URL"
+                ) from None
+            if status not in _RETRY_STATUSES:
+                raise self._unavailable(
+                    f"the LLM service refused the request (HTTP {status}): {_short(error)}"
+                ) from None
+            return f"HTTP {status}", _retry_after(error.response)
+        if isinstance(error, openai.APITimeoutError):
+            return "no complete answer within the call timeout", None
+        if isinstance(error, openai.APIConnectionError):
+            if isinstance(error.__cause__, (guard.BodyTooLarge, guard.RedirectRefused)):
+                raise self._unavailable(str(error.__cause__)) from None
+            return f"cannot connect: {type(error.__cause__ or error).__name__}", None
+        if isinstance(error, httpx.TimeoutException):  # a streamed body is read here, not by the SDK
+            return "no complete answer within the call timeout", None
+        if isinstance(error, httpx.HTTPError):
+            if isinstance(error, guard.BodyTooLarge):
+                raise self._unavailable(str(error)) from None
+            return f"its stream broke off: {type(error).__name__}", None
+        raise error  # another of the SDK's errors: not one a retry is known to mend
+
+    def _pause_before_retry(self, attempt: int, failure: str, wait: float | None, deadline: float) -> float:
+        """How long to wait before attempt ATTEMPT + 1 (the server's WAIT, else the retry policy's); raises
+        LLMUnavailable where attempts are spent or the pause would pass the DEADLINE."""
+        if attempt >= self.retry.max_attempts:
+            raise self._unavailable(
+                f"the LLM at {self._where()} failed {attempt} times ({failure}); "
+                "check OPENAI_BASE_URL and the service's status"
+            ) from None
+        if wait is not None and time.monotonic() + wait >= deadline:
+            raise self._unavailable(f"the LLM asked to wait {wait:.1f} s ({failure}), past the deadline") from None
+        wait = self.retry.pause(attempt) if wait is None else wait
+        if time.monotonic() + wait >= deadline:
+            raise self._unavailable(
+                f"the LLM did not answer within {self.deadline:g} s ({failure}; {attempt} attempt(s))"
+            ) from None
+        return wait
 
     def _stream(
         self, client: Any, messages: list[dict[str, Any]], timeout: float, options: dict[str, Any],
