@@ -7,6 +7,7 @@ decides from a Reading, and the LLM's weather tools resolve the place names a mo
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,9 @@ _UNIT_SUFFIX_SET = frozenset(UNIT_SUFFIXES)
 # How many tokens on either side of a run not understood a township's name may take in: the tokenizer cuts a
 # name it does not know into the words it does (肥东|经济|开发区|管理|委员会).
 _TOWNSHIP_REACH = 4
+#: The roles whose words only mark where they stand (和, 不对, 不是, 离), and the field of _Found (and of the
+#: Reading) that keeps their indexes.
+_MARKS = {"conjunction": "conjunction_at", "correction": "correction_at", "negation": "negation_at", "link": "link_at"}
 
 #: A token list with None where a date expression was cut out (dates are found before segmentation).
 Tokens = list[str | None]
@@ -125,7 +129,8 @@ class Reader:
         self._sound_alikes: SoundAlikes | None = None
         #: Each role of the lexicon's words → its handler (rules/lexicon.py names the roles).
         self._handlers: dict[str, Callable[[_Found, Tokens, int, str], int]] = {
-            role: getattr(self, f"_read_{role}") for role in ROLES
+            role: functools.partial(self._read_mark, _MARKS[role]) if role in _MARKS else getattr(self, f"_read_{role}")
+            for role in ROLES
         }
         # Words with a role that are read as places first, where they are one (a place's name, a group of places,
         # a place's suffix): the few the lexicon and the gazetteer share.
@@ -420,20 +425,10 @@ class Reader:
             _add_unknown(found, index, token)  # 公司首府, 日本首都: no province's capital
         return index + 1
 
-    def _read_conjunction(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
-        found.conjunction_at += (index,)
-        return index + 1
-
-    def _read_correction(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
-        found.correction_at += (index,)
-        return index + 1
-
-    def _read_negation(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
-        found.negation_at += (index,)
-        return index + 1
-
-    def _read_link(self, found: _Found, tokens: Tokens, index: int, token: str) -> int:
-        found.link_at += (index,)
+    @staticmethod
+    def _read_mark(field: str, found: _Found, tokens: Tokens, index: int, token: str) -> int:
+        """A word that only marks where it stands (和, 不对, 不是, 离): its index, kept in FIELD of _MARKS."""
+        setattr(found, field, (*getattr(found, field), index))
         return index + 1
 
     def _says_capital(self, found: _Found, tokens: Tokens, index: int) -> bool:

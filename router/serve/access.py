@@ -246,12 +246,10 @@ class Access:
         the key check, so a guess made past the limit says nothing, right or wrong."""
         wait = self.failures.wait(client, presented)
         if wait > 0:
-            raise ApiError(
-                429,
-                "rate_limit_error",
+            raise _too_many(
                 f"too many failed authentications from this address; retry in {wait:.0f} s",
                 "too_many_failed_authentications",
-                {"retry-after": str(max(1, round(wait + 0.499)))},
+                wait,
             )
 
     def check(self, authorization: str | None, client: str, cookie: str | None = None) -> str:
@@ -277,12 +275,10 @@ class Access:
         if self.rate is not None:
             wait = self._spend(caller, self.rate)
             if wait > 0:
-                raise ApiError(
-                    429,
-                    "rate_limit_error",
+                raise _too_many(
                     f"rate limit reached ({self.rate.per_s:g} requests/s); retry in {wait:.1f} s",
                     "rate_limit_exceeded",
-                    {"retry-after": str(max(1, round(wait + 0.499)))},
+                    wait,
                 )
         return caller
 
@@ -336,3 +332,8 @@ def _bearer(authorization: str | None) -> str | None:
     """The key an Authorization header presents as a Bearer token, or None."""
     scheme, _, token = (authorization or "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _too_many(message: str, code: str, wait: float) -> ApiError:
+    """A 429 that says MESSAGE and CODE, with Retry-After: WAIT seconds rounded up, one at least."""
+    return ApiError(429, "rate_limit_error", message, code, {"retry-after": str(max(1, round(wait + 0.499)))})

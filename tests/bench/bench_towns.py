@@ -68,6 +68,21 @@ def samples(size: int, seed: int) -> dict[str, list[tuple[str, dict[str, Any]]]]
     return drawn
 
 
+def _verdict(kind: str, decision: Any, township: dict[str, Any]) -> str:
+    """right, wrong (a rule answer for another place) or asked back or LLM. For a shared name, right is a clarify
+    that lists candidates with their counties; else the township, or its county (蓝田开发区 answered for a
+    county that holds it): a place with its code."""
+    if kind == "shared":
+        listed = decision.clarification or ""
+        if decision.route == "clarify" and decision.reason_code == "ambiguous_place" and "（" in listed:
+            return "right"
+    else:
+        place = decision.places[0] if decision.route == "rule" and len(decision.places) == 1 else None
+        if place is not None and place.adcode == township["parent"]:
+            return "right"
+    return "wrong" if decision.route == "rule" else "asked back or LLM"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=300)
@@ -78,36 +93,17 @@ def main() -> int:
 
     router = HybridRouter(provider="demo")
     for kind, asked in samples(args.sample, args.seed).items():
-        right = asked_back = wrong = 0
+        counts = {"right": 0, "asked back or LLM": 0, "wrong": 0}
         for query, township in asked:
             decision = router.route(query, today=TODAY)
-            if kind == "shared":
-                listed = decision.clarification or ""
-                if decision.route == "clarify" and decision.reason_code == "ambiguous_place" and "（" in listed:
-                    right += 1
-                elif decision.route == "rule":
-                    wrong += 1
-                    if args.show_wrong:
-                        print(f"  wrong: {query} → {decision.cities}")
-                else:
-                    asked_back += 1
-                continue
-            place = decision.places[0] if decision.route == "rule" and len(decision.places) == 1 else None
-            # The township, or its county (蓝田开发区 answered for 蓝田县, which holds it): a place with its code.
-            if place is not None and place.adcode == township["parent"]:
-                right += 1
-            elif decision.route == "rule":
-                wrong += 1
-                if args.show_wrong:
-                    print(f"  wrong: {query} → {decision.cities}")
-            else:
-                asked_back += 1
-                if args.show_wrong:
-                    print(f"  not answered: {query} → {decision.route} {decision.reason}")
+            verdict = _verdict(kind, decision, township)
+            counts[verdict] += 1
+            if args.show_wrong and verdict != "right":
+                print(f"  {verdict}: {query} → {decision.route} {decision.cities} ({decision.reason})")
         total = len(asked)
         print(
-            f"{kind:>13}: {right / total:6.1%} right, {asked_back / total:6.1%} asked back or LLM, "
-            f"{wrong / total:6.1%} wrong ({total} towns, seed {args.seed})"
+            f"{kind:>13}: {counts['right'] / total:6.1%} right, {counts['asked back or LLM'] / total:6.1%} asked "
+            f"back or LLM, {counts['wrong'] / total:6.1%} wrong ({total} towns, seed {args.seed})"
         )
     return 0
 
