@@ -1,8 +1,11 @@
-"""Places: Chinese administrative units, world cities and nicknames, and how a word resolves to them.
+"""Places: Chinese administrative units, townships, world cities, countries and nicknames, and how a word
+resolves to them.
 
-Resolution order (the router relies on it): nickname table → exact names and short forms → pinyin
-repair of homophone typos (only for words in place position, only over provinces and prefectures,
-since common words such as 背景/程度 sound like 北京/成都) → unknown.
+Resolution order (the router relies on it): nickname table → exact names and short forms (countries, units)
+→ for a word none of those holds, areas, townships and towns (towns.json, read on first use) → pinyin
+repair of homophone typos (only for words in place position, only over provinces and prefectures, since
+common words such as 背景/程度 sound like 北京/成都; never of a township's name) → unknown. A place said
+after its parent is looked for among that parent's children only (within, slip_within).
 """
 
 from __future__ import annotations
