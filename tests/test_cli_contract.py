@@ -86,6 +86,13 @@ def test_json_is_one_object_for_a_usage_error_too(args, stdin, env):
 # -- exit codes and one-line errors ---------------------------------------------------------------------
 
 
+def _interruptible() -> None:
+    """In the child: Ctrl-C as a terminal delivers it. A test run started in the background (`pytest &`,
+    a script's job) ignores SIGINT, and so would every process it starts: Python then never raises
+    KeyboardInterrupt, and these tests timed out or saw the question run on."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_a_request_exits_130_quietly(llm_server):
     # The request a model takes a minute to answer: in flight however long the process took to start. (A
     # weather fetch's 5 s deadline passed in a loaded machine's start-up, and the fetch ended before the ^C.)
@@ -97,6 +104,7 @@ def test_ctrl_c_during_a_request_exits_130_quietly(llm_server):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_interruptible,
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while not llm_server.requests and time.monotonic() < deadline:
@@ -115,6 +123,7 @@ def test_ctrl_c_at_the_chat_prompt_exits_130_and_ctrl_d_exits_0():
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=_interruptible,
     )
     # At the prompt once it is shown (a fixed pause was not long enough for a start-up under load).
     shown, deadline = b"", time.monotonic() + 60
