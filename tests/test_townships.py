@@ -136,3 +136,13 @@ def test_a_country_is_answered_for_its_capital_and_a_city_after_it_is_that_city(
 def test_a_country_then_a_city_of_another_country_is_two_places_not_an_error(router):
     # A city after a country was looked for among that country's: none there raised ValueError.
     assert router.route("美国上海明天天气", today=TODAY).cities == ["华盛顿", "上海市"]
+
+
+@pytest.mark.parametrize(
+    ("query", "city"),
+    [("襄樊明天天气", "襄阳市"), ("盘州市明天会下雨吗", "六盘水市盘县"), ("长沙宁乡市明天天气", "长沙市宁乡县")],
+)
+def test_a_unit_by_its_name_from_before_or_after_the_snapshot_is_that_unit(router, query, city):
+    # 襄樊 (renamed 襄阳 in 2010), 盘州市 (盘县 until 2017): jionlp's list of changes, in places.json "renamed".
+    decision = router.route(query, today=TODAY)
+    assert (decision.route, decision.cities) == ("rule", [city])
