@@ -40,8 +40,6 @@ _LEVEL_RANK: dict[str, int] = {
 }
 #: The suffixes of a unit's name (广州市, 星落县): part of the name said, stripped only to repair a typo (杭洲市).
 UNIT_SUFFIXES = ("市", "省", "区", "县", "镇", "乡")
-#: The suffixes of a township's name (良渚街道, 下塘镇, 大石头回族乡, 东乌珠穆沁旗的苏木).
-TOWNSHIP_SUFFIXES = ("街道", "镇", "乡", "苏木", "地区", "办事处")
 _MAX_READING_COMBINATIONS = 64
 #: Towns with at least this many people recorded are taken as meant before a homophone-typo repair.
 TOWN_MIN_POPULATION = 10_000
@@ -459,9 +457,13 @@ class Gazetteer:
         return not toneless.isdisjoint(r.rstrip("012345") for r in readings.get(meant, ()))
 
     def _readings(self) -> dict[str, list[str]]:
-        if self._repair_index is None:
+        return self._pinyin_index().readings
+
+    def _pinyin_index(self) -> _PinyinIndex:
+        """The readings of names and characters, built on the first word that needs them (a repair, a slip)."""
+        if self._repair_index is None:  # a race only builds it twice; both copies are equal
             self._repair_index = _PinyinIndex([(reading, self._place(row)) for reading, row in self._pinyin_keys])
-        return self._repair_index.readings
+        return self._repair_index
 
     def inside(self, outer: PlaceMatch, candidates: Iterable[Place]) -> Place | None:
         """The one of CANDIDATES that lies inside one of OUTER's candidates, or None (none, or several)."""
@@ -549,9 +551,7 @@ class Gazetteer:
         return self._pinyin_repairs(word) if 2 <= len(word) <= 5 else None
 
     def _repair(self, word: str, *, by_characters: bool = False) -> Place | None:
-        if self._repair_index is None:
-            self._repair_index = _PinyinIndex([(reading, self._place(row)) for reading, row in self._pinyin_keys])
-        return self._repair_index.find(word, by_characters=by_characters)
+        return self._pinyin_index().find(word, by_characters=by_characters)
 
 
 class _LocalPlaces:
