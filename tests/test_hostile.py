@@ -199,6 +199,9 @@ def test_the_cli_ends_a_hostile_weather_reply_with_exit_3_and_a_row(weather_serv
         fake_weather._gzip_bomb()
     weather_server.fail("/v1/forecast", *[fault] * 3)
     env = {"HYBRID_WEATHER_OPEN_METEO_URL": weather_server.url, "HYBRID_WEATHER_LEDGER": str(tmp_path / "l.db")}
+    # The reading's first load (jieba's dictionary: a second or more on a loaded machine) is done before the
+    # clock starts: the bound is the deadline under test plus a second for the ledger and the exit.
+    assert CliRunner().invoke(cli, ["route", "上海今天天气", "--today", "2026-11-29"]).exit_code == 0
     started = time.monotonic()
     result = CliRunner().invoke(cli, ["上海今天天气", "--today", "2026-11-29"], env=env)
     took = time.monotonic() - started

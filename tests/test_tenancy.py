@@ -160,7 +160,26 @@ def test_feedback_right_after_answers_on_another_process_is_kept(ledger, tmp_pat
             time.sleep(0.2)
             savings = json.loads(get(f"{two.url}/v1/savings", "a")[1])
             marked = savings["feedback"]["rule_marked_wrong"]
-    assert savings["requests"] == 40 and marked == 40
+    assert savings["requests"] == 40 and marked == 40, unmarked(url, results)
+
+
+def unmarked(url: str, results: list[tuple[int, str]]) -> list[tuple[object, ...]]:
+    """Each answer of RESULTS whose verdict is not on its row: the verdict's status, the row's route and
+    outcome, and the verdict still pending, if it is: what a failure needs to be told apart."""
+    from hybrid_weather.router.ledger import Ledger
+    from hybrid_weather.router.ledger.store.rollup import query
+
+    def look(db):
+        found = []
+        for status, request_id in results:
+            row = query(db, "SELECT route, outcome FROM requests WHERE id = ?", (request_id,))
+            kept = query(db, "SELECT verdict FROM feedback WHERE request_id = ?", (request_id,))
+            waiting = query(db, "SELECT caller FROM pending_feedback WHERE request_id = ?", (request_id,))
+            if not (kept and row and row[0][0] == "rule"):
+                found.append((status, request_id, row and tuple(row[0]), kept and kept[0][0], waiting))
+        return found
+
+    return Ledger(url).report(look)
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
