@@ -63,6 +63,28 @@ def test_four_processes_of_fifty_threads_make_one_upstream_request(weather_serve
     assert weather_server.requests["/v1/forecast"] == 1
 
 
+def test_a_worker_that_takes_the_lock_just_after_the_holder_stored_its_copy_does_not_fetch_again(
+    weather_server, redis_prefix
+):
+    # The gap the four-process test fell into under load: a worker looks (no copy), the holder stores its copy
+    # and lets go, and the worker then takes the free lock. Made certain here, not left to the scheduler.
+    settings = Settings(open_meteo_url=weather_server.url, cache_url=REDIS_URL, cache_prefix=redis_prefix)
+    with (
+        HybridRouter(settings=settings, ledger="off", http_options=FAST_HTTP) as holder,
+        HybridRouter(settings=settings, ledger="off", http_options=FAST_HTTP) as late,
+    ):
+        shared = late.weather.shared
+        take = shared.acquire
+
+        def after_the_holder_let_go(key, hold_s):
+            holder.ask("上海今天天气", today=TODAY)  # fetched, stored, lock released: all before this take
+            return take(key, hold_s)
+
+        shared.acquire = after_the_holder_let_go
+        assert late.ask("上海今天天气", today=TODAY).route == "rule"
+    assert weather_server.requests["/v1/forecast"] == 1
+
+
 def test_a_lock_holder_killed_mid_fetch_blocks_the_others_no_longer_than_its_deadline(weather_server, redis_prefix):
     weather_server.fail("/v1/forecast", "slow:30")  # the first request never finishes in time
     holder_deadline = 2.0

@@ -288,6 +288,11 @@ class WeatherService:
             token = shared.acquire(key, hold_s=max(0.0, deadline - time.monotonic()))
             if token is not None:
                 try:
+                    # The holder before may have stored its copy and let go between the look above and
+                    # this lock: look again, or the fleet pays for the same fetch twice.
+                    value = self._copy(shared, key, place)
+                    if self._fresh_enough(value):
+                        return value
                     wait = shared.spend(self.provider.name, self.upstream_limit)
                     if wait:
                         raise BudgetExhausted(
