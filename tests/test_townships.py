@@ -94,6 +94,29 @@ def test_a_place_under_a_parent_that_does_not_hold_it_is_neither_guessed(router,
     assert decision.cities == []
 
 
+@pytest.mark.parametrize(
+    "query", ["余杭良渚古城后天下雨吗", "杭州良渚古城明天天气", "西湖区古荡鼓楼明天天气", "成都武侯红牌楼朝阳明天冷吗"]
+)
+def test_a_place_said_after_a_path_that_holds_it_not_is_asked_not_a_second_place(router, query):
+    # 古城 after 余杭良渚 is 丽江's 古城区 by name, or a word of 良渚古城 (a site): one place inside another is
+    # never read as two unrelated ones.
+    decision = router.route(query, today=TODAY)
+    assert (decision.route, decision.reason_code, decision.cities) == ("clarify", "path_disagrees", [])
+
+
+@pytest.mark.parametrize(
+    ("query", "cities"),
+    [
+        ("深圳南山福田明天天气", ["深圳市南山区", "深圳市福田区"]),  # siblings under the path's parent
+        ("杭州西湖余杭明天天气", ["杭州市西湖区", "杭州市余杭区"]),
+        ("北京朝阳上海浦东新区明天天气", ["北京市朝阳区", "上海市浦东新区"]),  # two paths, one after the other
+        ("北京上海明天天气", ["北京市", "上海市"]),  # a list without a conjunction
+    ],
+)
+def test_places_said_together_are_paths_or_siblings_or_a_list(router, query, cities):
+    assert router.route(query, today=TODAY).cities == cities
+
+
 def test_a_reply_naming_where_settles_which_of_a_shared_name_was_meant(router):
     session = Session()
     asked = router.route("城关镇明天会下雨吗", today=TODAY, session=session)

@@ -698,7 +698,29 @@ class QueryParser:
                             f"{province_word}没有叫“{word}”的地方：请说出完整、准确的地名。",
                             code="path_disagrees",
                         )
-            joined.extend(group)
+            paths = _paths_in_run(group, units, gazetteer.encloses)
+            if all(len(path) == 1 for path in paths):
+                joined.extend(group)  # 北京上海明天天气: a list said without a conjunction
+                continue
+            for n, path in enumerate(paths):
+                (at, word, match), _ = path[0]
+                if len(path) > 1:
+                    joined.append((at, word, match))  # 北京朝阳上海浦东: paths, one after the other
+                    continue
+                # A place said beside a path: its sibling under the path's parent (深圳南山福田), or, held by no
+                # part of the path (余杭良渚古城: 丽江's 古城区, or a word of a site's name, 良渚古城?), asked.
+                beside = [
+                    u for other in paths[max(0, n - 1) : n + 2] if len(other) > 1 for _, own in other for u in own
+                ]
+                inside = [c for c in match.candidates if any(gazetteer.encloses(outer, c) for outer in beside)]
+                if len(inside) != 1:
+                    said = "".join(w for _, w, _ in group)
+                    return clarify(
+                        f"a path whose parts disagree: {said}",
+                        f"“{said}”里的“{word}”不在前后说的地方里：请说出完整、准确的地名，几个地方请用“和”分开。",
+                        code="path_disagrees",
+                    )
+                joined.append((at, word, PlaceMatch((inside[0],), match.via)))
         return reading._replace(places=tuple(joined))
 
     def _apply_corrections(
@@ -1207,11 +1229,36 @@ def _runs_of_places(
         if runs:
             last = runs[-1][-1][0]
             between = range(last + 1, place[0])
+            # One word for several places (京津冀) names a list, never a path among them.
             if all(i not in conjunction_at and is_filler(tokens[i]) for i in between):
                 runs[-1].append(place)
                 continue
         runs.append([place])
     return runs
+
+
+def _paths_in_run(
+    run: list[PlaceAt], units: list[tuple[Place, ...]], encloses: Callable[[Place, Place], bool]
+) -> list[list[tuple[PlaceAt, tuple[Place, ...]]]]:
+    """RUN (with each word's UNITS) cut into paths, left to right, each as long as one of its units still lies
+    inside all the others; a path of two or more starts with its innermost place, alone in its match."""
+    paths: list[list[tuple[PlaceAt, tuple[Place, ...]]]] = []
+    start = 0
+    while start < len(run):
+        end, inner = start + 1, None
+        while (
+            end < len(run)
+            and run[end][0] != run[end - 1][0]  # one word for several places (京津冀) is a list, not a path
+            and (found := _innermost(units[start : end + 1], encloses)) is not None
+        ):
+            end, inner = end + 1, found
+        said = list(zip(run[start:end], units[start:end], strict=True))
+        if inner is not None:
+            at, word, match = next(place for place, own in said if inner in own)
+            said.insert(0, ((at, word, PlaceMatch((inner,), match.via)), (inner,)))
+        paths.append(said)
+        start = end
+    return paths
 
 
 def _innermost(units: list[tuple[Place, ...]], encloses: Callable[[Place, Place], bool]) -> Place | None:
