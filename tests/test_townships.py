@@ -117,6 +117,20 @@ def test_places_said_together_are_paths_or_siblings_or_a_list(router, query, cit
     assert router.route(query, today=TODAY).cities == cities
 
 
+@pytest.mark.parametrize("query", ["朝阳海淀明天天气", "海淀和朝阳后天哪个冷", "长春南关朝阳明天下雪吗"])
+def test_a_name_beside_districts_of_one_city_that_hold_a_namesake_is_asked_which(router, query):
+    # 朝阳 alone is 朝阳市 (a prefecture-level city over districts of the name); beside 海淀 (北京's) it may be
+    # 北京's 朝阳区: asked, with both, never answered for either.
+    decision = router.route(query, today=TODAY)
+    assert (decision.route, decision.reason_code) == ("clarify", "ambiguous_place")
+    assert decision.ambiguous is not None and "朝阳市" in [p.name for p in decision.ambiguous[1]]
+    assert len(decision.ambiguous[1]) == 2
+
+
+def test_a_name_beside_a_city_not_a_district_keeps_its_reading(router):
+    assert router.route("沈阳和朝阳明天天气", today=TODAY).cities == ["沈阳市", "朝阳市"]
+
+
 def test_a_reply_naming_where_settles_which_of_a_shared_name_was_meant(router):
     session = Session()
     asked = router.route("城关镇明天会下雨吗", today=TODAY, session=session)

@@ -417,6 +417,7 @@ class QueryParser:
         reading = reading_or_question
         said_before = (reading.places, spans)
         reading, spans, excluded, unread = self._apply_corrections(reading, tokens, spans)
+        reading = self._namesakes_beside_siblings(reading)
         corrected = (reading.places, spans) != said_before
         if unread is not None:
             return to_llm(f"takes back nothing it names: {unread}", [unread], code="unread_operator")
@@ -703,7 +704,7 @@ class QueryParser:
                 joined.extend(group)  # 北京上海明天天气: a list said without a conjunction
                 continue
             for n, path in enumerate(paths):
-                (at, word, match), _ = path[0]
+                (at, word, match), named = path[0]
                 if len(path) > 1:
                     joined.append((at, word, match))  # 北京朝阳上海浦东: paths, one after the other
                     continue
@@ -712,7 +713,7 @@ class QueryParser:
                 beside = [
                     u for other in paths[max(0, n - 1) : n + 2] if len(other) > 1 for _, own in other for u in own
                 ]
-                inside = [c for c in match.candidates if any(gazetteer.encloses(outer, c) for outer in beside)]
+                inside = [c for c in named if any(gazetteer.encloses(outer, c) for outer in beside)]
                 if len(inside) != 1:
                     said = "".join(w for _, w, _ in group)
                     return clarify(
@@ -722,6 +723,26 @@ class QueryParser:
                     )
                 joined.append((at, word, PlaceMatch((inside[0],), match.via)))
         return reading._replace(places=tuple(joined))
+
+    def _namesakes_beside_siblings(self, reading: Reading) -> Reading:
+        """READING with a name read for one unit asked about (as a shared name is) when the other places said
+        are districts or counties of one city and another unit of that name is their sibling: 朝阳和海淀 is
+        朝阳市 by the name alone, but 海淀 is 北京's, and so is a 朝阳区. Which one is not guessed either way."""
+        if len(reading.places) < 2:
+            return reading
+        gazetteer, places = self.reader.gazetteer, list(reading.places)
+        for n, (at, word, match) in enumerate(places):
+            others = [m.candidates for i, (_, _, m) in enumerate(places) if i != n]
+            if match.ambiguous or any(len(c) != 1 or c[0].level != "county" for c in others):
+                continue
+            parents = {c[0].parent for c in others}
+            chosen = match.candidates[0]
+            if len(parents) != 1 or chosen.parent in parents:
+                continue
+            siblings = [u for u in gazetteer.units_named(word) if u.parent in parents and u != chosen]
+            if len(siblings) == 1:
+                places[n] = (at, word, PlaceMatch((siblings[0], chosen), match.via))
+        return reading._replace(places=tuple(places))
 
     def _apply_corrections(
         self, reading: Reading, tokens: Tokens, spans: list[DateSpan]
