@@ -236,6 +236,14 @@ def test_slow_clients_are_cut_off_and_a_hang_up_is_one_line(tmp_path, llm_server
             took, sent = _closed_within(sock, 6)
         assert 0.9 < took < 3 and sent.startswith(b"HTTP/1.1 408"), (took, sent)
         assert b'"code":"body_timeout"' in sent
+        # A body dribbled a byte every 0.1 s: each piece is a receive() of its own, and the deadline is the
+        # whole body's, not one a piece.
+        with _connect(server) as sock:
+            sock.sendall(b"POST /v1/ask HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                         b"content-length: 100\r\n\r\n")  # fmt: skip
+            took, sent = _closed_within(sock, 6, dribble=b'{"query": "' + b"a" * 89)
+        assert 0.9 < took < 3 and sent.startswith(b"HTTP/1.1 408"), (took, sent)
+        assert b'"code":"body_timeout"' in sent
         # Clients that are not slow are not hurt: a kept-alive connection asks twice (http.client reads each
         # response whole, however the server's bytes arrive, and keeps the connection).
         kept = http.client.HTTPConnection(server.url.rsplit("/", 1)[1], timeout=10)

@@ -86,25 +86,74 @@ class BodyDeadline:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.seconds
-        whole = False
+        clock = _BodyClock(receive, self.seconds)
+        try:
+            await self.app(scope, clock.receive, send)
+        finally:
+            clock.stop()  # an app that answered without reading the whole body leaves no timer behind
 
-        async def timed_receive() -> Message:
-            nonlocal whole
-            if whole:  # after the body, receive() waits for a disconnect (streamed answers): no deadline
-                return await receive()
-            try:
-                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
-            except asyncio.TimeoutError:
-                raise ApiError(
-                    408,
-                    "invalid_request_error",
-                    f"the request's body did not arrive within {self.seconds:g} s",
-                    "body_timeout",
-                    {"connection": "close"},
-                ) from None
-            whole = message["type"] != "http.request" or not message.get("more_body", False)
-            return message
 
-        await self.app(scope, timed_receive, send)
+class _BodyClock:
+    """One request's receive(), held to its body's deadline by one timer: armed when the app first asks for
+    the body, cancelled once the body is whole. Past the deadline the timer cancels the task waiting in
+    receive(), which turns that cancellation into the 408. A body that came with its head (most do) costs
+    the arming of a timer, not a task and a timer for every receive() as asyncio.wait_for would."""
+
+    __slots__ = ("_deadline", "_expired", "_receive", "_seconds", "_timer", "_waiting", "_whole")
+
+    def __init__(self, receive: Receive, seconds: float) -> None:
+        self._receive = receive
+        self._seconds = seconds
+        self._deadline = asyncio.get_running_loop().time() + seconds  # from the head's arrival
+        self._timer: asyncio.TimerHandle | None = None
+        self._waiting: asyncio.Task[Any] | None = None
+        self._expired = self._whole = False
+
+    async def receive(self) -> Message:
+        if self._whole:  # after the body, receive() waits for a disconnect (streamed answers): no deadline
+            return await self._receive()
+        if self._expired:
+            raise self._timed_out()
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_at(self._deadline, self._expire)
+        self._waiting = asyncio.current_task()
+        try:
+            message = await self._receive()
+        except asyncio.CancelledError:
+            if not self._cancelled_by_deadline():
+                raise
+            raise self._timed_out() from None
+        finally:
+            self._waiting = None
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self._whole = True
+            self.stop()
+        return message
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _cancelled_by_deadline(self) -> bool:
+        """Whether the cancellation receive() got is the deadline's alone: one from elsewhere as well (Python
+        >= 3.11 counts them) is passed on as it came."""
+        if not self._expired:
+            return False
+        uncancel = getattr(self._waiting, "uncancel", None)
+        return uncancel is None or uncancel() == 0
+
+    def _expire(self) -> None:
+        self._timer = None
+        self._expired = True
+        if self._waiting is not None:
+            self._waiting.cancel()
+
+    def _timed_out(self) -> ApiError:
+        return ApiError(
+            408,
+            "invalid_request_error",
+            f"the request's body did not arrive within {self._seconds:g} s",
+            "body_timeout",
+            {"connection": "close"},
+        )
