@@ -55,8 +55,9 @@ def run(
     # Metrics of every worker, summed: prometheus_client's multiprocess mode keeps them in files here. It
     # picks that mode when it is first imported, so the folder is named before anything imports it (the
     # serve package's app does): named after, one worker counted in memory and /metrics read the empty folder.
+    # One worker has nothing to sum and counts in memory: a file write per count costs it twice the time.
     metrics_dir = None
-    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         metrics_dir = tempfile.mkdtemp(prefix="hybrid-weather-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     try:
