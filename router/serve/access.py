@@ -167,6 +167,8 @@ class Failures:
     def wait(self, client: str, presented: str | None, now: float | None = None) -> float:
         """Seconds before CLIENT's attempt presenting the key PRESENTED (None: a cookie, or the form's nothing)
         is looked at; 0: look at it now."""
+        if self._shared is None and not self._counts:
+            return 0.0  # nothing failed here yet, and no fleet to ask: every request but a guesser's
         now = time.time() if now is None else now
         names = _failure_names(client, presented, now)
         counts = self._read(names)
