@@ -19,7 +19,7 @@ import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from starlette.applications import Starlette
@@ -53,9 +53,11 @@ from .errors import ApiError, from_library, hide_addresses, invalid
 from .guard import HEADER_TIMEOUT_STATE, BodyDeadline, Guard
 from .metrics import Metrics
 from .openapi import OPENAPI
-from .sessions import open_sessions
+from .sessions import TurnWriter, open_sessions
 
 logger = logging.getLogger("hybrid_weather")
+
+T = TypeVar("T")
 
 #: Bytes a request body may hold; past this the answer is 413.
 MAX_BODY_BYTES = 64 * 1024
@@ -97,6 +99,7 @@ class Service:
         self.admins = tenants.admins(self.settings.admin_keys, self.access.keys)  # keys that see every key's rows
         # The fleet's conversations are where its cache is (Redis), so a follow-up may reach any host.
         self.sessions = open_sessions(self.router.parts.settings.home_dir(), shared)
+        self._turns = TurnWriter(self.sessions)  # where the answers' turns are appended, in batches
         self._upstream: Any = None  # httpx.AsyncClient for pass-through requests, made on first use
         self._answering: set[asyncio.Task[Any]] = set()  # streamed answers in flight
         # The upstreams' host names, kept out of what clients read (errors.hide_addresses).
@@ -136,8 +139,11 @@ class Service:
         body = await self._json(request)
         query = _query(body)
         today = _today(body)
-        caller = _caller(request)
-        session = await self._session(caller, tenants.session_id(body.get("session_id")), today or today_in_china())
+        caller, given = _caller(request), body.get("session_id")
+        if given is None:  # a new conversation: nothing stored under the id made for it, nothing to read
+            session = Session(id=tenants.session_id(None))
+        else:
+            session = await self._session(caller, tenants.session_id(given), today or today_in_china())
         try:
             answer = await self._answer("ask", query, today, session, emoji=False, caller=caller)
         except ApiError as error:
@@ -148,7 +154,7 @@ class Service:
                     error.extra["partial"] = partial.to_json(query)
             raise
         owner = tenants.owner(caller) or tenants.OPEN
-        await run_in_threadpool(self.sessions.add, owner, session.id, query, answer.text)
+        await self._turns.add(owner, session.id, query, answer.text)
         # The session the client continues with: its own, or the one made for it.
         return JSONResponse(
             {**answer.to_json(query), "session_id": session.id}, headers=_request_id_header(answer.request_id)
@@ -250,12 +256,7 @@ class Service:
     async def _keep(self, caller: str, session: Session, answer: Any) -> None:
         """SESSION's turns (ANSWER's the last) kept under ANSWER's response id, CALLER's, for a follow-up."""
         owner, kept = tenants.owner(caller) or tenants.OPEN, responses.response_id(answer.request_id)
-
-        def store() -> None:
-            for question, reply in session.turns:
-                self.sessions.add(owner, kept, question, reply)
-
-        await run_in_threadpool(store)
+        await _off_loop(self.sessions.add_many, [(owner, kept, question, reply) for question, reply in session.turns])
 
     async def _stream(
         self,
@@ -479,7 +480,7 @@ class Service:
         I/O), so any worker can continue it."""
         session = Session(id=session_id)
         owner = tenants.owner(caller) or tenants.OPEN
-        for question, reply in await run_in_threadpool(self.sessions.turns, owner, session_id):
+        for question, reply in await _off_loop(self.sessions.turns, owner, session_id):
             session.remember(question, reply, self.router.route(question, today=today, session=session))
         return session
 
@@ -718,6 +719,13 @@ class Service:
                 caller=caller,
                 **timing,
             )
+
+
+async def _off_loop(work: Callable[..., T], *args: Any) -> T:
+    """WORK(*ARGS), which blocks (a file, a database), on the loop's executor. A conversation's store is read
+    or written by most answers: Starlette's run_in_threadpool takes about three times the CPU for the same
+    hop (anyio's limiter and cancel scope; 140-160 µs against 45-55 µs a hop, 32 at a time, on 2 cores)."""
+    return await asyncio.get_running_loop().run_in_executor(None, work, *args)
 
 
 def _caller(request: Request) -> str:

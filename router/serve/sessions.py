@@ -19,10 +19,12 @@ conversation.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -41,6 +43,7 @@ MAX_TURNS = 50
 _CLEAN_EVERY = 200
 
 Turn = tuple[str, str]  #: (question, answer)
+Added = tuple[str, str, str, str]  #: (owner, session id, question, answer): one turn to append
 
 
 class SessionStore(Protocol):
@@ -50,6 +53,9 @@ class SessionStore(Protocol):
     def add(self, owner: str, session_id: str, question: str, answer: str) -> None:
         """Append one turn to OWNER's SESSION_ID (its question and answer masked: a model may say back what it
         was told), and keep it another idle period."""
+
+    def add_many(self, turns: Sequence[Added]) -> None:
+        """add() each of TURNS, in their order."""
 
     def close(self) -> None: ...
 
@@ -100,6 +106,10 @@ class RedisSessions:
         turn = json.dumps([mask_personal_data(question), mask_personal_data(answer)], ensure_ascii=False)
         self.shared.append_list(_name(owner, session_id), turn, keep=self.max_turns, idle_s=self.idle_s)
 
+    def add_many(self, turns: Sequence[Added]) -> None:
+        for turn in turns:
+            self.add(*turn)
+
     def close(self) -> None:
         """The Redis client is the cache's, closed with it."""
 
@@ -131,30 +141,39 @@ class SqliteSessions:
         return [] if row is None else self._decode(row[0])
 
     def add(self, owner: str, session_id: str, question: str, answer: str) -> None:
+        self.add_many([(owner, session_id, question, answer)])
+
+    def add_many(self, turns: Sequence[Added]) -> None:
+        """add() each of TURNS in one transaction: one take of the file's write lock, which the workers of
+        the host contend for, for all of them."""
         with self._lock:
             # BEGIN IMMEDIATE takes the file's write lock before the read: another worker's append to the
             # same session waits for this one, then reads it, so neither is lost.
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                row = self._db.execute(
-                    "SELECT turns FROM owned_sessions WHERE owner = ? AND id = ? AND touched >= ?",
-                    (owner, session_id, time.time() - self.idle_s),
-                ).fetchone()
-                turns = ([] if row is None else self._decode(row[0])) + [
-                    (mask_personal_data(question), mask_personal_data(answer))
-                ]
-                self._db.execute(
-                    "INSERT INTO owned_sessions VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO UPDATE SET"
-                    " turns = excluded.turns, touched = excluded.touched",
-                    (owner, session_id, json.dumps(turns[-MAX_TURNS:], ensure_ascii=False), time.time()),
-                )
-                self._saves += 1
-                if self._saves % _CLEAN_EVERY == 0:
-                    self._clean()
+                for owner, session_id, question, answer in turns:
+                    self._append(owner, session_id, question, answer)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    def _append(self, owner: str, session_id: str, question: str, answer: str) -> None:
+        row = self._db.execute(
+            "SELECT turns FROM owned_sessions WHERE owner = ? AND id = ? AND touched >= ?",
+            (owner, session_id, time.time() - self.idle_s),
+        ).fetchone()
+        turns = ([] if row is None else self._decode(row[0])) + [
+            (mask_personal_data(question), mask_personal_data(answer))
+        ]
+        self._db.execute(
+            "INSERT INTO owned_sessions VALUES (?, ?, ?, ?) ON CONFLICT (owner, id) DO UPDATE SET"
+            " turns = excluded.turns, touched = excluded.touched",
+            (owner, session_id, json.dumps(turns[-MAX_TURNS:], ensure_ascii=False), time.time()),
+        )
+        self._saves += 1
+        if self._saves % _CLEAN_EVERY == 0:
+            self._clean()
 
     def _decode(self, text: str) -> list[Turn]:
         return _turns(_parsed(text))
@@ -169,3 +188,44 @@ class SqliteSessions:
 
     def close(self) -> None:
         self._db.close()
+
+
+class TurnWriter:
+    """Appends the answers of one event loop hand to STORE, written a batch at a time on the loop's executor:
+    the turns that arrive while a batch is written go, all of them, in the next, in one transaction. Under
+    load the workers of a host then take the SQLite file's write lock once for many answers, not once an
+    answer each (and wait for one another's turn far less). Each add() returns once its own turn is stored:
+    a follow-up may reach another worker as soon as the answer has left."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+        self._waiting: list[tuple[Added, asyncio.Future[None]]] = []
+        self._writing = False
+
+    async def add(self, owner: str, session_id: str, question: str, answer: str) -> None:
+        stored = asyncio.get_running_loop().create_future()
+        self._waiting.append(((owner, session_id, question, answer), stored))
+        if not self._writing:
+            self._write_next()
+        await stored
+
+    def _write_next(self) -> None:
+        batch, self._waiting = self._waiting, []
+        self._writing = True
+        writing = asyncio.get_running_loop().run_in_executor(None, self.store.add_many, [turn for turn, _ in batch])
+        writing.add_done_callback(lambda written: self._written(batch, written))
+
+    def _written(self, batch: list[tuple[Added, asyncio.Future[None]]], written: asyncio.Future[None]) -> None:
+        self._writing = False
+        failure = None if written.cancelled() else written.exception()
+        for _, stored in batch:
+            if stored.done():  # its request was cancelled (the client left): the turn is stored all the same
+                continue
+            if written.cancelled():
+                stored.cancel()
+            elif failure is not None:
+                stored.set_exception(failure)
+            else:
+                stored.set_result(None)
+        if self._waiting:
+            self._write_next()
