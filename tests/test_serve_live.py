@@ -5,6 +5,7 @@ one worker and summed over two, a port in use, and clients that are slow or hang
 
 import http.client
 import json
+import re
 import shutil
 import signal
 import socket
@@ -223,6 +224,19 @@ def test_slow_clients_are_cut_off_and_a_hang_up_is_one_line(tmp_path, llm_server
         # Slow loris: a request head dribbled a byte every 0.1 s, long past the header timeout.
         with _connect(server) as sock:
             head = b"POST /v1/ask HTTP/1.1\r\nhost: x\r\n" + b"x-slow: " + b"a" * 200
+            took, sent = _closed_within(sock, 6, dribble=head)
+        assert 0.9 < took < 3 and (sent == b"" or sent.startswith(b"HTTP/1.1 408")), (took, sent)
+        # The same on a kept-alive connection, after a request answered on it: the next head has its deadline.
+        with _connect(server) as sock:
+            body = json.dumps({"query": "上海今天天气"}).encode()
+            sock.sendall(b"POST /v1/ask HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                         b"content-length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+            answered = b""
+            while b"\r\n\r\n" not in answered or len(answered.partition(b"\r\n\r\n")[2]) < int(
+                re.search(rb"content-length: (\d+)", answered, re.IGNORECASE).group(1)
+            ):
+                answered += sock.recv(65536)
+            assert answered.startswith(b"HTTP/1.1 200"), answered
             took, sent = _closed_within(sock, 6, dribble=head)
         assert 0.9 < took < 3 and (sent == b"" or sent.startswith(b"HTTP/1.1 408")), (took, sent)
         # A connection that never says anything.

@@ -26,40 +26,57 @@ _TIMED_OUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: 
 
 class HeadDeadlineProtocol(HttpToolsProtocol):
     """HttpToolsProtocol (uvicorn's default where httptools is installed, as `serve`'s extra ensures) that
-    closes a connection whose request head is not whole within the header timeout."""
+    closes a connection whose request head is not whole within the header timeout.
+
+    One timer a connection, not one a request: a head's start is noted (a clock read), and the timer, when
+    it fires, looks at the head then on its way. One that began after the timer was set is given its own
+    full time (the timer is set again for it); none on its way leaves the timer unset until the next head
+    begins. A kept-alive connection asking without pause sets a timer once every header timeout."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_deadline: asyncio.TimerHandle | None = None
+        self._head_since: float | None = None  # when the head on its way began (loop time); None: none is
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._arm()  # a connection that never sends a byte is held to the deadline too
+        self._head_began()  # a connection that never sends a byte is held to the deadline too
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        if self._head_deadline is None:  # the next request on a kept-alive connection
-            self._arm()
+        self._head_began()  # the next request on a kept-alive connection
 
     def on_headers_complete(self) -> None:
-        self._disarm()
+        self._head_since = None
         super().on_headers_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-
-    def _arm(self) -> None:
-        seconds = float(self.app_state.get(HEADER_TIMEOUT_STATE, DEFAULT_HEADER_TIMEOUT))
-        self._head_deadline = self.loop.call_later(seconds, self._head_timed_out, seconds)
-
-    def _disarm(self) -> None:
+        self._head_since = None
         if self._head_deadline is not None:
             self._head_deadline.cancel()
             self._head_deadline = None
+        super().connection_lost(exc)
+
+    def _head_began(self) -> None:
+        self._head_since = self.loop.time()
+        if self._head_deadline is None:
+            self._watch(self._head_since)
+
+    def _watch(self, since: float) -> None:
+        seconds = float(self.app_state.get(HEADER_TIMEOUT_STATE, DEFAULT_HEADER_TIMEOUT))
+        self._head_deadline = self.loop.call_at(since + seconds, self._look, seconds)
+
+    def _look(self, seconds: float) -> None:
+        self._head_deadline = None
+        since = self._head_since
+        if since is None:  # no head on its way: the next one sets the timer
+            return
+        if self.loop.time() - since < seconds:  # a head that began after this timer was set: its own time
+            self._watch(since)
+            return
+        self._head_timed_out(seconds)
 
     def _head_timed_out(self, seconds: float) -> None:
-        self._head_deadline = None
         if self.transport.is_closing():
             return
         logger.warning("closed a connection from %s: its request head took over %g s", self._peer(), seconds)
