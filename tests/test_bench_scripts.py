@@ -21,6 +21,11 @@ BENCH = Path(__file__).resolve().parent / "bench"
         ("bench_ledger.py", ["--asks", "300"], ["rows/s committed", "added by the ledger"]),
         (
             "bench_savings.py",
+            ["--backend", "sqlite", "--rows", "3000", "--runs", "1"],
+            ["savings_report()", "savings --json, CLI"],
+        ),
+        (
+            "bench_savings.py",
             ["--misses", "--rows", "3000", "--runs", "1", "--raw"],
             ["misses_report()", "over the raw rows"],
         ),

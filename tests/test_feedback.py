@@ -103,3 +103,32 @@ def test_serve_gives_the_id_on_every_answer_and_takes_feedback_on_it(tmp_path, l
         with urllib.request.urlopen(f"{server.url}/", timeout=10) as page:
             html = page.read().decode()
         assert "Rule answers users marked wrong (1 of 2)" in html and "上海明天天气" in html
+
+
+def test_the_reports_walk_the_feedback_not_every_request_of_the_window(tmp_path):
+    # Issue 54: joined the other way, SQLite walked each request of the window by its datetime index to find
+    # the few with a verdict (0.7–1.1 s of `savings` over a million rows); read from the feedback, each
+    # request is one lookup by its key. The plan is what decides, so the plan is what is checked.
+    import datetime as dt
+    import sqlite3
+
+    from hybrid_weather.router.ledger import Ledger, LedgerEntry, misses_report, savings_report
+
+    path = tmp_path / "ledger.db"
+    now = dt.datetime.now(dt.timezone.utc)
+    ledger = Ledger(path)
+    for i in range(50):
+        ledger.record(LedgerEntry(started_at=now.timestamp() - 60 * i, route="rule", query=f"上海{i}"))
+    ledger.close()
+    db = sqlite3.connect(path, isolation_level=None)
+    statements: list[str] = []
+    db.set_trace_callback(statements.append)
+    savings_report(db, 30, now=now)
+    misses_report(db, 30, now=now)
+    db.set_trace_callback(None)
+    joined = [sql for sql in statements if " feedback " in sql and " requests " in sql]
+    assert len(joined) == 2, statements  # savings' count of answers marked wrong, misses' list of them
+    for sql in joined:
+        plan = [step for *_, step in db.execute(f"EXPLAIN QUERY PLAN {sql}")]
+        assert plan[0] == "SCAN f", plan
+        assert plan[1].startswith("SEARCH r USING INDEX sqlite_autoindex_requests_1 (id=?)"), plan

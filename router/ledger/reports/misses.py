@@ -10,6 +10,7 @@ from hybrid_weather.rules import MAX_QUESTION_CHARS
 
 from ..store.rollup import (
     EXAMPLES,
+    FEEDBACK_FIRST,
     MISSED,
     caller_params,
     dialect_of,
@@ -118,8 +119,8 @@ def marked_wrong(
         }
         for request_id, when, route, text, reason, comment in query(
             db,
-            "SELECT r.id, r.datetime_utc, r.route, r.query, r.reason, f.comment FROM feedback AS f"
-            " JOIN requests AS r ON r.id = f.request_id WHERE f.verdict = 'wrong' AND r.route IN ('rule', 'clarify')"
+            f"SELECT r.id, r.datetime_utc, r.route, r.query, r.reason, f.comment {FEEDBACK_FIRST}"
+            " AND f.verdict = 'wrong' AND r.route IN ('rule', 'clarify')"
             f" AND r.datetime_utc >= ?{of_caller(caller)} ORDER BY f.datetime_utc DESC LIMIT ?",
             (moment(db, since), *caller_params(caller), limit),
         )

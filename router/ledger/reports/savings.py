@@ -13,7 +13,7 @@ from hybrid_weather.agent.errors import ConfigurationError
 from ...understand import Decision, Route
 from ..baseline import Baseline
 from ..recorder import EMPTY
-from ..store.rollup import caller_params, moment, of_caller, percentile, query, read_window
+from ..store.rollup import FEEDBACK_FIRST, caller_params, moment, of_caller, percentile, query, read_window
 
 ROUTES = get_args(Route)
 
@@ -137,8 +137,8 @@ def _feedback(db: Any, since: dt.datetime, rule_answers: int, caller: str | None
     rule answers."""
     (wrong,) = query(
         db,
-        "SELECT count(*) FROM feedback AS f JOIN requests AS r ON r.id = f.request_id"
-        f" WHERE f.verdict = 'wrong' AND r.route = 'rule' AND r.datetime_utc >= ?{of_caller(caller)}",
+        f"SELECT count(*) {FEEDBACK_FIRST}"
+        f" AND f.verdict = 'wrong' AND r.route = 'rule' AND r.datetime_utc >= ?{of_caller(caller)}",
         (moment(db, since), *caller_params(caller)),
     )[0]
     wrong = int(wrong)
