@@ -58,6 +58,11 @@ _today_option = click.option(
     metavar="YYYY-MM-DD",
     help="Resolve 今天/明天/周三 against this date instead of today in China.",
 )
+_include_demo_option = click.option(
+    "--include-demo",
+    is_flag=True,
+    help="Count the requests a router on the demo provider answered (synthetic weather); left out by default.",
+)
 
 
 def _usage_error_json(error: click.ClickException) -> dict[str, Any]:
@@ -385,7 +390,8 @@ def chat(provider: str | None, today: dt.date | None, as_json: bool, no_emoji: b
     show_default=True,
     help="How to group the table and chart.",
 )
-def savings(days: int, as_json: bool, by: str) -> None:
+@_include_demo_option
+def savings(days: int, as_json: bool, by: str, include_demo: bool) -> None:
     """Show what the routing saved, from the request ledger.
 
     Spend is what the LLM calls cost (tokens × the price table); the baseline is what an all-LLM
@@ -399,11 +405,16 @@ def savings(days: int, as_json: bool, by: str) -> None:
 
     with _errors_as_exit_codes(), HybridRouter() as router:
         store = _ledger_of(router)
-        report = store.report(lambda db: savings_report(db, days, by=by))
+        report = store.report(lambda db: savings_report(db, days, by=by, include_demo=include_demo))
         if report["requests"] == 0 and not as_json:
+            demo = report["demo_rows"]
             click.echo(
-                f"No requests in the last {days} days in the ledger at {store.location}. "
-                'Ask something first, e.g. hybrid-weather "上海今天天气".'
+                f"No requests in the last {days} days in the ledger at {store.location}"
+                + (
+                    f" but {demo} answered from synthetic demo weather, left out: --include-demo counts them."
+                    if demo
+                    else '. Ask something first, e.g. hybrid-weather "上海今天天气".'
+                )
             )
             return
         click.echo(json.dumps(report, ensure_ascii=False) if as_json else render_report(report))
@@ -412,7 +423,8 @@ def savings(days: int, as_json: bool, by: str) -> None:
 @cli.command()
 @click.option("--days", type=click.IntRange(1, 3650), default=30, show_default=True, help="How many days back to look.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
-def misses(days: int, as_json: bool) -> None:
+@_include_demo_option
+def misses(days: int, as_json: bool, include_demo: bool) -> None:
     """Show what to teach the router next, from the request ledger.
 
     Lists the questions that went to the LLM but turned out to be plain lookups (the model only called
@@ -427,7 +439,7 @@ def misses(days: int, as_json: bool) -> None:
     from .ledger import misses_report, render_misses
 
     with _errors_as_exit_codes(), HybridRouter() as router:
-        report = _ledger_of(router).report(lambda db: misses_report(db, days))
+        report = _ledger_of(router).report(lambda db: misses_report(db, days, include_demo=include_demo))
         click.echo(json.dumps(report, ensure_ascii=False) if as_json else render_misses(report))
 
 

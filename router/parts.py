@@ -209,7 +209,9 @@ class Parts:
     def recorder(self) -> Recorder | None:
         from .ledger import Recorder
 
-        return Recorder(self.ledger) if self.ledger is not None else None
+        if self.ledger is None:
+            return None
+        return Recorder(self.ledger, demo=self.provider_name == DemoProvider.name)
 
     @lazy_part
     def agent(self) -> LLMAgent:

@@ -247,7 +247,7 @@ def test_savings_bars_line_up_and_counts_read_well(tmp_path):
     ledger = str(tmp_path / "l.db")
     for day in ("2026-11-28", "2026-11-29"):
         console("上海今天天气", "--provider", "demo", "--today", day, HYBRID_WEATHER_LEDGER=ledger)
-    result = console("savings", "--by", "route", HYBRID_WEATHER_LEDGER=ledger)
+    result = console("savings", "--by", "route", "--include-demo", HYBRID_WEATHER_LEDGER=ledger)
     assert "2 requests" in result.stdout and "request(s)" not in result.stdout
     chart = result.stdout.split("\n\n")[-1].splitlines()[1:]
     assert len({line.index("$") for line in chart}) == 1  # the amounts start in one column

@@ -24,9 +24,10 @@ def test_the_dashboard_draws_the_savings_numbers(tmp_path, llm_server, browser):
         llm_server.then(tool_calls(("get_weather", {"place": "北京", "date": "明天"}), prompt=420, completion=25),
                         answer("明天北京多云，适合出游。", prompt=560, completion=30))  # fmt: skip
         post(f"{server.url}/v1/ask", {"query": "北京明天适合出游吗", "today": TODAY.isoformat()})
-        with urllib.request.urlopen(f"{server.url}/v1/savings?days=30", timeout=10) as response:
+        # The demo provider answered (synthetic weather): counted with include_demo, as the page's link does.
+        with urllib.request.urlopen(f"{server.url}/v1/savings?days=30&include_demo=1", timeout=10) as response:
             savings = json.loads(response.read())
-        browser.get(f"{server.url}/?days=30")
+        browser.get(f"{server.url}/?days=30&include_demo=1")
         page = browser.find_element("tag name", "body")
         assert "What routing saved" in page.text
         assert browser.find_element("id", "requests").text == str(savings["requests"]) == "16"
@@ -76,13 +77,15 @@ def test_behind_keys_the_browser_signs_in_and_sees_the_dashboard(tmp_path, llm_s
         assert "not accepted" in browser.find_element("id", "problem").text
         assert browser.find_elements("id", "requests") == [] and browser.get_cookies() == []
         sign_in("team-key-7")
-        assert browser.find_element("id", "requests").text == "1"  # the dashboard, with the ledger's numbers
+        # The dashboard, with the ledger's numbers: its one answer, the demo provider's, left out and said.
+        assert browser.find_element("id", "requests").text == "0"
+        assert browser.find_element("id", "demo").get_attribute("data-value") == "1"
         (cookie,) = browser.get_cookies()
         assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
         assert "team-key-7" not in cookie["value"]
         # Scripts on the page cannot read it, and the report links work on it.
         assert browser.execute_script("return document.cookie") == ""
-        browser.get(f"{server.url}/v1/savings?days=30")
+        browser.get(f"{server.url}/v1/savings?days=30&include_demo=1")
         assert json.loads(browser.find_element("tag name", "body").text)["requests"] == 1
         # Without it, refused again.
         browser.delete_all_cookies()

@@ -26,6 +26,7 @@ def console(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_an_answer_marked_wrong_from_the_command_line_is_listed_first_and_counted():
+    # Answered by the demo provider: counted with --include-demo (test_demo_rows.py holds the default).
     first = json.loads(console("--provider", "demo", "--json", "上海明天天气").stdout)
     request_id = first["request_id"]
     assert isinstance(request_id, str) and len(request_id) == 22
@@ -33,17 +34,17 @@ def test_an_answer_marked_wrong_from_the_command_line_is_listed_first_and_counte
     assert "request:" in explained and "hybrid-weather feedback" in explained
     done = console("feedback", request_id, "wrong", "--comment", "明天是晴天，打13812345678问过了")
     assert done.returncode == 0 and request_id in done.stdout, done.stderr
-    misses = json.loads(console("misses", "--json").stdout)
+    misses = json.loads(console("misses", "--json", "--include-demo").stdout)
     (marked,) = misses["marked_wrong"]
     assert marked["request_id"] == request_id and marked["query"] == "上海明天天气"
     assert "13812345678" not in marked["comment"] and "晴天" in marked["comment"]
-    assert console("misses").stdout.startswith("Rule answers users marked wrong (1)")
-    savings = json.loads(console("savings", "--json").stdout)["feedback"]
+    assert console("misses", "--include-demo").stdout.startswith("Rule answers users marked wrong (1)")
+    savings = json.loads(console("savings", "--json", "--include-demo").stdout)["feedback"]
     assert savings == {"rule_answers": 2, "rule_marked_wrong": 1, "rule_marked_wrong_share": 0.5}
-    assert "1 of 2 rule answers marked wrong" in console("savings").stdout
+    assert "1 of 2 rule answers marked wrong" in console("savings", "--include-demo").stdout
     # A second verdict replaces the first: right now, and no longer listed.
     assert console("feedback", request_id, "right").returncode == 0
-    assert json.loads(console("misses", "--json").stdout)["marked_wrong"] == []
+    assert json.loads(console("misses", "--json", "--include-demo").stdout)["marked_wrong"] == []
 
 
 @pytest.mark.parametrize(
@@ -69,8 +70,8 @@ def test_the_library_and_a_postgresql_ledger_keep_verdicts_too(pg_url):
             router.feedback(answer.request_id, "bad")
         from hybrid_weather.router.ledger import misses_report, savings_report
 
-        misses = router.ledger.report(lambda db: misses_report(db, 30))
-        savings = router.ledger.report(lambda db: savings_report(db, 30))
+        misses = router.ledger.report(lambda db: misses_report(db, 30, include_demo=True))
+        savings = router.ledger.report(lambda db: savings_report(db, 30, include_demo=True))
     assert [m["request_id"] for m in misses["marked_wrong"]] == [answer.request_id]
     assert savings["feedback"]["rule_marked_wrong"] == 1
 
@@ -100,7 +101,7 @@ def test_serve_gives_the_id_on_every_answer_and_takes_feedback_on_it(tmp_path, l
                 post(f"{server.url}/v1/feedback", wrong)
             assert refused.value.code == status, wrong
             assert "error" in json.loads(refused.value.read())
-        with urllib.request.urlopen(f"{server.url}/", timeout=10) as page:
+        with urllib.request.urlopen(f"{server.url}/?include_demo=1", timeout=10) as page:
             html = page.read().decode()
         assert "Rule answers users marked wrong (1 of 2)" in html and "上海明天天气" in html
 

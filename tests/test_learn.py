@@ -205,11 +205,11 @@ def test_the_canary_reads_a_share_of_sessions_through_the_new_version(llm_server
         versions = dict(db.execute("SELECT overlay_version, count(*) FROM requests GROUP BY 1").fetchall())
         db.close()
     assert set(versions) == {1, 2} and sum(versions.values()) == len(answered)
-    result = CliRunner().invoke(cli, ["savings", "--by", "overlay", "--json"])
+    result = CliRunner().invoke(cli, ["savings", "--by", "overlay", "--json", "--include-demo"])  # demo answers
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)["groups"]["rows"]
     assert set(rows) == {"v1", "v2"} and rows["v2"]["rule_share"] > rows["v1"]["rule_share"]
-    assert "v2" in CliRunner().invoke(cli, ["savings", "--by", "overlay"]).output
+    assert "v2" in CliRunner().invoke(cli, ["savings", "--by", "overlay", "--include-demo"]).output
 
 
 def test_learn_and_teach_from_the_command_line(llm_server, monkeypatch, ledger_kind):

@@ -282,6 +282,7 @@ def test_a_ledger_from_an_older_schema_migrates(tmp_path):
                 "m011_model_time",
                 "m012_reason_code",
                 "m013_fleet_overlay",
+                "m014_demo",
             ]
         )
         # The row stored before the rollup existed is in it once, beside the one written after.
@@ -366,7 +367,7 @@ def test_savings_cli_empty_and_full(tmp_path, monkeypatch):
     assert result.exit_code == 0 and "No requests in the last 30 days" in result.output
     for query in ("上海今天天气", "北京和上海明天哪个冷", "明天会下雨吗"):
         assert CliRunner().invoke(cli, [query, "--provider", "demo"], catch_exceptions=False).exit_code == 0
-    result = CliRunner().invoke(cli, ["savings", "--days", "30", "--json"], catch_exceptions=False)
+    result = CliRunner().invoke(cli, ["savings", "--days", "30", "--json", "--include-demo"], catch_exceptions=False)
     report = json.loads(result.output)
     assert report["requests"] == 3 and report["by_route"] == {"rule": 2, "clarify": 1, "llm": 0}
     for key in (
@@ -381,8 +382,11 @@ def test_savings_cli_empty_and_full(tmp_path, monkeypatch):
         "baseline_method",
     ):
         assert key in report
-    text = CliRunner().invoke(cli, ["savings", "--by", "route"], catch_exceptions=False).output
+    text = CliRunner().invoke(cli, ["savings", "--by", "route", "--include-demo"], catch_exceptions=False).output
     assert "Saved" in text and "rule" in text and ("█" in text or "░" in text)
+    # Without --include-demo, the demo provider's answers are left out, and the report says so.
+    text = CliRunner().invoke(cli, ["savings"], catch_exceptions=False).output
+    assert "No requests in the last 30 days" in text and "but 3 answered from synthetic demo weather" in text
 
 
 def test_simulate(tmp_path):

@@ -267,7 +267,7 @@ def test_failures_and_empties_are_shown_apart_and_the_figures_add_up(tmp_path):
     ledger = Ledger(path, model="gpt-4o-mini")
     ledger.record(LedgerEntry(started_at=time.time(), route="shadow", query="q", places=("上海市",), cost_usd=0.0002))
     ledger.close()
-    report = json.loads(runner.invoke(cli, ["savings", "--json"], env=env).output)
+    report = json.loads(runner.invoke(cli, ["savings", "--json", "--include-demo"], env=env).output)
     assert report["requests"] == 8 and report["by_outcome"] == {"ok": 2, "failed": 4, "empty": 2}
     assert report["failures"] == {"UpstreamConnectError": 4}
     one_place = ModelTable().cost("gpt-4o-mini", Usage(425, 0, 75))
@@ -277,7 +277,7 @@ def test_failures_and_empties_are_shown_apart_and_the_figures_add_up(tmp_path):
     assert sum(g["actual_cost_usd"] for g in groups.values()) == pytest.approx(report["actual_cost_usd"])
     assert sum(g["baseline_cost_usd"] for g in groups.values()) == pytest.approx(report["baseline_cost_usd"])
     assert sum(g["requests"] for g in groups.values()) == report["requests"]
-    text = runner.invoke(cli, ["savings"], env=env).output
+    text = runner.invoke(cli, ["savings", "--include-demo"], env=env).output
     assert "Not counted: 4 failed (UpstreamConnectError 4) and 2 empty" in text and "Shadow:    1 run," in text
 
 

@@ -87,7 +87,7 @@ def test_the_ledger_and_savings_keep_the_models_time_apart_from_the_answers(tmp_
             {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "上海明天适合去爬山吗"}]},
         )
         assert status == 200 and body["choices"][0]["message"]["content"] == "适合，多云。"
-        with urllib.request.urlopen(f"{server.url}/v1/savings?days=1", timeout=10) as response:
+        with urllib.request.urlopen(f"{server.url}/v1/savings?days=1&include_demo=1", timeout=10) as response:
             report = json.loads(response.read())
     rows = sqlite3.connect(server.ledger).execute("SELECT latency_ms, model_ms FROM requests WHERE route = 'llm'")
     ((latency_ms, model_ms),) = rows.fetchall()

@@ -43,6 +43,7 @@ class LedgerEntry(NamedTuple):
     request_id: str | None = None  #: the row's id, as the answer carried it (None: the writer makes one)
     caller: str | None = None  #: whose request it was (serve: "key:" and the key's SHA-256 prefix), never a key
     reason_code: str | None = None  #: the rule that decided, as a stable code (Decision.reason_code)
+    demo: bool = False  #: answered by a router on the demo provider: synthetic weather, left out of the reports
 
 
 class RequestIds:

@@ -26,10 +26,13 @@ EMPTY = "empty"
 
 
 class Recorder:
-    """Queues one row per request on a Ledger; every method returns at once (the writer does the rest)."""
+    """Queues one row per request on a Ledger; every method returns at once (the writer does the rest). DEMO:
+    the router answers from the demo provider, so each of its rows (answers, clarifications, failures and
+    shadow runs alike: the traffic of a trial) is marked, and the reports leave it out unless asked."""
 
-    def __init__(self, ledger: RowSink) -> None:
+    def __init__(self, ledger: RowSink, *, demo: bool = False) -> None:
         self.ledger = ledger
+        self.demo = demo
         self._ids = RequestIds()
 
     def new_id(self, arrived: float) -> str:
@@ -73,6 +76,7 @@ class Recorder:
             overlay_version=overlay,
             request_id=request_id,
             caller=caller,
+            demo=self.demo,
         )
         self.ledger.record(entry if result is None else _with_llm(entry, result, decision.open_ended))
         return request_id
@@ -114,6 +118,7 @@ class Recorder:
                 overlay_version=overlay,
                 request_id=request_id,
                 caller=caller,
+                demo=self.demo,
             )
         )
 
@@ -179,6 +184,7 @@ class Recorder:
                     latency_ms=latency_ms,
                     agreement=agreement,
                     outcome=type(error).__name__ if error is not None else "ok",
+                    demo=self.demo,
                 ),
                 result,
                 decision.open_ended,

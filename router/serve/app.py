@@ -361,14 +361,18 @@ class Service:
     async def savings(self, request: Request) -> Response:
         from ..ledger import savings_report
 
-        days, caller = _days(request), tenants.scope(_caller(request), self.admins)
-        return JSONResponse(await run_in_threadpool(self._report, lambda db: savings_report(db, days, caller=caller)))
+        days, caller, demo = _days(request), tenants.scope(_caller(request), self.admins), _include_demo(request)
+        return JSONResponse(
+            await run_in_threadpool(self._report, lambda db: savings_report(db, days, caller=caller, include_demo=demo))
+        )
 
     async def misses(self, request: Request) -> Response:
         from ..ledger import misses_report
 
-        days, caller = _days(request), tenants.scope(_caller(request), self.admins)
-        return JSONResponse(await run_in_threadpool(self._report, lambda db: misses_report(db, days, caller=caller)))
+        days, caller, demo = _days(request), tenants.scope(_caller(request), self.admins), _include_demo(request)
+        return JSONResponse(
+            await run_in_threadpool(self._report, lambda db: misses_report(db, days, caller=caller, include_demo=demo))
+        )
 
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -392,9 +396,13 @@ class Service:
         from ..ledger import misses_report, savings_report
         from .dashboard import render
 
-        days, caller = _days(request), tenants.scope(_caller(request), self.admins)
+        days, caller, demo = _days(request), tenants.scope(_caller(request), self.admins), _include_demo(request)
         savings, misses = await run_in_threadpool(
-            self._report, lambda db: (savings_report(db, days, caller=caller), misses_report(db, days, caller=caller))
+            self._report,
+            lambda db: (
+                savings_report(db, days, caller=caller, include_demo=demo),
+                misses_report(db, days, caller=caller, include_demo=demo),
+            ),
         )
         return HTMLResponse(render(savings, misses))
 
@@ -760,6 +768,19 @@ def _days(request: Request) -> int:
     if not text.isdigit() or not 1 <= int(text) <= MAX_REPORT_DAYS:
         raise invalid(f"'days' must be a whole number from 1 to {MAX_REPORT_DAYS}", "invalid_days")
     return int(text)
+
+
+#: The values of a report's `include_demo` parameter, and what each says.
+_INCLUDE_DEMO = {"": False, "0": False, "false": False, "1": True, "true": True}
+
+
+def _include_demo(request: Request) -> bool:
+    """The report's `include_demo` parameter: count the rows a router on the demo provider wrote (left out by
+    default)."""
+    text = request.query_params.get("include_demo", "").lower()
+    if text not in _INCLUDE_DEMO:
+        raise invalid("'include_demo' must be 1 or 0 (true or false)", "invalid_include_demo")
+    return _INCLUDE_DEMO[text]
 
 
 async def _api_error(request: Request, error: Exception) -> Response:

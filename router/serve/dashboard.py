@@ -104,6 +104,19 @@ def _latency(latency: dict[str, dict[str, float | None]]) -> str:
     return _svg("".join(marks), "latency per route", height)
 
 
+def _demo_note(savings: dict[str, Any]) -> str:
+    """What the page did with the window's demo rows (synthetic weather), with the link that does the other."""
+    rows, days = savings["demo_rows"], savings["days"]
+    if not rows:
+        return ""
+    if savings["include_demo"]:
+        said, link = "are included", f'<a href="?days={days}">leave them out</a>'
+    else:
+        said, link = "are left out", f'<a href="?days={days}&amp;include_demo=1">include them</a>'
+    note = f"{rows} requests answered from synthetic demo weather {said} ({link})."
+    return f'<p id="demo" data-value="{rows}">{note}</p>\n'
+
+
 def render(savings: dict[str, Any], misses: dict[str, Any]) -> str:
     """The page for one window (SAVINGS and MISSES: the /v1/savings and /v1/misses objects)."""
     saved_pct = savings["saved_pct"]
@@ -134,6 +147,7 @@ def render(savings: dict[str, Any], misses: dict[str, Any]) -> str:
     spend = _spend(savings["groups"]["rows"]) if savings["groups"]["by"] == "day" else NO_DATA
     by_route = " · ".join(f"{route} {n}" for route, n in savings["by_route"].items())
     legend = " ".join(f'<span style="color:{c}">■</span> {r}' for r, c in _COLOURS.items())
+    query = f"days={savings['days']}" + ("&amp;include_demo=1" if savings["include_demo"] else "")
     return f"""<!doctype html>
 <html lang="zh-CN"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -156,7 +170,7 @@ padding: 4px; text-align: left; vertical-align: top; }}
 <span id="baseline">{_usd(savings["baseline_cost_usd"])}</span></div>
 <div class="figure">requests<b id="requests">{savings["requests"]}</b>{by_route}</div>
 </div>
-{wrong_section}<h2>Requests by route, per day</h2><p>{legend}</p>
+{_demo_note(savings)}{wrong_section}<h2>Requests by route, per day</h2><p>{legend}</p>
 {_routes_over_time(savings["timeline"])}
 <h2>Spend against the all-LLM baseline, per day</h2>
 <p><span style="color:#1c7ed6">■</span> spent <span>□</span> all-LLM baseline</p>
@@ -165,8 +179,8 @@ padding: 4px; text-align: left; vertical-align: top; }}
 {_latency(savings["latency_ms"])}
 <h2>Top misses: plain lookups the LLM answered</h2>
 {misses_table}
-<p><small>Baseline: {escape(savings["baseline_method"])}. Data: <a href="v1/savings?days={savings["days"]}">
-/v1/savings</a>, <a href="v1/misses?days={savings["days"]}">/v1/misses</a>.</small></p>
+<p><small>Baseline: {escape(savings["baseline_method"])}. Data: <a href="v1/savings?{query}">
+/v1/savings</a>, <a href="v1/misses?{query}">/v1/misses</a>.</small></p>
 </body></html>"""
 
 

@@ -50,13 +50,20 @@ _DATE = {
     "description": "YYYY-MM-DD, from 1970-01-01 to 2099-12-31",
 }
 _NULLABLE_STRING = {"type": ["string", "null"]}
-_DAYS = [
+_REPORT_PARAMETERS = [
     {
         "name": "days",
         "in": "query",
         "required": False,
         "schema": {"type": "integer", "minimum": 1, "maximum": 3650, "default": 30},
-    }
+    },
+    {
+        "name": "include_demo",
+        "in": "query",
+        "required": False,
+        "description": "1: count the requests a router on the demo provider answered (synthetic weather)",
+        "schema": {"enum": ["0", "1", "false", "true"], "default": "0"},
+    },
 ]
 
 _DECISION = {
@@ -413,14 +420,14 @@ OPENAPI: dict[str, Any] = {
         "/v1/savings": {
             "get": {
                 "summary": "What routing saved (the `savings --json` object)",
-                "parameters": _DAYS,
+                "parameters": _REPORT_PARAMETERS,
                 "responses": {"200": _json("Report", "The report"), **_errors(*_LIMITED, "422", "503")},
             }
         },
         "/v1/misses": {
             "get": {
                 "summary": "What the router missed (the `misses --json` object)",
-                "parameters": _DAYS,
+                "parameters": _REPORT_PARAMETERS,
                 "responses": {"200": _json("Report", "The report"), **_errors(*_LIMITED, "422", "503")},
             }
         },
@@ -461,7 +468,7 @@ OPENAPI: dict[str, Any] = {
         "/": {
             "get": {
                 "summary": "The savings dashboard",
-                "parameters": _DAYS,
+                "parameters": _REPORT_PARAMETERS,
                 "security": [{}, {"bearer": []}, {"dashboard": []}],
                 "responses": {
                     "200": {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}},

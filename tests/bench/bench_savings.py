@@ -231,8 +231,7 @@ def bench_savings(args: argparse.Namespace, rows: int) -> list[tuple[str, str]]:
         )
     cli_s = _cli_seconds("savings", url, args.runs)
     print(f"savings --days 30 over {report['requests']:,} requests in the window:")
-    print(f"  savings_report(), in-process        {1000 * report_s:8.1f} ms  (median of {args.runs})")
-    print(f"  hybrid-weather savings --json, CLI  {1000 * cli_s:8.1f} ms  (whole process)")
+    _print_times(report_s, cli_s, args.runs)
     print(f"  one GROUP BY over the raw rows      {1000 * raw_s:8.1f} ms  ({raw_s / report_s:.0f}x the report)")
     verdict = "met" if cli_s <= TARGET_S else "MISSED"
     print(f"target: <= {TARGET_S:.0f} s for the command over {rows:,} rows -> {verdict}")
@@ -244,6 +243,11 @@ def bench_savings(args: argparse.Namespace, rows: int) -> list[tuple[str, str]]:
             f"{1000 * cli_s:.0f} ms",
         )
     ]
+
+
+def _print_times(report_s: float, cli_s: float, runs: int) -> None:
+    print(f"  savings_report(), in-process        {1000 * report_s:8.1f} ms  (median of {runs})")
+    print(f"  hybrid-weather savings --json, CLI  {1000 * cli_s:8.1f} ms  (whole process)")
 
 
 def bench_savings_sqlite(args: argparse.Namespace, rows: int) -> list[tuple[str, str]]:
@@ -259,8 +263,7 @@ def bench_savings_sqlite(args: argparse.Namespace, rows: int) -> list[tuple[str,
         db.close()
     cli_s = _cli_seconds("savings", location, args.runs)
     print(f"savings --days 30 over {report['requests']:,} requests in the window (SQLite):")
-    print(f"  savings_report(), in-process        {1000 * report_s:8.1f} ms  (median of {args.runs})")
-    print(f"  hybrid-weather savings --json, CLI  {1000 * cli_s:8.1f} ms  (whole process)")
+    _print_times(report_s, cli_s, args.runs)
     _forget(args, location)
     verdict = "met" if report_s <= SQLITE_SAVINGS_TARGET_S else "MISSED"
     print(f"target: <= {1000 * SQLITE_SAVINGS_TARGET_S:.0f} ms for the report over {rows:,} rows (sqlite) -> {verdict}")

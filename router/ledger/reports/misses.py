@@ -13,14 +13,17 @@ from ..store.rollup import (
     FEEDBACK_FIRST,
     MISSED,
     caller_params,
+    demo_rows,
     dialect_of,
     iso,
     moment,
+    not_demo,
     of_caller,
     query,
     rows_of,
     split_window,
 )
+from .savings import demo_line
 
 # Shadow disagreements listed at the most.
 _DISAGREEMENTS = 20
@@ -29,26 +32,30 @@ _DISAGREEMENTS = 20
 _SHOWN_CHARS = 60
 
 
-def misses_report(db: Any, days: int, *, now: dt.datetime | None = None, caller: str | None = None) -> dict[str, Any]:
+def misses_report(
+    db: Any, days: int, *, now: dt.datetime | None = None, caller: str | None = None, include_demo: bool = False
+) -> dict[str, Any]:
     """The `misses --json` object, aggregated in SQL over a sqlite3 or psycopg connection to the ledger:
     whole hours from the misses rollup (m007), the window's partial first hour from the rows themselves
     with the same expressions, so the figures are those of the rows. CALLER: only that caller's requests
-    (all read from the rows: the rollup keeps no caller); shadow runs are nobody's, so none are listed."""
+    (all read from the rows: the rollup keeps no caller); shadow runs are nobody's, so none are listed. A
+    demo provider's rows only with INCLUDE_DEMO (read from the rows: the rollup counts none)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     since = now - dt.timedelta(days=days)
     dialect = dialect_of(db)
-    hour, edge = split_window(db, since, caller)
+    hour, edge = split_window(db, since, caller, include_demo)
     window = (hour, *edge)
     missed, words_of = MISSED.format(r="r"), dialect.words.format(r="r")
-    raw = f"FROM requests AS r, {words_of} WHERE {missed} AND {rows_of(caller)}"
+    source, rows = rows_of(dialect, caller, include_demo)
+    raw = f"FROM {source}, {words_of} WHERE {missed} AND {rows}"
     # SUM() of no cost is NULL (COALESCE'd to 0 by the report, ordered apart): `priced` keeps that so.
     cost = "coalesce(CASE WHEN sum(p) > 0 THEN sum(c) END, 0)"
     lookups, spent = query(
         db,
         f"SELECT coalesce(sum(n), 0), {cost} FROM ("
         "SELECT requests AS n, priced AS p, cost_usd AS c FROM lookups_hourly WHERE hour >= ?"
-        " UNION ALL SELECT count(*), count(r.cost_usd), coalesce(sum(r.cost_usd), 0.0) FROM requests AS r"
-        f" WHERE {missed} AND {rows_of(caller)}) AS t",
+        " UNION ALL SELECT count(*), count(r.cost_usd), coalesce(sum(r.cost_usd), 0.0)"
+        f" FROM {source} WHERE {missed} AND {rows}) AS t",
         window,
     )[0]
     examples: dict[Any, list[str]] = {}
@@ -87,27 +94,35 @@ def misses_report(db: Any, days: int, *, now: dt.datetime | None = None, caller:
         }
         for when, text, reason in query(
             db,
-            "SELECT datetime_utc, query, reason FROM requests WHERE route = 'shadow' AND agreement IS FALSE"
-            " AND datetime_utc >= ? ORDER BY id DESC LIMIT ?",
+            "SELECT r.datetime_utc, r.query, r.reason FROM requests AS r WHERE r.route = 'shadow'"
+            f" AND r.agreement IS FALSE AND r.datetime_utc >= ?{not_demo(db, include_demo)} ORDER BY r.id DESC LIMIT ?",
             (moment(db, since), _DISAGREEMENTS),
         )
         if caller is None
     ]
     return {
         "days": days,
-        "marked_wrong": marked_wrong(db, since, caller=caller),
+        "marked_wrong": marked_wrong(db, since, caller=caller, include_demo=include_demo),
         "plain_lookups": int(lookups),
         "cost_usd": round(spent, 8),
         "words": words,
         "shadow_disagreements": disagreements,
+        "demo_rows": demo_rows(db, since, caller),  # as savings says it: counted only with include_demo
+        "include_demo": include_demo,
     }
 
 
 def marked_wrong(
-    db: Any, since: dt.datetime, limit: int = _DISAGREEMENTS, *, caller: str | None = None
+    db: Any,
+    since: dt.datetime,
+    limit: int = _DISAGREEMENTS,
+    *,
+    caller: str | None = None,
+    include_demo: bool = False,
 ) -> list[dict[str, Any]]:
     """The rule and clarify answers users marked wrong (feedback) in the window, the last marked first: the
-    first thing to look at, as each is a wrong answer somebody saw. CALLER: only answers to that caller."""
+    first thing to look at, as each is a wrong answer somebody saw. CALLER: only answers to that caller; a
+    demo provider's only with INCLUDE_DEMO."""
     return [
         {
             "request_id": request_id,
@@ -120,8 +135,8 @@ def marked_wrong(
         for request_id, when, route, text, reason, comment in query(
             db,
             f"SELECT r.id, r.datetime_utc, r.route, r.query, r.reason, f.comment {FEEDBACK_FIRST}"
-            " AND f.verdict = 'wrong' AND r.route IN ('rule', 'clarify')"
-            f" AND r.datetime_utc >= ?{of_caller(caller)} ORDER BY f.datetime_utc DESC LIMIT ?",
+            " AND f.verdict = 'wrong' AND r.route IN ('rule', 'clarify') AND r.datetime_utc >= ?"
+            f"{not_demo(db, include_demo)}{of_caller(caller)} ORDER BY f.datetime_utc DESC LIMIT ?",
             (moment(db, since), *caller_params(caller), limit),
         )
     ]
@@ -141,6 +156,8 @@ def render_misses(report: dict[str, Any]) -> str:
         f"Last {report['days']} days: {_requests(report['plain_lookups'])} went to the LLM but were plain lookups "
         f"(${report['cost_usd']:.6f})."
     )
+    if line := demo_line(report):
+        lines.append(line)
     if report["words"]:
         shown = {w["word"]: _shown(w["word"]) for w in report["words"]}
         width = max(len(word) for word in shown.values()) * 2

@@ -13,19 +13,36 @@ from hybrid_weather.agent.errors import ConfigurationError
 from ...understand import Decision, Route
 from ..baseline import Baseline
 from ..recorder import EMPTY
-from ..store.rollup import FEEDBACK_FIRST, caller_params, moment, of_caller, percentile, query, read_window
+from ..store.rollup import (
+    FEEDBACK_FIRST,
+    caller_params,
+    demo_rows,
+    moment,
+    not_demo,
+    of_caller,
+    percentile,
+    query,
+    read_window,
+)
 
 ROUTES = get_args(Route)
 
 
 def savings_report(
-    db: Any, days: int, *, now: dt.datetime | None = None, by: str | None = None, caller: str | None = None
+    db: Any,
+    days: int,
+    *,
+    now: dt.datetime | None = None,
+    by: str | None = None,
+    caller: str | None = None,
+    include_demo: bool = False,
 ) -> dict[str, Any]:
     """The `savings --json` object (docs/contracts.md keys first, then the operator figures), aggregated in
     SQL over a sqlite3 or psycopg connection to the ledger. CALLER: only that caller's requests (shadow runs
-    are nobody's: they are the operator's spend)."""
+    are nobody's: they are the operator's spend). A demo provider's rows only with INCLUDE_DEMO."""
     now = now or dt.datetime.now(dt.timezone.utc)
-    window = read_window(db, now - dt.timedelta(days=days), caller)
+    since = now - dt.timedelta(days=days)
+    window = read_window(db, since, caller, include_demo)
     shadows = [g for g in window.groups if g["route"] == "shadow"]
     groups_in = [g for g in window.groups if g["route"] != "shadow"]
     estimate = Baseline(groups_in, shadows)
@@ -89,11 +106,15 @@ def savings_report(
         "llm_loops": {str(k): v for k, v in sorted(loops.items())},
         "tool_success_rate": round(1 - tool_failures / tool_calls, 4) if tool_calls else None,
         "shadow": _shadow(shadows, shadow_spend),
-        "feedback": _feedback(db, now - dt.timedelta(days=days), by_route.get("rule", 0), caller),
+        "feedback": _feedback(db, since, by_route.get("rule", 0), caller, include_demo),
         "timeline": {day: timeline[day] for day in sorted(timeline)},  # requests per day (UTC) and route
-        "groups": _overlay_groups(db, now - dt.timedelta(days=days), caller)
+        "groups": _overlay_groups(db, since, caller, include_demo)
         if by == "overlay"
         else {"by": by or "day", "rows": _rows(groups)},
+        # The window's rows a router on the demo provider wrote (synthetic weather): counted above only when
+        # include_demo says so, and said either way.
+        "demo_rows": demo_rows(db, since, caller),
+        "include_demo": include_demo,
     }
 
 
@@ -132,13 +153,13 @@ def _rows(groups: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _feedback(db: Any, since: dt.datetime, rule_answers: int, caller: str | None) -> dict[str, Any]:
-    """How many rule answers of the window (CALLER's, if given) users marked wrong, and their share of the
-    rule answers."""
+def _feedback(db: Any, since: dt.datetime, rule_answers: int, caller: str | None, demo: bool) -> dict[str, Any]:
+    """How many rule answers of the window (CALLER's, if given; a demo provider's only with DEMO) users marked
+    wrong, and their share of the rule answers."""
     (wrong,) = query(
         db,
-        f"SELECT count(*) {FEEDBACK_FIRST}"
-        f" AND f.verdict = 'wrong' AND r.route = 'rule' AND r.datetime_utc >= ?{of_caller(caller)}",
+        f"SELECT count(*) {FEEDBACK_FIRST} AND f.verdict = 'wrong' AND r.route = 'rule'"
+        f" AND r.datetime_utc >= ?{not_demo(db, demo)}{of_caller(caller)}",
         (moment(db, since), *caller_params(caller)),
     )[0]
     wrong = int(wrong)
@@ -146,7 +167,7 @@ def _feedback(db: Any, since: dt.datetime, rule_answers: int, caller: str | None
     return {"rule_answers": rule_answers, "rule_marked_wrong": wrong, "rule_marked_wrong_share": share}
 
 
-def _overlay_groups(db: Any, since: dt.datetime, caller: str | None) -> dict[str, Any]:
+def _overlay_groups(db: Any, since: dt.datetime, caller: str | None, demo: bool) -> dict[str, Any]:
     """The window's requests by the overlay version they were read through (teach, learn; a canary runs
     two): how many, what they cost against the all-LLM baseline, the share the rules answered, how many
     failed, and how often shadow runs agreed. Read from the rows themselves: the rollup has no version."""
@@ -157,7 +178,7 @@ def _overlay_groups(db: Any, since: dt.datetime, caller: str | None) -> dict[str
         f"sum(CASE WHEN route <> 'shadow' AND outcome NOT IN ('ok', '{EMPTY}') THEN 1 ELSE 0 END), "
         "sum(coalesce(cost_usd, 0)), sum(coalesce(baseline_cost_usd, 0)), "
         "sum(CASE WHEN agreement IS NULL THEN 0 ELSE 1 END), sum(CASE WHEN agreement THEN 1 ELSE 0 END) "
-        f"FROM requests AS r WHERE datetime_utc >= ?{of_caller(caller)} GROUP BY 1",
+        f"FROM requests AS r WHERE datetime_utc >= ?{not_demo(db, demo)}{of_caller(caller)} GROUP BY 1",
         (moment(db, since), *caller_params(caller)),
     )
     groups = {}
@@ -201,6 +222,20 @@ def _count(n: int, noun: str) -> str:
 _KEY_CHARS = 40
 
 
+def demo_line(report: dict[str, Any]) -> str | None:
+    """What REPORT (savings' or misses') did with the window's demo rows, when it held any: a user who tried
+    the demo provider is not surprised by figures that leave those answers out, or count them."""
+    rows = report["demo_rows"]
+    if not rows:
+        return None
+    if report["include_demo"]:
+        return f"Demo:      {_count(rows, 'request')} answered from synthetic demo weather are included"
+    return (
+        f"Demo:      {_count(rows, 'request')} answered from synthetic demo weather left out "
+        "(--include-demo counts them)"
+    )
+
+
 def render_report(report: dict[str, Any]) -> str:
     """The terminal view: totals, shares, latency, agent health and a per-group chart."""
     by_route = report["by_route"]
@@ -221,6 +256,8 @@ def render_report(report: dict[str, Any]) -> str:
             f"Not counted: {outcomes['failed']} failed ({failures or '-'}) and {outcomes['empty']} empty "
             f"{plural(outcomes['failed'] + outcomes['empty'], 'request')}: no spend and no saving"
         )
+    if line := demo_line(report):
+        lines.append(line)
     if report["invalid_rows"]:
         lines.append(
             f"Invalid:   {_count(report['invalid_rows'], 'row')} held values that could not be facts (left out)"

@@ -115,17 +115,7 @@ def m006_rollup(db: sqlite3.Connection) -> None:
     """)
     db.execute("CREATE TABLE latency_bounds (le REAL PRIMARY KEY)")
     db.executemany("INSERT INTO latency_bounds VALUES (?)", [(le,) for le in LATENCY_BOUNDS_MS])
-    new = SQLITE.row_values("NEW")
-    added = ", ".join(f"{column} = {column} + excluded.{column}" for column in ROLLUP_SUMS)
-    db.execute(f"""
-        CREATE TRIGGER requests_rollup AFTER INSERT ON requests BEGIN
-            INSERT INTO requests_hourly ({key}, {sums}) VALUES ({", ".join(new.values())})
-                ON CONFLICT ({key}) DO UPDATE SET {added};
-            INSERT INTO latency_hourly (hour, route, le, requests)
-                SELECT {new["hour"]}, NEW.route, {SQLITE.latency_bucket("NEW")}, 1 WHERE NEW.outcome = 'ok'
-                ON CONFLICT (hour, route, le) DO UPDATE SET requests = requests + 1;
-        END
-    """)
+    db.execute(_rollup_trigger())
     # Rows stored before this migration, rolled up once.
     old = SQLITE.row_values("r")
     db.execute(f"""
@@ -138,6 +128,22 @@ def m006_rollup(db: sqlite3.Connection) -> None:
         SELECT {old["hour"]}, r.route, {SQLITE.latency_bucket("r")}, count(*) FROM requests AS r
         WHERE r.outcome = 'ok' GROUP BY 1, 2, 3
     """)
+
+
+def _rollup_trigger(when: str = "") -> str:
+    """m006's trigger: each row into the hourly rollup and, answered, its latency histogram; WHEN: which rows."""
+    key, sums = ", ".join(ROLLUP_KEY), ", ".join(ROLLUP_SUMS)
+    new = SQLITE.row_values("NEW")
+    added = ", ".join(f"{column} = {column} + excluded.{column}" for column in ROLLUP_SUMS)
+    return f"""
+        CREATE TRIGGER requests_rollup AFTER INSERT ON requests {when and f"WHEN {when} "}BEGIN
+            INSERT INTO requests_hourly ({key}, {sums}) VALUES ({", ".join(new.values())})
+                ON CONFLICT ({key}) DO UPDATE SET {added};
+            INSERT INTO latency_hourly (hour, route, le, requests)
+                SELECT {new["hour"]}, NEW.route, {SQLITE.latency_bucket("NEW")}, 1 WHERE NEW.outcome = 'ok'
+                ON CONFLICT (hour, route, le) DO UPDATE SET requests = requests + 1;
+        END
+    """
 
 
 def m007_misses_rollup(db: sqlite3.Connection) -> None:
@@ -165,9 +171,16 @@ def m007_misses_rollup(db: sqlite3.Connection) -> None:
     """)
     # The shadow verdicts `misses` lists, newest first: a few among millions of rows.
     db.execute("CREATE INDEX requests_disagreements ON requests (id) WHERE route = 'shadow' AND agreement IS FALSE")
+    db.execute(_misses_trigger(MISSED.format(r="NEW")))
+    for statement in misses_backfill(SQLITE):  # the rows stored before this migration, rolled up once
+        db.execute(statement)
+
+
+def _misses_trigger(when: str) -> str:
+    """m007's trigger: a plain lookup (WHEN) into the misses rollup, its words and its examples."""
     hour, words = SQLITE.row["hour"].format(r="NEW"), listed_words(SQLITE, "NEW")
-    db.execute(f"""
-        CREATE TRIGGER requests_misses AFTER INSERT ON requests WHEN {MISSED.format(r="NEW")} BEGIN
+    return f"""
+        CREATE TRIGGER requests_misses AFTER INSERT ON requests WHEN {when} BEGIN
             INSERT INTO lookups_hourly (hour, requests, priced, cost_usd)
                 VALUES ({hour}, 1, NEW.cost_usd IS NOT NULL, coalesce(NEW.cost_usd, 0.0))
                 ON CONFLICT (hour) DO UPDATE SET requests = requests + 1, priced = priced + excluded.priced,
@@ -185,9 +198,7 @@ def m007_misses_rollup(db: sqlite3.Connection) -> None:
                 AND last_id < (SELECT x.last_id FROM misses_examples AS x WHERE x.word = misses_examples.word
                                AND x.hour = misses_examples.hour ORDER BY x.last_id DESC LIMIT 1 OFFSET {EXAMPLES - 1});
         END
-    """)
-    for statement in misses_backfill(SQLITE):  # the rows stored before this migration, rolled up once
-        db.execute(statement)
+    """
 
 
 def m008_learning(db: sqlite3.Connection) -> None:
@@ -250,13 +261,18 @@ def m011_model_time(db: sqlite3.Connection) -> None:
             PRIMARY KEY (hour, route, le)
         )
     """)
-    db.execute(f"""
-        CREATE TRIGGER requests_model_latency AFTER INSERT ON requests WHEN {MODEL_TIMED.format(r="NEW")} BEGIN
+    db.execute(_model_latency_trigger(MODEL_TIMED.format(r="NEW")))
+
+
+def _model_latency_trigger(when: str) -> str:
+    """m011's trigger: the model time of a row WHEN says has one into its histogram."""
+    return f"""
+        CREATE TRIGGER requests_model_latency AFTER INSERT ON requests WHEN {when} BEGIN
             INSERT INTO model_latency_hourly (hour, route, le, requests)
                 SELECT {SQLITE.row["hour"].format(r="NEW")}, NEW.route, {MODEL_LATENCY.format(r="NEW")}, 1 WHERE true
                 ON CONFLICT (hour, route, le) DO UPDATE SET requests = requests + 1;
         END
-    """)
+    """
 
 
 def m012_reason_code(db: sqlite3.Connection) -> None:
@@ -270,6 +286,22 @@ def m013_fleet_overlay(db: sqlite3.Connection) -> None:
     # Nothing in SQLite: with a SQLite ledger the overlay stays in $HYBRID_WEATHER_HOME/overlay/ (one host's
     # files). The name is here so both ledgers record the same list; PostgreSQL's holds the fleet's overlay.
     del db
+
+
+def m014_demo(db: sqlite3.Connection) -> None:
+    # demo: 1 on the rows of a router that answers from the demo provider (synthetic weather, a trial's
+    # traffic), so `savings`, `misses` and the dashboard leave them out unless asked: a dashboard saying
+    # "saved 99.9 %" of synthetic traffic misleads. NULL on rows before this: they count as they did. The
+    # rollups keep counting the other rows only (each trigger gains the condition), so a report reads them as
+    # fast as before; the demo rows a report counts back, or says it left out, are found by a partial index.
+    db.execute("ALTER TABLE requests ADD COLUMN demo INTEGER")
+    db.execute(f"CREATE INDEX requests_demo ON requests (demo, datetime_utc) WHERE {SQLITE.demo.format(r='requests')}")
+    counted = SQLITE.counted.format(r="NEW")
+    for trigger in ("requests_rollup", "requests_misses", "requests_model_latency"):
+        db.execute(f"DROP TRIGGER {trigger}")
+    db.execute(_rollup_trigger(counted))
+    db.execute(_misses_trigger(f"{MISSED.format(r='NEW')} AND {counted}"))
+    db.execute(_model_latency_trigger(f"{MODEL_TIMED.format(r='NEW')} AND {counted}"))
 
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
@@ -286,6 +318,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m011_model_time,
     m012_reason_code,
     m013_fleet_overlay,
+    m014_demo,
 ]
 
 

@@ -65,10 +65,7 @@ def _rollup_statements() -> tuple[str, ...]:
     # really inserted (its transition table), so a batch costs one upsert per group, not per row, and a
     # replayed row that ON CONFLICT skipped is never counted. Keys are upserted in order, so two writers
     # adding to the same hour cannot deadlock.
-    key, sums = ", ".join(ROLLUP_KEY), ", ".join(ROLLUP_SUMS)
-    row = POSTGRES.row_values("i")
-    positions = ", ".join(str(n) for n in range(1, len(ROLLUP_KEY) + 1))
-    added = ", ".join(f"{c} = h.{c} + excluded.{c}" for c in ROLLUP_SUMS)
+    key = ", ".join(ROLLUP_KEY)
     bounds = ", ".join(repr(le) for le in LATENCY_BOUNDS_MS)
     return (
         f"""CREATE TABLE requests_hourly (
@@ -83,29 +80,38 @@ def _rollup_statements() -> tuple[str, ...]:
             PRIMARY KEY (hour, route, le))""",
         "CREATE TABLE latency_bounds (le double precision PRIMARY KEY)",
         f"INSERT INTO latency_bounds SELECT unnest(ARRAY[{bounds}]::double precision[])",
-        f"""CREATE FUNCTION requests_rollup() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            INSERT INTO requests_hourly AS h ({key}, {sums})
-            SELECT {", ".join(row[c] for c in ROLLUP_KEY)}, {", ".join(f"sum({row[c]})" for c in ROLLUP_SUMS)}
-            FROM inserted AS i GROUP BY {positions} ORDER BY {positions}
-            ON CONFLICT ({key}) DO UPDATE SET {added};
-            INSERT INTO latency_hourly AS l (hour, route, le, requests)
-            SELECT {row["hour"]}, i.route, {POSTGRES.latency_bucket("i")}, count(*)
-            FROM inserted AS i WHERE i.outcome = 'ok' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-            ON CONFLICT (hour, route, le) DO UPDATE SET requests = l.requests + excluded.requests;
-            RETURN NULL;
-        END $$""",
+        _rollup_function("CREATE", "inserted"),
         """CREATE TRIGGER requests_rollup AFTER INSERT ON requests REFERENCING NEW TABLE AS inserted
             FOR EACH STATEMENT EXECUTE FUNCTION requests_rollup()""",
         # No rows to roll up here: a PostgreSQL ledger is born with this migration's schema.
     )
 
 
+def _rollup_function(verb: str, inserted: str) -> str:
+    """m006's trigger function (VERB: CREATE, or CREATE OR REPLACE), rolling up the rows of INSERTED (the
+    transition table, or a subquery of it)."""
+    key, sums = ", ".join(ROLLUP_KEY), ", ".join(ROLLUP_SUMS)
+    row = POSTGRES.row_values("i")
+    positions = ", ".join(str(n) for n in range(1, len(ROLLUP_KEY) + 1))
+    added = ", ".join(f"{c} = h.{c} + excluded.{c}" for c in ROLLUP_SUMS)
+    return f"""{verb} FUNCTION requests_rollup() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO requests_hourly AS h ({key}, {sums})
+            SELECT {", ".join(row[c] for c in ROLLUP_KEY)}, {", ".join(f"sum({row[c]})" for c in ROLLUP_SUMS)}
+            FROM {inserted} AS i GROUP BY {positions} ORDER BY {positions}
+            ON CONFLICT ({key}) DO UPDATE SET {added};
+            INSERT INTO latency_hourly AS l (hour, route, le, requests)
+            SELECT {row["hour"]}, i.route, {POSTGRES.latency_bucket("i")}, count(*)
+            FROM {inserted} AS i WHERE i.outcome = 'ok' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+            ON CONFLICT (hour, route, le) DO UPDATE SET requests = l.requests + excluded.requests;
+            RETURN NULL;
+        END $$"""
+
+
 def _misses_statements() -> tuple[str, ...]:
     # What m007_misses_rollup does in SQLite, for PostgreSQL: a statement-level trigger over the rows an
     # INSERT really inserted, keys upserted in order (no deadlock between writers), then each touched
     # word's examples of the hour cut back to the last EXAMPLES.
-    hour, missed, words = POSTGRES.row["hour"].format(r="i"), MISSED.format(r="i"), listed_words(POSTGRES, "i")
     return (
         """CREATE TABLE lookups_hourly (
             hour timestamptz PRIMARY KEY, requests bigint NOT NULL, priced bigint NOT NULL,
@@ -117,34 +123,40 @@ def _misses_statements() -> tuple[str, ...]:
             word text NOT NULL, hour timestamptz NOT NULL, query text NOT NULL, last_id text NOT NULL,
             PRIMARY KEY (hour, word, query))""",
         "CREATE INDEX requests_disagreements ON requests (id) WHERE route = 'shadow' AND agreement IS FALSE",
-        f"""CREATE FUNCTION requests_misses() RETURNS trigger LANGUAGE plpgsql AS $$
+        _misses_function("CREATE", "inserted"),
+        """CREATE TRIGGER requests_misses AFTER INSERT ON requests REFERENCING NEW TABLE AS inserted
+            FOR EACH STATEMENT EXECUTE FUNCTION requests_misses()""",
+        *misses_backfill(POSTGRES),  # the rows a ledger already holds, rolled up once
+    )
+
+
+def _misses_function(verb: str, inserted: str) -> str:
+    """m007's trigger function (VERB: CREATE, or CREATE OR REPLACE), rolling up the plain lookups of INSERTED."""
+    hour, missed, words = POSTGRES.row["hour"].format(r="i"), MISSED.format(r="i"), listed_words(POSTGRES, "i")
+    return f"""{verb} FUNCTION requests_misses() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             INSERT INTO lookups_hourly AS h (hour, requests, priced, cost_usd)
-            SELECT {hour}, count(*), count(i.cost_usd), coalesce(sum(i.cost_usd), 0.0) FROM inserted AS i
+            SELECT {hour}, count(*), count(i.cost_usd), coalesce(sum(i.cost_usd), 0.0) FROM {inserted} AS i
             WHERE {missed} GROUP BY 1 ORDER BY 1
             ON CONFLICT (hour) DO UPDATE SET requests = h.requests + excluded.requests,
                 priced = h.priced + excluded.priced, cost_usd = h.cost_usd + excluded.cost_usd;
             INSERT INTO misses_hourly AS m (hour, word, requests, priced, cost_usd)
             SELECT {hour}, w.value, count(*), count(i.cost_usd), coalesce(sum(i.cost_usd), 0.0)
-            FROM inserted AS i, {words} WHERE {missed} GROUP BY 1, 2 ORDER BY 1, 2
+            FROM {inserted} AS i, {words} WHERE {missed} GROUP BY 1, 2 ORDER BY 1, 2
             ON CONFLICT (hour, word) DO UPDATE SET requests = m.requests + excluded.requests,
                 priced = m.priced + excluded.priced, cost_usd = m.cost_usd + excluded.cost_usd;
             INSERT INTO misses_examples AS e (word, hour, query, last_id)
-            SELECT w.value, {hour}, i.query, max(i.id) FROM inserted AS i, {words}
+            SELECT w.value, {hour}, i.query, max(i.id) FROM {inserted} AS i, {words}
             WHERE {missed} AND i.query IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
             ON CONFLICT (hour, word, query) DO UPDATE SET last_id = greatest(e.last_id, excluded.last_id);
             DELETE FROM misses_examples AS e
-            USING (SELECT DISTINCT w.value AS word, {hour} AS hour FROM inserted AS i, {words}
+            USING (SELECT DISTINCT w.value AS word, {hour} AS hour FROM {inserted} AS i, {words}
                    WHERE {missed} AND i.query IS NOT NULL) AS t
             WHERE e.word = t.word AND e.hour = t.hour
             AND e.last_id < (SELECT x.last_id FROM misses_examples AS x WHERE x.word = e.word AND x.hour = e.hour
                              ORDER BY x.last_id DESC LIMIT 1 OFFSET {EXAMPLES - 1});
             RETURN NULL;
-        END $$""",
-        """CREATE TRIGGER requests_misses AFTER INSERT ON requests REFERENCING NEW TABLE AS inserted
-            FOR EACH STATEMENT EXECUTE FUNCTION requests_misses()""",
-        *misses_backfill(POSTGRES),  # the rows a ledger already holds, rolled up once
-    )
+        END $$"""
 
 
 def _tenancy_statements() -> tuple[str, ...]:
@@ -186,16 +198,34 @@ def _model_time_statements() -> tuple[str, ...]:
         """CREATE TABLE model_latency_hourly (
             hour timestamptz NOT NULL, route text NOT NULL, le double precision NOT NULL, requests bigint NOT NULL,
             PRIMARY KEY (hour, route, le))""",
-        f"""CREATE FUNCTION requests_model_latency() RETURNS trigger LANGUAGE plpgsql AS $$
+        _model_latency_function("CREATE", "inserted"),
+        """CREATE TRIGGER requests_model_latency AFTER INSERT ON requests REFERENCING NEW TABLE AS inserted
+            FOR EACH STATEMENT EXECUTE FUNCTION requests_model_latency()""",
+    )
+
+
+def _model_latency_function(verb: str, inserted: str) -> str:
+    """m011's trigger function (VERB: CREATE, or CREATE OR REPLACE), the model times of INSERTED."""
+    return f"""{verb} FUNCTION requests_model_latency() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             INSERT INTO model_latency_hourly AS l (hour, route, le, requests)
             SELECT {POSTGRES.row["hour"].format(r="i")}, i.route, {MODEL_LATENCY.format(r="i")}, count(*)
-            FROM inserted AS i WHERE {MODEL_TIMED.format(r="i")} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+            FROM {inserted} AS i WHERE {MODEL_TIMED.format(r="i")} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
             ON CONFLICT (hour, route, le) DO UPDATE SET requests = l.requests + excluded.requests;
             RETURN NULL;
-        END $$""",
-        """CREATE TRIGGER requests_model_latency AFTER INSERT ON requests REFERENCING NEW TABLE AS inserted
-            FOR EACH STATEMENT EXECUTE FUNCTION requests_model_latency()""",
+        END $$"""
+
+
+def _demo_statements() -> tuple[str, ...]:
+    # What m014_demo does in SQLite, for PostgreSQL: the column, its partial index, and the rollups' trigger
+    # functions replaced by the same over the inserted rows that are not a demo provider's.
+    counted = f"(SELECT * FROM inserted AS i WHERE {POSTGRES.counted.format(r='i')})"
+    return (
+        "ALTER TABLE requests ADD COLUMN demo boolean",
+        f"CREATE INDEX requests_demo ON requests (datetime_utc) WHERE {POSTGRES.demo.format(r='requests')}",
+        _rollup_function("CREATE OR REPLACE", counted),
+        _misses_function("CREATE OR REPLACE", counted),
+        _model_latency_function("CREATE OR REPLACE", counted),
     )
 
 
@@ -252,6 +282,7 @@ POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m011_model_time", _model_time_statements()),
     ("m012_reason_code", ("ALTER TABLE requests ADD COLUMN reason_code text",)),
     ("m013_fleet_overlay", _fleet_overlay_statements()),
+    ("m014_demo", _demo_statements()),
 ]  # fmt: skip
 
 

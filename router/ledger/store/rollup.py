@@ -44,6 +44,9 @@ class Dialect(NamedTuple):
     day_of_row: str  #: {r}.datetime_utc as 'YYYY-MM-DD' (UTC)
     words: str  #: a FROM item: each element of {r}.unknown_words (a JSON list) as w.value
     listed: str  #: {r}.unknown_words where the words FROM item can read it, else NULL (no words, no error)
+    #: Row {r} is a demo provider's (m014), as its partial index reads it: the reports leave it out unless asked.
+    demo: str
+    counted: str  #: row {r} is not a demo provider's (NULL before m014): what the rollups count
 
     def row_values(self, r: str) -> dict[str, str]:
         return {column: value.format(r=r) for column, value in self.row.items()}
@@ -77,6 +80,9 @@ SQLITE = Dialect(
     day_of_row="substr({r}.datetime_utc, 1, 10)",
     words="json_each({r}.unknown_words) AS w",
     listed="CASE WHEN json_valid({r}.unknown_words) THEN {r}.unknown_words END",
+    # An equality, so the planner takes the index on (demo, datetime_utc) over the one on datetime_utc alone.
+    demo="{r}.demo = 1",
+    counted="{r}.demo IS NOT 1",
 )
 
 POSTGRES = Dialect(
@@ -105,6 +111,8 @@ POSTGRES = Dialect(
     day_of_row="to_char({r}.datetime_utc AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
     words="jsonb_array_elements_text({r}.unknown_words) AS w(value)",
     listed="CASE WHEN jsonb_typeof({r}.unknown_words) = 'array' THEN {r}.unknown_words END",
+    demo="{r}.demo",
+    counted="{r}.demo IS NOT TRUE",
 )
 
 
@@ -205,33 +213,61 @@ def caller_params(caller: str | None) -> tuple[str, ...]:
     return () if caller is None else (caller,)
 
 
-def rows_of(caller: str | None) -> str:
-    """The condition on rows `r` of split_window's bounds: in the partial hour, and CALLER's if given."""
-    return "r.datetime_utc >= ? AND r.datetime_utc < ?" + of_caller(caller)
+def rows_of(dialect: Dialect, caller: str | None, demo: bool = False) -> tuple[str, str]:
+    """The FROM item `r` and the condition on it that bind split_window's parameters: the rows of the partial
+    hour but a demo provider's (m014), with DEMO every demo row of the window too (the rollups count none),
+    found by their partial index; CALLER's, if given."""
+
+    def partial(t: str) -> str:
+        return f"{t}.datetime_utc >= ? AND {t}.datetime_utc < ? AND {dialect.counted.format(r=t)}"
+
+    if not demo:
+        return "requests AS r", partial("r") + of_caller(caller)
+    demos = f"{dialect.demo.format(r='d')} AND d.datetime_utc >= ?"
+    both = f"SELECT * FROM requests AS p WHERE {partial('p')} UNION ALL SELECT * FROM requests AS d WHERE {demos}"
+    return f"({both}) AS r", "true" + of_caller(caller)
 
 
-def split_window(db: Any, since: dt.datetime, caller: str | None = None) -> tuple[Any, tuple[Any, ...]]:
+def split_window(
+    db: Any, since: dt.datetime, caller: str | None = None, demo: bool = False
+) -> tuple[Any, tuple[Any, ...]]:
     """A window from SINCE as a rollup reads it: the first whole hour (as the rollup's `hour` column holds
-    it), and the parameters of rows_of(CALLER): the bounds of the partial hour before it, read from the rows
-    themselves. One CALLER's window is all read from its rows (the rollup's part starts past them)."""
+    it), and the parameters of rows_of(…, CALLER, DEMO): the bounds of the partial hour before it, read from
+    the rows themselves, and with DEMO the window's start again. One CALLER's window is all read from its
+    rows (the rollup's part starts past them)."""
     first_hour = since.replace(minute=0, second=0, microsecond=0)
     if first_hour < since:
         first_hour += dt.timedelta(hours=1)
     if caller is not None:
         first_hour = _NEVER
     hour: Any = first_hour.strftime("%Y-%m-%dT%H") if isinstance(db, sqlite3.Connection) else first_hour
-    return hour, (moment(db, since), moment(db, first_hour), *caller_params(caller))
+    again = (moment(db, since),) if demo else ()
+    return hour, (moment(db, since), moment(db, first_hour), *again, *caller_params(caller))
 
 
-def read_window(db: Any, since: dt.datetime, caller: str | None = None) -> Window:
-    """The rows that arrived at or after SINCE (CALLER's, if given), aggregated in SQL: whole hours from the
-    rollup, the partial first hour from the rows themselves."""
+def demo_rows(db: Any, since: dt.datetime, caller: str | None = None) -> int:
+    """How many of the rows that arrived at or after SINCE (CALLER's, if given) are a demo provider's: what a
+    report leaves out unless asked, and says it did."""
+    demo = dialect_of(db).demo.format(r="r")
+    sql = f"SELECT count(*) FROM requests AS r WHERE {demo} AND r.datetime_utc >= ?{of_caller(caller)}"
+    return int(query(db, sql, (moment(db, since), *caller_params(caller)))[0][0])
+
+
+def not_demo(db: Any, demo: bool) -> str:
+    """The condition (after another) that leaves a demo provider's rows `r` out, unless DEMO includes them."""
+    return "" if demo else f" AND {dialect_of(db).counted.format(r='r')}"
+
+
+def read_window(db: Any, since: dt.datetime, caller: str | None = None, demo: bool = False) -> Window:
+    """The rows that arrived at or after SINCE (CALLER's, if given), a demo provider's only with DEMO,
+    aggregated in SQL: whole hours from the rollup, the partial first hour (and demo rows) from the rows."""
     dialect = dialect_of(db)
-    hour_param, bounds = split_window(db, since, caller)
+    hour_param, bounds = split_window(db, since, caller, demo)
     row = dialect.row_values("r")
     keys = ", ".join(ROLLUP_KEY[1:])
     positions = ", ".join(str(i) for i in range(1, len(_GROUP) + 1))
-    edge = (f"FROM requests AS r WHERE {rows_of(caller)}", bounds)
+    source, condition = rows_of(dialect, caller, demo)
+    edge = (f"FROM {source} WHERE {condition}", bounds)
     groups = query(
         db,
         f"SELECT {dialect.day_of_hour}, {keys}, {', '.join(f'sum({c})' for c in ROLLUP_SUMS)}"

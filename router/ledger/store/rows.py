@@ -69,6 +69,7 @@ class Row(NamedTuple):
     # keys carry it.
     caller: str | None  #: the key the request came with, as a prefix of its SHA-256 ("key:…"); None without keys
     reason_code: str | None  #: the rule that decided (lookup, no_place, open_ended:advice, …): the router's word
+    demo: int  #: 1: answered by a router on the demo provider (synthetic weather), which reports leave out
     # What only LLM, shadow, failed or session requests fill:
     model: str | None = None
     prompt_tokens: int | None = None
@@ -177,6 +178,7 @@ class RowFormat:
             days=e.days,
             caller=None if e.caller is None else _safe_text(e.caller, invalid, "caller"),
             reason_code=None if e.reason_code is None else _safe_text(e.reason_code, invalid, "reason_code"),
+            demo=1 if e.demo is True else 0,
             model=e.model,
             prompt_tokens=prompt_tokens,
             cached_tokens=cached_tokens,
