@@ -1,6 +1,6 @@
 """Run the benchmarks and print their headline figures as one Markdown table.
 
-    python -m tests.bench [--only NAME ...] [--quick] [--timeout SECONDS] [--against REV]
+    python -m tests.bench [--only NAME ...] [--quick] [--timeout SECONDS] [--against REF [--rounds N]]
 
 Each benchmark runs in a process of its own (so one that fails or hangs costs its own row, not the
 others'), with the short settings below, and gives its figures on its last line (--figures-json). The
@@ -8,9 +8,10 @@ table holds only what was measured in this run, with the command that measured i
 hybrid-weather's version and the machine; a benchmark that failed or could not run has a row saying why.
 The default settings take a few minutes (the first savings run also loads 10 million rows into PostgreSQL,
 kept for the next); --quick shortens every run to seconds, for checking that the benchmarks still run: its
-figures are too short to quote. --against REV installs REV as a wheel in a venv of its own (once, in the temporary
-folder) and runs each benchmark on it too, in turns with this install, then prints each figure's ratio.
-Progress goes to stderr, the table to stdout.
+figures are too short to quote. --against REF measures two regular installs instead of this one, A (the commit
+REF) and B (the working tree), alternating them run by run for --rounds rounds, and prints each figure's
+B/A ratio with its range over the rounds, beside the ratio of CPU instructions callgrind counts for the same
+work (tests/bench/ab.py says how). Progress goes to stderr, the tables to stdout.
 """
 
 from __future__ import annotations
@@ -21,15 +22,14 @@ import importlib.metadata
 import json
 import os
 import platform
-import re
+import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.bench import FIGURES_FLAG
+from tests.bench import FIGURES_FLAG, ab
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -75,28 +75,18 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="seconds per benchmark: checks they run, not figures")
     parser.add_argument("--timeout", type=float, default=600, help="seconds a benchmark may take (default 600)")
     parser.add_argument(
-        "--against", metavar="REV",
-        help="also run each benchmark on REV (a commit, installed as a wheel in a venv of its own, kept in the "
-             "temporary folder for the next run), in turns with this install, and print the ratios",
+        "--against", metavar="REF",
+        help="measure REF (a commit) as A and the working tree as B, both installed as wheels in venvs of their "
+             "own (kept in the temporary folder for the next run), in turns, and print the ratios B/A",
     )  # fmt: skip
-    return parser.parse_args()
-
-
-def install_of(revision: str) -> str:
-    """The Python of a venv holding REVISION installed as a user would (a wheel, the rule path compiled, with
-    the extras the benchmarks use), made on first use: the same scripts then measure the two installs."""
-    commit = subprocess.run(["git", "rev-parse", revision], cwd=ROOT, capture_output=True, text=True, check=True)
-    home = Path(tempfile.gettempdir()) / f"hybrid-weather-bench-{commit.stdout.strip()[:12]}"
-    python = home / "venv" / "bin" / "python"
-    if not python.exists():
-        print(f"installing {revision} in {home} (minutes: the rule path is compiled)", file=sys.stderr, flush=True)
-        source = home / "source"
-        source.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "archive", commit.stdout.strip()], cwd=ROOT, capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", str(source)], input=archive.stdout, check=True)
-        subprocess.run([sys.executable, "-m", "venv", str(home / "venv")], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"{source}[dev]"], check=True)
-    return str(python)
+    parser.add_argument("--rounds", type=int, default=3, help="with --against: rounds of A and B (default 3)")
+    parser.add_argument(
+        "--no-instructions", action="store_true", help="with --against: leave out callgrind's instruction counts"
+    )
+    args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    return args
 
 
 def run(name: str, benchmark: Benchmark, quick: bool, timeout: float, python: str = sys.executable
@@ -180,39 +170,49 @@ def table(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def ratios(rows: list[dict[str, str]], before: list[dict[str, str]], revision: str) -> str:
-    """ROWS beside the same figures measured on REVISION: each value, the value before, and their ratio (the
-    first number of each; a figure one side lacks, or that is no number, has none)."""
-    earlier = {row["figure"]: row["value"] for row in before}
-    lines = [f"| figure | this install | {revision[:12]} | ratio |", "|---|---|---|---|"]
-    for row in rows:
-        then = earlier.get(row["figure"], "not measured")
-        now_n, then_n = _first_number(row["value"]), _first_number(then)
-        ratio = f"{now_n / then_n:.2f}×" if now_n is not None and then_n else "–"
-        lines.append(f"| {cell(row['figure'])} | {cell(row['value'])} | {cell(then)} | {ratio} |")
-    return "\n".join(lines)
+def in_rounds(names: list[str], args: argparse.Namespace, pythons: dict[str, str]
+              ) -> list[dict[str, list[dict[str, str]]]]:  # fmt: skip
+    """Each round's figures of each side of PYTHONS: benchmark by benchmark, A then B in one round and B then
+    A in the next, so that neither always runs on the warmer (or the busier) machine."""
+    rounds: list[dict[str, list[dict[str, str]]]] = []
+    for number in range(args.rounds):
+        print(f"round {number + 1} of {args.rounds}", file=sys.stderr, flush=True)
+        measured: dict[str, list[dict[str, str]]] = {side: [] for side in pythons}
+        for name in names:
+            for side in sorted(pythons, reverse=number % 2 == 1):
+                measured[side] += run(name, BENCHMARKS[name], args.quick, args.timeout, pythons[side])
+        rounds.append(measured)
+    return rounds
 
 
-def _first_number(value: str) -> float | None:
-    found = re.search(r"[-+]?\d[\d,]*(?:\.\d+)?", value)
-    return float(found.group(0).replace(",", "")) if found else None
+def counted(pythons: dict[str, str]) -> dict[str, dict[str, float]]:
+    """Each side's instruction figures, or none where valgrind is missing (said on stderr)."""
+    if shutil.which(ab.VALGRIND) is None:
+        print("valgrind not found: no instruction counts (apt-get install valgrind)", file=sys.stderr)
+        return {}
+    figures = {}
+    for side, python in pythons.items():
+        print(f"{side}: counting instructions under callgrind (minutes)", file=sys.stderr, flush=True)
+        figures[side] = ab.counted_figures(python)
+    return figures
 
 
 def main() -> None:
     args = parse_args()
     names = args.only or list(BENCHMARKS)
-    other = install_of(args.against) if args.against else None
-    rows, before = [], []
-    for name in names:  # in turns, so that a machine that changes speed changes both alike
-        rows += run(name, BENCHMARKS[name], args.quick, args.timeout)
-        if other is not None:
-            before += run(name, BENCHMARKS[name], args.quick, args.timeout, other)
-    if len(rows) > MAX_ROWS:
-        print(f"{len(rows)} figures: the table keeps the first {MAX_ROWS}", file=sys.stderr)
-    print(table(rows[:MAX_ROWS]))
-    if args.against:
+    if not args.against:
+        rows = [row for name in names for row in run(name, BENCHMARKS[name], args.quick, args.timeout)]
+        if len(rows) > MAX_ROWS:
+            print(f"{len(rows)} figures: the table keeps the first {MAX_ROWS}", file=sys.stderr)
+        print(table(rows[:MAX_ROWS]))
+        return
+    pythons = {"A": ab.install_of(args.against), "B": ab.install_of_worktree()}
+    rounds = in_rounds(names, args, pythons)
+    instructions = {} if args.no_instructions else counted(pythons)
+    print(ab.ratio_table(rounds, args.against, instructions))
+    if instructions:
         print()
-        print(ratios(rows, before, args.against))
+        print(ab.instruction_table(instructions["A"], instructions["B"], args.against))
 
 
 if __name__ == "__main__":
