@@ -78,7 +78,7 @@ def _usage_error_json(error: click.ClickException) -> dict[str, Any]:
 def _print_version(ctx: click.Context) -> None:
     """The version, and whether the reading of questions runs compiled (mypyc, a regular install with a C
     compiler) or as Python (an editable install, HYBRID_WEATHER_PURE_PYTHON=1, no compiler); then exit 0."""
-    import importlib.metadata  # here, not at the top: with the email package it loads, 18 M instructions of every cold run
+    import importlib.metadata  # here, not at the top: with the email package it loads, 18 M instructions a cold run
 
     from hybrid_weather.router.understand import parser
     from hybrid_weather.rules import reader

@@ -383,7 +383,7 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
         (set(_DIGITS), r"(?P<iso>(?P<iso_year>\d{4})[-/.年](?P<iso_month>\d{1,2})[-/.月](?P<iso_day>\d{1,2})[日号]?)"),
         # 农历十月廿五, 腊月初八, 十月初一: a lunar month and day (tried before 12月 and 十月初, early October).
         ({w[0] for w in _LUNAR_MARKERS} | set(_LUNAR_MONTH_WORDS) | set("闰十一二三四五六七八九"),
-         rf"(?=[^月]{{0,5}}月)(?P<lunar>(?:{'|'.join(_LUNAR_MARKERS)})(?P<lunar_leap>闰)?(?P<lunar_month>正|冬|腊|{_LUNAR_NUMBERED}|1[0-2]|0?[1-9])"
+         rf"(?=[^月]{{0,{_MONTH_REACH-1}}}月)(?P<lunar>(?:{'|'.join(_LUNAR_MARKERS)})(?P<lunar_leap>闰)?(?P<lunar_month>正|冬|腊|{_LUNAR_NUMBERED}|1[0-2]|0?[1-9])"
          rf"月份?的?(?P<lunar_day>{_LUNAR_DAY}|[12]\d|30|0?[1-9])(?!\d)[日号]?"
          rf"|(?P<lunar_leap_named>闰)?(?:(?P<lunar_month_named>[正冬腊])月(?P<lunar_day_named>{_LUNAR_DAY})"
          rf"|(?P<lunar_month_numbered>{_LUNAR_NUMBERED})月(?P<lunar_day_numbered>初(?:十|[一二三四五六七八九])|廿[一二三四五六七八九])))"),
@@ -410,7 +410,7 @@ def _han_kinds(named: list[str], words: list[str]) -> list[tuple[set[str], str]]
         # 年底, 明年初: the end of December, the start of January. A kind of its own, so that 今 and 明, which
         # start many questions, do not compile the month's long pattern.
         ({"年", "今", "明"}, r"(?P<year_part>(?P<year_which>[今明])?年(?P<year_part_said>[底末初]))"),
-        ({w[0] for w in named} | _NAMED_WHICH_STARTS,
+        ({w[0] for w in named} | _NAMED_WHICH_STARTS if named else set(),  # no words: no kind (not an empty one)
          rf"(?P<named>{_NAMED_WHICH}?(?P<named_word>{words_pattern(named)}){_NAMED_DAY_MARKERS})"),
         # 三天后, 一周以后, 三个月后, 半个月后: that many days, weeks or months on; 三天前, 两周前: that many ago.
         (set(_NUM_CHARS) | {"半"},
@@ -462,16 +462,45 @@ def _han_starts() -> re.Pattern[str]:
     return re.compile("[" + "".join(sorted(re.escape(ch) for ch in starts)) + "]")
 
 
-@functools.lru_cache(maxsize=256)  # one per character that starts a Han date: a few dozen
-def _han_pattern(first: str) -> re.Pattern[str]:
+#: A lunar date (农历十月廿五) or the Nth weekday of a month (12月第一个周日) has its 月 within its first this many
+#: characters: the patterns of both look for it first, and neither is compiled or tried where there is none.
+_MONTH_REACH = 6
+#: How the patterns that look for their 月 first begin (the lunar and the Nth weekday's).
+_MONTH_FIRST = "(?=[^月]{0,"
+
+
+@functools.cache
+def _named_which() -> re.Pattern[str]:
+    return re.compile(_NAMED_WHICH)
+
+
+def _han_pattern_at(text: str, at: int) -> re.Pattern[str] | None:
+    """The pattern of the Han dates that can start at AT of TEXT: those that start with its character, less
+    the kinds that cannot match there. A named day starts with that character unless 上个, 刚过的 or the like
+    is said there first (上个中秋); a lunar or Nth-weekday date needs a 月 near. Most questions that hold 上
+    (上海) say neither: the pattern a cold run compiles for them is a quarter of the one of every named day."""
+    first = text[at]
+    which = first in _NAMED_WHICH_STARTS and _named_which().match(text, at) is not None
+    return _han_pattern(first, which, "月" in text[at : at + _MONTH_REACH])
+
+
+@functools.lru_cache(maxsize=1024)  # at most four per character that starts a Han date: a few dozen of them
+def _han_pattern(first: str, which: bool, month: bool) -> re.Pattern[str] | None:
     """The kinds of Han date that can start with the character FIRST, as one pattern, compiled on first
-    use. One pattern of every kind would try all 13 at each position that may start a date, and a cold run
-    compiles only the few a question needs, not all of them."""
+    use; the named days of every first character where WHICH (said after 上个), else of FIRST alone; those
+    that look for a 月 first only where MONTH; None where none can match. One pattern of every kind would
+    try all 13 at each position that may start a date, and a cold run compiles only the few a question
+    needs, not all of them."""
     named, words = _han_words()
-    # After 上个 or 下个 (上个中秋) any named day may follow.
-    named = [w for w in named if w[0] == first or first in _NAMED_WHICH_STARTS]
+    named = [w for w in named if w[0] == first or which]
     words = [w for w in words if w[0] == first]
-    return re.compile("|".join(pattern for chars, pattern in _han_kinds(named, words) if first in chars))
+    kinds = [
+        pattern
+        for chars, pattern in _han_kinds(named, words)
+        if first in chars and (month or not pattern.startswith(_MONTH_FIRST))
+    ]
+    # None where no kind is left (阴 of 阴天 starts only 阴历…月…): an empty pattern would match everywhere.
+    return re.compile("|".join(kinds)) if kinds else None
 
 
 @functools.cache
@@ -790,7 +819,8 @@ def _han_matches(text: str) -> list[re.Match[str]]:
     end = 0
     for start in _han_starts().finditer(text):
         at = start.start()
-        if at >= end and (m := _han_pattern(text[at]).match(text, at)) is not None:
+        pattern = _han_pattern_at(text, at) if at >= end else None
+        if pattern is not None and (m := pattern.match(text, at)) is not None:
             if m.lastgroup == "clock" and not _is_clock(m, text):
                 continue
             matches.append(m)

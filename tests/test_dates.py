@@ -270,6 +270,17 @@ def test_the_scan_finds_what_one_pattern_of_every_kind_finds(text):
     assert _found(dates._han_matches(text)) == _found(_scan(_EVERY_KIND, text))
 
 
+def test_a_character_that_starts_a_date_only_before_a_month_starts_none_without_one():
+    # The lunar and the Nth-weekday kinds look for their 月 first, and the scan leaves them out where there
+    # is none: a character only they start (阴 of 阴历) must then start no date, not an empty one (莫文蔚阴天
+    # was read as an invalid date).
+    starts = sorted(set().union(*(chars for chars, _ in _KINDS)))
+    for first in starts:
+        for text in (f"莫文蔚{first}天", f"{first}"):
+            assert all(m.group() for m in dates._han_matches(text)), (first, text)
+            assert _found(dates._han_matches(text)) == _found(_scan(_EVERY_KIND, text)), (first, text)
+
+
 def _scan(pattern, text):
     """PATTERN's matches, each looked for after the last, passing over clock shapes that are no time."""
     found, at = [], 0
