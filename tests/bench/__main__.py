@@ -207,6 +207,8 @@ def main() -> None:
         print(table(rows[:MAX_ROWS]))
         return
     pythons = {"A": ab.install_of(args.against), "B": ab.install_of_worktree()}
+    if not ab.compiled(Path(pythons["B"])):
+        raise SystemExit("this tree's rule path did not compile (mypy --strict, .ci/run gate, says why): not measured")
     rounds = in_rounds(names, args, pythons)
     instructions = {} if args.no_instructions else counted(pythons)
     print(ab.ratio_table(rounds, args.against, instructions))

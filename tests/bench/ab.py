@@ -76,12 +76,25 @@ def _installed(key: str, fill: Callable[[Path], None]) -> str:
         source.mkdir(parents=True)
         fill(source)
         subprocess.run([sys.executable, "-m", "venv", str(home / "venv")], check=True)
-        try:
-            subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"{source}[dev]"], check=True)
-        except subprocess.CalledProcessError:
+        with (home / "install.log").open("w") as log:  # setup.py says there why the rule path was not compiled
+            done = subprocess.run([str(python), "-m", "pip", "install", "--verbose", f"{source}[dev]"],
+                                  stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        if done.returncode != 0:
             shutil.rmtree(home / "venv")  # not kept: the next run must not measure a half-made install
-            raise
+            raise SystemExit(f"installing {key} failed: see {home / 'install.log'}")
+    if not compiled(python):
+        # A type error mypyc refuses makes setup.py install the rule path as Python, several times slower:
+        # measured so, every ratio would be the compiler's, not the change's.
+        print(f"{key}: the rule path is NOT compiled (why: {home / 'install.log'}, 'could not be compiled')",
+              file=sys.stderr, flush=True)  # fmt: skip
     return str(python)
+
+
+def compiled(python: Path) -> bool:
+    """Whether PYTHON's install runs the rule path compiled by mypyc (its reader is an extension module)."""
+    found = subprocess.run([str(python), "-c", "from hybrid_weather.rules import reader; print(reader.__file__)"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    return found.stdout.strip().endswith((".so", ".pyd"))
 
 
 # -- ratios over rounds -----------------------------------------------------------------------------------
