@@ -119,14 +119,22 @@ def cold_cli(exes: list[str], args: list[str], runs: int) -> list[tuple[float, f
     return [(statistics.median(w), max(p), statistics.median(c)) for w, p, c in zip(walls, peaks, cpus, strict=True)]
 
 
+def _beside_python() -> str | None:
+    """The hybrid-weather command of the install running this script: `python -m tests.bench --against`
+    runs it with each install's Python, whose cold CLI it must time, not the one first on PATH."""
+    command = Path(sys.executable).with_name("hybrid-weather")
+    return str(command) if command.exists() else None
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20, help="passes over the dev set (default 20)")
     parser.add_argument("--cold-runs", type=int, default=7, help="fresh CLI processes to time (default 7)")
     parser.add_argument(
         "--cli",
-        default=shutil.which("hybrid-weather") or str(Path(sys.executable).with_name("hybrid-weather")),
-        help="the hybrid-weather command to time cold (the target is for a regular, non-editable install: "
+        default=_beside_python() or shutil.which("hybrid-weather"),
+        help="the hybrid-weather command to time cold (default: the one of the Python running this, else on "
+        "PATH; the target is for a regular, non-editable install: "
         "python -m venv /tmp/w && /tmp/w/bin/pip install . && ... --cli /tmp/w/bin/hybrid-weather)",
     )
     parser.add_argument(
