@@ -5,7 +5,7 @@ import itertools
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hybrid_weather.rules import dates
@@ -260,8 +260,10 @@ _EVERY_KIND = re.compile(
 )
 
 
-# 1,000 texts: drawing from the date patterns (st.from_regex) is most of the time, about 6 ms a text.
-@settings(max_examples=1000)
+# 1,000 texts: drawing from the date patterns (st.from_regex) is most of the time, about 6 ms a text. No
+# deadline nor speed check: a text's first use of a character's pattern compiles it, which on a loaded
+# machine took 260 ms (Hypothesis' deadline is 200 ms); what is checked is what is found, not how fast.
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_DATE_TEXT)
 def test_the_scan_finds_what_one_pattern_of_every_kind_finds(text):
     # The scan tries, at a character, only the kinds of date stated to start with it. One pattern that tries
@@ -383,7 +385,7 @@ def test_a_day_before_before_is_every_day_until_it_and_a_count_before_it_is_days
 _AROUND_UNTIL = st.sampled_from(["前", "之前", "以前", "前天", "前日", "前后", "天气", "气", "后"])
 
 
-@settings(max_examples=1000)
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # as above
 @given(st.lists(st.one_of(_DATE_TEXT, _AROUND_UNTIL), max_size=4).map("".join), st.sampled_from(
     [TODAY, dt.date(1970, 1, 2), dt.date(2099, 12, 20), dt.date(2027, 2, 28)]))  # fmt: skip
 def test_spans_stay_in_order_apart_and_inside_the_text(text, today):
