@@ -278,6 +278,27 @@ def test_savings_and_misses_are_the_same_on_sqlite_and_postgres(pg_url, tmp_path
         assert on_sqlite == on_postgres
 
 
+def test_ledger_migrate_copies_a_ledger_this_version_has_not_opened_yet(pg_url, tmp_path):
+    # The source is read as it is (read-only): a ledger of an older schema lacks the newest columns
+    # (reason_code, demo), which its copies take at their defaults, not a "no such column" error.
+    from hybrid_weather.router.ledger import migrate
+
+    lite = tmp_path / "old.db"
+    db = sqlite3.connect(lite, isolation_level=None)
+    migrate(db, MIGRATIONS[: [m.__name__ for m in MIGRATIONS].index("m012_reason_code")])
+    db.execute(
+        "INSERT INTO requests (id, datetime_utc, route, outcome, cost_usd, baseline_cost_usd, provider, query)"
+        " VALUES ('0001', ?, 'rule', 'ok', 0.0, 0.0001, 'open-meteo', '上海今天天气')",
+        (time.strftime("%Y-%m-%dT%H:%M:%S.000000+00:00", time.gmtime()),),
+    )
+    db.close()
+    copied = json.loads(_cli("ledger", "migrate", "--to", pg_url, "--from", str(lite), "--json"))
+    assert copied["read"] == copied["copied"] == 1
+    assert stored(pg_url, "SELECT id, route, reason_code, demo IS TRUE FROM requests") == [
+        ("0001", "rule", None, False)
+    ]
+
+
 def test_ledger_migrate_copies_a_sqlite_ledger_once(pg_url, tmp_path):
     lite = tmp_path / "ledger.db"
     ledger = Ledger(lite, model="gpt-4o-mini")

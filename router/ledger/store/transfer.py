@@ -18,6 +18,8 @@ CHUNK = 5_000
 # query_sha256: the hash of rows from before m005, copied as it is.
 _COPIED = (*COLUMNS, "query_sha256")
 _JSON = {"places", "unknown_words", "invalid"}
+#: What every ledger has held since its first schema: a table without them is no ledger of ours.
+_FIRST_COLUMNS = frozenset({"id", "datetime_utc", "route", "outcome", "cost_usd"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +65,15 @@ def copy_to_postgres(source: Path, url: str) -> Transfer:
         raise LedgerUnavailable(f"there is no SQLite ledger at {path}; give its path with --from")
     try:
         lite = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        lite.execute(f"SELECT {', '.join(_COPIED)} FROM requests LIMIT 0")
+        # Read as it is, not migrated (read-only): a ledger this version has not opened yet lacks the newest
+        # columns, which the copies then take at their defaults, as rows stored before them did.
+        held = {row[1] for row in lite.execute("PRAGMA table_info(requests)")}
     except sqlite3.Error as error:
         raise LedgerUnavailable(f"{path} is not a hybrid-weather ledger ({error})") from None
+    if not _FIRST_COLUMNS.issubset(held):
+        lite.close()
+        raise LedgerUnavailable(f"{path} is not a hybrid-weather ledger (no requests table of ours)")
+    copied_columns = tuple(column for column in _COPIED if column in held)
     target = PostgresDatabase(url)
     key_file = path.with_name(path.name + ".key")
     try:
@@ -79,9 +87,10 @@ def copy_to_postgres(source: Path, url: str) -> Transfer:
         secret = target.open()
         read = copied = 0
         with target.writer() as db:
-            cursor = lite.execute(f"SELECT {', '.join(_COPIED)} FROM requests ORDER BY id")
+            cursor = lite.execute(f"SELECT {', '.join(copied_columns)} FROM requests ORDER BY id")
             while rows := cursor.fetchmany(CHUNK):
-                copied += target.write(db, [_portable(row) for row in rows], columns=_COPIED)
+                portable = [_portable(copied_columns, row) for row in rows]
+                copied += target.write(db, portable, columns=copied_columns)
                 read += len(rows)
     except target.unusable as error:
         raise LedgerUnavailable(f"the ledger at {target.location} cannot be used: {error}") from None
@@ -91,10 +100,10 @@ def copy_to_postgres(source: Path, url: str) -> Transfer:
     return Transfer(str(path), redact(url), read, copied, same_key)
 
 
-def _portable(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """ROW as PostgreSQL takes it: no NUL in text, and JSON columns that are JSON."""
+def _portable(columns: tuple[str, ...], row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """ROW (of COLUMNS) as PostgreSQL takes it: no NUL in text, and JSON columns that are JSON."""
     values = []
-    for column, value in zip(_COPIED, row, strict=True):
+    for column, value in zip(columns, row, strict=True):
         if isinstance(value, str):
             value = value.replace("\x00", "\ufffd")
             if column in _JSON:
