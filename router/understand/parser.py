@@ -1250,7 +1250,6 @@ def _runs_of_places(
         if runs:
             last = runs[-1][-1][0]
             between = range(last + 1, place[0])
-            # One word for several places (京津冀) names a list, never a path among them.
             if all(i not in conjunction_at and is_filler(tokens[i]) for i in between):
                 runs[-1].append(place)
                 continue
