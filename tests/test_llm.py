@@ -577,3 +577,21 @@ def test_a_fallback_model_answers_when_the_primary_fails_each_on_its_own_endpoin
     finally:
         primary.stop()
         fallback.stop()
+
+
+def test_the_models_deadline_starts_once_its_client_is_built(weather_server, llm_server, monkeypatch):
+    """The client's build (the `openai` import: seconds on a loaded machine, when connect_llm was not called)
+    is not the model's time: an import that outlasts the deadline does not end the question unasked."""
+    llm_server.then(answer("好。"))
+    with make_router(weather_server, llm_server, deadline=0.5) as router:
+        agent = router.agent
+        build = agent._client_once
+
+        def slow_build():
+            if agent._client is None:
+                time.sleep(0.6)  # longer than the whole deadline
+            return build()
+
+        monkeypatch.setattr(agent, "_client_once", slow_build)
+        result = router.ask(QUESTION, today=TODAY)
+    assert result.text == "好。" and len(llm_server.requests) == 1

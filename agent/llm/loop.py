@@ -190,6 +190,10 @@ class LLMAgent:
         """Answer QUESTION. SAMPLING (temperature, max_tokens) overrides the model's table settings for
         this request's calls. ON_TEXT, when given, receives the answer's text as the model streams it (each
         call is then made with `stream: true`); the pieces it received, joined, are the result's text."""
+        # The client first, its `openai` import included (seconds on a loaded machine when connect() was not
+        # called): the deadline is the model's time, and an import that ate it would end the question as "the
+        # LLM did not answer" before a request had gone out.
+        self._client_once()
         deadline = time.monotonic() + self.deadline
         sent: list[str] = []
         if on_text is not None:
