@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import itertools
 import logging
 import sys
 import time
@@ -30,11 +31,12 @@ from hybrid_weather.agent.errors import (
     WeatherUnavailable,
 )
 from hybrid_weather.agent.llm.models import ModelTable, sampling_problem
-from hybrid_weather.agent.weather import WeatherService
+from hybrid_weather.agent.weather import Enclosure, WeatherService
 from hybrid_weather.agent.weather.service import shielded
 from hybrid_weather.rules import (
     MAX_QUESTION_CHARS,
     WEATHER_ADVICE,
+    Place,
     PlaceMatch,
     contains_personal_data,
     mask_personal_data,
@@ -366,8 +368,9 @@ class HybridRouter:
         decision, word = request.decision, request.decision.unknown_place
         if word is None or contains_personal_data(word):
             return decision  # a phone number in the place's position is not sent to a geocoder
+        within = self._enclosure(decision.unknown_within) if decision.unknown_within is not None else None
         try:
-            found = self.weather.geocode(word, request.deadline)
+            found = self.weather.geocode(word, request.deadline, within)
         except (UpstreamConnectError, UpstreamTimeout, CircuitOpen):
             # The geocoder could not be reached: whether the place exists is unknown, and saying it does not
             # (a clarify, exit 0) would be wrong. The weather service is unavailable: exit 3, offline hint.
@@ -379,6 +382,17 @@ class HybridRouter:
         match = PlaceMatch((found,), f"geocoding ({self.weather.provider.name})")
         located = self._route(request.text, request.today, request.session, {word: match})
         return located if located.route == "rule" else decision
+
+    def _enclosure(self, place: Place) -> Enclosure:
+        """PLACE with its units' own names, outermost first (浙江省, 杭州市, 余杭区): what a geocoder's answer
+        is checked against."""
+        gazetteer = self.parts.parser.reader.gazetteer
+        chain = [place]
+        while (parent := gazetteer.parent_of(chain[0])) is not None:
+            chain.insert(0, parent)
+        # A unit's name is written with its parent's before it (杭州市余杭区): its own name is what follows.
+        names = [chain[0].name] + [inner.name.removeprefix(outer.name) for outer, inner in itertools.pairwise(chain)]
+        return Enclosure(place, tuple(names))
 
     def _answer_llm(self, request: _Request) -> Answer:
         with self._recorded(request):

@@ -15,7 +15,7 @@ from .china_time import (
     weekday_char,
 )
 from .dates import DateSpan, find_dates, parse_number
-from .gazetteer import Gazetteer, Place, PlaceLevel, PlaceMatch
+from .gazetteer import TOWNSHIP_SUFFIXES, Gazetteer, Place, PlaceLevel, PlaceMatch
 from .geo import great_circle_km
 from .lexicon import ASPECTS, WEATHER_ADVICE, Aspect, Lexicon, ThresholdSide
 from .normalize import MAX_QUERY_CHARS, MAX_QUESTION_CHARS, asked_as_a_not_a, has_a_minus_sign, normalize
@@ -30,6 +30,7 @@ __all__ = [
     "LAST_DAY",
     "MAX_QUERY_CHARS",
     "MAX_QUESTION_CHARS",
+    "TOWNSHIP_SUFFIXES",
     "WEATHER_ADVICE",
     "WEEKDAY_CHARS",
     "Aspect",

@@ -40,6 +40,8 @@ _LEVEL_RANK: dict[str, int] = {
 }
 #: The suffixes of a unit's name (广州市, 星落县): part of the name said, stripped only to repair a typo (杭洲市).
 UNIT_SUFFIXES = ("市", "省", "区", "县", "镇", "乡")
+#: The suffixes of a division below the county (下塘镇, 良渚街道): one said after a county or city lies in it.
+TOWNSHIP_SUFFIXES = ("镇", "乡", "街道")
 _MAX_READING_COMBINATIONS = 64
 #: Towns with at least this many people recorded are taken as meant before a homophone-typo repair.
 TOWN_MIN_POPULATION = 10_000

@@ -16,6 +16,7 @@ from typing import NamedTuple
 from .dates import DateSpan, date_words, find_dates, parse_number
 from .gazetteer import (
     SPEAKS_CANTONESE,
+    TOWNSHIP_SUFFIXES,
     UNIT_SUFFIXES,
     WRITES_TRADITIONAL,
     Gazetteer,
@@ -30,6 +31,8 @@ from .tokenizer import Tokenizer
 _LATIN_WINDOW = 3
 
 _UNIT_SUFFIX_SET = frozenset(UNIT_SUFFIXES)
+#: The levels a township may be said after, as where it lies (杭州市青禾镇, 长丰县下塘镇).
+_ABOVE_TOWNSHIP = frozenset({"province", "prefecture", "county"})
 # How many tokens on either side of a run not understood a township's name may take in: the tokenizer cuts a
 # name it does not know into the words it does (肥东|经济|开发区|管理|委员会).
 _TOWNSHIP_REACH = 4
@@ -467,6 +470,11 @@ class Reader:
         a place inside another (深圳市南山区) or a unit said with another's suffix (邵东市)."""
         unknown_at = {i for first, last, _ in found.unknown for i in range(first, last + 1)}
         place_at = {index for index, _, _ in found.places}
+        # 杭州市青禾镇: a county or a city before a township's suffix is where the township lies, not part of its
+        # name (新北京市 is one made-up name; 杭州市 | 青禾镇 is a path, whose child no list holds).
+        parent_at = {
+            index for index, _, match in found.places if all(p.level in _ABOVE_TOWNSHIP for p in match.candidates)
+        }
         measures = self.lexicon.measures
         for end, token in enumerate(tokens):
             if token is None or not (
@@ -474,9 +482,11 @@ class Reader:
             ):
                 continue
             first, unplaced = end, 0
+            below_county = token in TOWNSHIP_SUFFIXES
             while (
                 first > 0
                 and (before := tokens[first - 1]) is not None
+                and not (below_county and first - 1 in parent_at)
                 and (first - 1 in unknown_at or first - 1 in place_at or (len(before) == 1 and before in measures))
             ):
                 first -= 1

@@ -60,6 +60,7 @@ class FakeWeather:
         self.amap_casts: list[dict] | None = None
         self.amap_error: str | None = None
         self.amap_keys: set[str] = {"good-key"}
+        self.amap_geocodes: dict[str, list[dict]] = {}  # address → AMap's geocodes[]
         self.requests: Counter[str] = Counter()
         self.params: defaultdict[str, list[dict[str, str]]] = defaultdict(list)
         self.faults: defaultdict[str, deque[str]] = defaultdict(deque)
@@ -184,6 +185,12 @@ class FakeWeather:
         results = self.geocoding.get(q["name"], [])
         return {"results": results, "generationtime_ms": 0.2} if results else {"generationtime_ms": 0.2}
 
+    def amap_geocode(self, q: dict[str, str]) -> dict:
+        if q.get("key") not in self.amap_keys:
+            return {"status": "0", "info": "INVALID_USER_KEY", "infocode": "10001"}
+        found = self.amap_geocodes.get(q.get("address", ""), [])
+        return {"status": "1", "info": "OK", "infocode": "10000", "count": str(len(found)), "geocodes": found}
+
     def amap(self, q: dict[str, str]) -> dict:
         if q.get("key") not in self.amap_keys:
             return {"status": "0", "info": "INVALID_USER_KEY", "infocode": "10001"}
@@ -250,6 +257,7 @@ class FakeWeather:
             "/v1/air-quality": self.air_quality,
             "/v1/search": self.search,
             "/v3/weather/weatherInfo": self.amap,
+            "/v3/geocode/geo": self.amap_geocode,
         }
 
         class Handler(BaseHTTPRequestHandler):

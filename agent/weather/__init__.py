@@ -7,6 +7,7 @@ from .providers import (
     PROVIDERS,
     AMapProvider,
     DemoProvider,
+    Enclosure,
     OpenMeteoProvider,
     WeatherProvider,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "DailyAir",
     "DailyWeather",
     "DemoProvider",
+    "Enclosure",
     "Fetched",
     "Forecast",
     "Horizon",

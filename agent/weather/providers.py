@@ -14,7 +14,7 @@ import time
 import zlib
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from hybrid_weather.rules import Place
 
@@ -60,6 +60,69 @@ _HOURLY = ("temperature_2m", "precipitation_probability", "weather_code", "wind_
 _SUN = ("sunrise", "sunset", "uv_index_max")
 # Geocoding ranks villages first for some Chinese names; capitals and seats of government go first.
 _FEATURE_RANK = {"PPLC": 0, "PPLA": 1, "PPLA2": 2, "PPLA3": 3, "PPLA4": 4, "PPL": 5}
+# The suffixes of Chinese units, longest first, that a geocoder may or may not write (余杭区 / 余杭, 青禾镇 / 青禾).
+_UNIT_ENDINGS = (
+    "特别行政区",
+    "自治区",
+    "自治州",
+    "自治县",
+    "街道",
+    "地区",
+    "省",
+    "市",
+    "区",
+    "县",
+    "镇",
+    "乡",
+    "盟",
+    "旗",
+)
+# AMap's match levels coarser than a township: an answer at one of them is where AMap gave up on the name.
+_AMAP_COARSE_LEVELS = frozenset({"国家", "省", "市", "区县", "开发区"})
+
+
+class Enclosure(NamedTuple):
+    """Where a place the question named must lie (杭州市余杭区 for 余杭区青禾街道): a geocoder's answer counts
+    only inside it, by the geocoder's own record of where its answer is (AMap's adcode, Open-Meteo's admin1..4)."""
+
+    place: Place  #: the innermost unit the question wrote
+    names: tuple[str, ...]  #: the units' own names, outermost first: 浙江省, 杭州市, 余杭区
+
+
+def _stem(name: str) -> tuple[str, str]:
+    """NAME as (its stem, its unit's suffix): 余杭区 → (余杭, 区), 青禾 → (青禾, "")."""
+    for ending in _UNIT_ENDINGS:
+        if name.endswith(ending) and len(name) > len(ending):
+            return name[: -len(ending)], ending
+    return name, ""
+
+
+def _same_name(found: str, asked: str) -> bool:
+    """Whether a geocoder's FOUND names what was ASKED: one stem, and one suffix or none written (青禾 for 青禾镇;
+    never 青禾村 for 青禾镇)."""
+    (found_stem, found_suffix), (asked_stem, asked_suffix) = _stem(found), _stem(asked)
+    return found_stem == asked_stem and (found_suffix == asked_suffix or not found_suffix or not asked_suffix)
+
+
+def _admin_inside(result: dict[str, Any], within: Enclosure) -> bool:
+    """Whether an Open-Meteo result lies inside WITHIN by its admin1..admin4: every unit of WITHIN among them,
+    the province as admin1 (余杭区 under 宁波市 is not 杭州市's; a result that leaves a level out proves nothing)."""
+    if str(result.get("country_code") or "") != within.place.country:
+        return False
+    admins = [_stem(str(result.get(f"admin{level}") or ""))[0] for level in range(1, 5)]
+    stems = [_stem(name)[0] for name in within.names]
+    return admins[0] == stems[0] and set(stems) <= set(admins)
+
+
+def _geocoded(
+    word: str, within: Enclosure, latitude: float, longitude: float, timezone: str, adcode: str | None
+) -> Place:
+    """The Place a geocoder found for WORD inside WITHIN, named with it as a township is (下塘镇（合肥市长丰县）)."""
+    parent = within.place
+    return Place(
+        parent.name + word, f"{word}（{parent.name}）", "geocoded", latitude, longitude, timezone, parent.country,
+        adcode, parent.adcode,
+    )  # fmt: skip
 
 
 class WeatherProvider(ABC):
@@ -95,8 +158,9 @@ class WeatherProvider(ABC):
             f"{self.label} has no sunrise, sunset or UV data; use --provider open-meteo", provider=self.name
         )
 
-    def geocode(self, name: str, *, deadline: float) -> Place | None:
-        """A place the gazetteer lacks, looked up by name; None where the provider cannot search."""
+    def geocode(self, name: str, *, deadline: float, within: Enclosure | None = None) -> Place | None:
+        """A place the gazetteer lacks, looked up by name, inside WITHIN when given; None where the provider
+        cannot search or finds none (inside WITHIN, by its own record of where it is)."""
         return None
 
     def close(self) -> None:  # noqa: B027 - most providers hold nothing to close; the HTTP ones override it
@@ -260,10 +324,15 @@ class OpenMeteoProvider(_HTTPProvider):
             )
         return checked(AirQuality(place, tuple(days), current, self.name, time.time()), self.label, source=self.name)
 
-    def geocode(self, name: str, *, deadline: float) -> Place | None:
-        body = self.http.get_json(
-            self.geocoding_url, {"name": name, "count": 10, "language": "zh", "format": "json"}, deadline=deadline
-        )
+    def geocode(self, name: str, *, deadline: float, within: Enclosure | None = None) -> Place | None:
+        # Under a parent, the stem is searched (3 characters and more match as a prefix: 青禾 finds 青禾 and
+        # 青禾镇, 青禾镇 would not find 青禾), and only an answer inside the parent of the asked name counts.
+        stem = _stem(name)[0]
+        asked = stem if within is not None and len(stem) >= 2 else name
+        params = {"name": asked, "count": 100 if within else 10, "language": "zh", "format": "json"}
+        if within is not None:
+            params["countryCode"] = within.place.country
+        body = self.http.get_json(self.geocoding_url, params, deadline=deadline)
         if not isinstance(body, dict):
             raise MalformedResponse(
                 f"{self.label} geocoding sent {type(body).__name__}, not an object", provider=self.name
@@ -278,11 +347,17 @@ class OpenMeteoProvider(_HTTPProvider):
             for r in found
             if isinstance(r, dict) and _within(r.get("latitude"), 90) and _within(r.get("longitude"), 180)
         ]
+        if within is not None:
+            results = [r for r in results if _same_name(str(r.get("name") or ""), name) and _admin_inside(r, within)]
         if not results:
             return None
         best = min(
             results, key=lambda r: (_FEATURE_RANK.get(str(r.get("feature_code")), 9), -(_int(r.get("population")) or 0))
         )
+        if within is not None:
+            timezone = str(best.get("timezone") or within.place.timezone)
+            latitude, longitude = float(best["latitude"]), float(best["longitude"])
+            return _geocoded(name, within, latitude, longitude, timezone, within.place.adcode)
         label = str(best.get("name") or name)
         return Place(
             label,
@@ -318,6 +393,7 @@ class AMapProvider(_HTTPProvider):
             raise ConfigurationError("the amap provider needs a key: set AMAP_KEY (or use --provider open-meteo)")
         self.key = key
         self.url = f"{(base_url or AMAP_URL).rstrip('/')}/v3/weather/weatherInfo"
+        self.geocode_url = f"{(base_url or AMAP_URL).rstrip('/')}/v3/geocode/geo"
         self.origin = origin_of(self.url)
         self.http = ResilientClient(self.label, **http)
 
@@ -326,11 +402,44 @@ class AMapProvider(_HTTPProvider):
             raise NotCovered(
                 f"AMap covers places in China only, not {place.display}; use --provider open-meteo", provider=self.name
             )
-        body = self.http.get_json(
-            self.url,
-            {"key": self.key, "city": place.adcode, "extensions": extensions, "output": "JSON"},
-            deadline=deadline,
+        return self._envelope(
+            self.url, {"key": self.key, "city": place.adcode, "extensions": extensions, "output": "JSON"}, deadline
         )
+
+    def geocode(self, name: str, *, deadline: float, within: Enclosure | None = None) -> Place | None:
+        """AMap's geocoder (v3/geocode/geo): an answer counts where AMap matched the name itself (its level a
+        township, a village, a point of interest; not the county it fell back to), its address says the name,
+        and, under a parent, its adcode lies in the parent's. Answers in more than one county: none is proved."""
+        params = {"key": self.key, "address": name, "output": "JSON"}
+        if within is not None and within.place.adcode:
+            params |= {"address": "".join(within.names) + name, "city": within.place.adcode}
+        body = self._envelope(self.geocode_url, params, deadline)
+        found = body.get("geocodes") or []
+        if not isinstance(found, list):
+            raise MalformedResponse(f"AMap geocoding sent geocodes as {type(found).__name__}", provider=self.name)
+        stem = _stem(name)[0]
+        prefix = _adcode_prefix(within.place.adcode) if within is not None and within.place.adcode else ""
+        places = {
+            (adcode, location)
+            for g in found
+            if isinstance(g, dict)
+            and str(g.get("level") or "") not in _AMAP_COARSE_LEVELS
+            and stem in str(g.get("formatted_address") or "")
+            and (adcode := str(g.get("adcode") or "")).startswith(prefix)
+            and len(adcode) == 6
+            and (location := _amap_location(g.get("location"))) is not None
+        }
+        if len({adcode for adcode, _ in places}) != 1:
+            return None
+        adcode, (longitude, latitude) = places.pop()
+        if within is not None:
+            return _geocoded(name, within, latitude, longitude, within.place.timezone, adcode)
+        return Place(name, name, "geocoded", latitude, longitude, "Asia/Shanghai", "CN", adcode, adcode)
+
+    def _envelope(self, url: str, params: dict[str, str], deadline: float) -> dict[str, Any]:
+        """AMap's answer at URL, its status envelope checked: a key refused is a ConfigurationError, any other
+        refusal UpstreamRejected."""
+        body = self.http.get_json(url, params, deadline=deadline)
         if not isinstance(body, dict) or "status" not in body:
             raise MalformedResponse("AMap sent a body without its status envelope", provider=self.name)
         if body["status"] != "1":
@@ -548,6 +657,22 @@ def _datetime(text: Any, label: str) -> dt.datetime:
         return dt.datetime.fromisoformat(str(text)[:16])
     except ValueError:
         raise MalformedResponse(f"{label} sent a time that is not YYYY-MM-DDTHH:MM: {str(text)[:20]!r}") from None
+
+
+def _adcode_prefix(adcode: str) -> str:
+    """The digits every unit inside ADCODE's starts with: 330000 → 33, 330100 → 3301, 330110 → 330110."""
+    for zeros, kept in ((4, 2), (2, 4)):
+        if adcode.endswith("0" * zeros) and len(adcode) == 6:
+            return adcode[:kept]
+    return adcode
+
+
+def _amap_location(value: Any) -> tuple[float, float] | None:
+    """AMap's "lng,lat" as (longitude, latitude), or None when it is not two numbers on the globe."""
+    longitude, _, latitude = str(value or "").partition(",")
+    if not (_within(longitude, 180) and _within(latitude, 90)):
+        return None
+    return float(longitude), float(latitude)
 
 
 def _within(value: Any, limit: float) -> bool:

@@ -26,7 +26,7 @@ import cachetools
 from hybrid_weather.rules import Place
 
 from ..errors import BudgetExhausted, MalformedResponse, NotCovered, UpstreamTimeout, WeatherUnavailable
-from .providers import WeatherProvider
+from .providers import Enclosure, WeatherProvider
 from .shapes import AirQuality, Forecast, HourlyForecast, SunForecast, checked
 
 if TYPE_CHECKING:  # the second-level caches load only when configured; asyncio only for asyncio callers
@@ -155,14 +155,16 @@ class WeatherService:
     ) -> Fetched[HourlyForecast]:
         return await self._aget("hourly", place, today, past_days, deadline, self.provider.hourly)
 
-    def geocode(self, name: str, deadline: float) -> Place | None:
-        """A place the gazetteer lacks, from the provider's geocoder; answers (found or not) are kept."""
+    def geocode(self, name: str, deadline: float, within: Enclosure | None = None) -> Place | None:
+        """A place the gazetteer lacks, from the provider's geocoder, inside WITHIN when given; answers (found or
+        not) are kept."""
+        key = name if within is None else f"{within.place.name}|{name}"
         with self._lock:
-            if name in self._geocoded:
-                return self._geocoded[name]
-        place = self.provider.geocode(name, deadline=deadline)
+            if key in self._geocoded:
+                return self._geocoded[key]
+        place = self.provider.geocode(name, deadline=deadline, within=within)
         with self._lock:
-            self._geocoded[name] = place
+            self._geocoded[key] = place
         return place
 
     async def aforecast(self, place: Place, past_days: int, deadline: float, *, today: dt.date) -> Fetched[Forecast]:

@@ -55,6 +55,9 @@ class Decision:
     #: The recoveries tried where the reading alone did not decide (docs/reading.md), each with what came of it:
     #: "decided", or why it was set aside; empty where the reading decided by rules. `--explain` shows them.
     tried: tuple[tuple[str, str], ...] = ()
+    #: For a clarify about `unknown_place` said after where it lies (杭州市青禾镇: 杭州市): that place. A
+    #: geocoder's answer counts only inside it.
+    unknown_within: Place | None = None
 
     @property
     def open_ended(self) -> bool:
@@ -97,6 +100,7 @@ class Decision:
             code,
             self.ambiguous,
             self.tried,
+            self.unknown_within,
         )
 
     def with_tried(self, tried: tuple[tuple[str, str], ...]) -> Decision:
@@ -147,10 +151,25 @@ OPEN_ENDED_REASON = "open-ended"
 EMPTY_REASON = "clarify: empty query"
 
 
-def clarify(reason: str, message: str, *, code: str, unknown_place: str | None = None) -> Decision:
-    """A clarifying answer: REASON for the log, MESSAGE for the user, CODE the rule's."""
+def clarify(
+    reason: str, message: str, *, code: str, unknown_place: str | None = None, within: Place | None = None
+) -> Decision:
+    """A clarifying answer: REASON for the log, MESSAGE for the user, CODE the rule's; UNKNOWN_PLACE a name to
+    geocode, inside WITHIN when the question said where it lies."""
     return Decision(
-        "clarify", [], [], None, f"clarify: {reason}", [], None, message, None, (), unknown_place, reason_code=code
+        "clarify",
+        [],
+        [],
+        None,
+        f"clarify: {reason}",
+        [],
+        None,
+        message,
+        None,
+        (),
+        unknown_place,
+        reason_code=code,
+        unknown_within=within,
     )
 
 

@@ -18,6 +18,7 @@ from hybrid_weather.agent.weather import Horizon
 from hybrid_weather.rules import (
     FIRST_DAY,
     LAST_DAY,
+    TOWNSHIP_SUFFIXES,
     Aspect,
     DateSpan,
     Place,
@@ -940,6 +941,16 @@ class QueryParser:
                 f"很多城市都有“{said}”：请说出城市，例如“上海{said}”。",
                 code="feature_without_city",
             )
+        if beside and (parent := self._parent_before(reading, first, word)) is not None:
+            # 杭州市青禾镇, 余杭区青禾街道: a township no list holds, said after where it lies. Not the nearest real
+            # place: a clarify that says what was not found, which the facade may geocode inside that place.
+            return clarify(
+                f"unknown place: {word} in {parent.name}",
+                f"{parent.name}没有找到叫“{word}”的地方：请说出完整、准确的地名。",
+                unknown_place=word,
+                within=parent,
+                code="unknown_place",
+            )
         if len(word) < 2 or next_to_place:
             return to_llm(f"unrecognised: {word}", [word], code="unrecognised")
         if not asks:
@@ -953,6 +964,17 @@ class QueryParser:
             unknown_place=word,
             code="unknown_place",
         )
+
+    @staticmethod
+    def _parent_before(reading: Reading, first: int, word: str) -> Place | None:
+        """The one county, city or province said right before WORD, a township's name by its suffix (镇, 乡, 街道)
+        and one character at least: where the question says it lies. None for any other word or place."""
+        if not word.endswith(TOWNSHIP_SUFFIXES) or len(word.removesuffix("街道")) < 2:
+            return None
+        match = next((m for index, _, m in reading.places if index == first - 1), None)
+        if match is None or match.ambiguous or match.candidates[0].level not in ("province", "prefecture", "county"):
+            return None
+        return match.candidates[0]
 
     def _place_beside(self, reading: Reading, first: int, last: int) -> PlaceMatch:
         """The place said right before or after the run FIRST..LAST (the caller knows there is one)."""
