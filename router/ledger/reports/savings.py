@@ -47,40 +47,12 @@ def savings_report(
     groups_in = [g for g in window.groups if g["route"] != "shadow"]
     estimate = Baseline(groups_in, shadows)
 
-    by_route = dict.fromkeys(ROUTES, 0)
-    actual = baseline = 0.0
-    unknown_cost = 0
-    loops: Counter[int] = Counter()
-    tool_calls = tool_failures = 0
-    groups: dict[str, dict[str, float]] = defaultdict(
-        lambda: {"requests": 0, "actual_cost_usd": 0.0, "baseline_cost_usd": 0.0}
-    )
-    outcomes: Counter[str] = Counter()
-    timeline: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(ROUTES, 0))
+    totals = _Totals(by or "day")
     for g in groups_in:
-        n = g["requests"]
-        by_route[g["route"]] = by_route.get(g["route"], 0) + n
-        timeline[g["day"]][g["route"]] = timeline[g["day"]].get(g["route"], 0) + n
-        outcomes[g["outcome"]] += n
-        group = groups[_group_key(g, by or "day")]
-        group["requests"] += n
-        if g["outcome"] != "ok":
-            continue  # failed or empty: no money was spent and none saved; counted and shown apart
-        unknown_cost += n - g["priced"]
-        base = estimate.of(g)
-        actual += g["cost_usd"]
-        baseline += base
-        if g["route"] == "llm" and g["llm_loops"] >= 0:
-            loops[g["llm_loops"]] += n
-        tool_calls += g["tool_calls"]
-        tool_failures += g["tool_failures"]
-        group["actual_cost_usd"] += g["cost_usd"]
-        group["baseline_cost_usd"] += base
-    shadow_spend = 0.0
-    for g in shadows:  # spent, even though no user saw it: in the total and in its group alike
-        shadow_spend += g["cost_usd"]
-        groups[_group_key(g, by or "day")]["actual_cost_usd"] += g["cost_usd"]
-    actual += shadow_spend
+        totals.add(g, estimate)
+    for g in shadows:
+        totals.add_shadow(g)
+    by_route, outcomes, actual, baseline = totals.by_route, totals.outcomes, totals.actual, totals.baseline
     saved = baseline - actual
     return {
         "days": days,
@@ -102,20 +74,67 @@ def savings_report(
         "model_ms": _percentiles(window.model_latency),
         "baseline_method": estimate.method,
         "baseline_sample": estimate.sample,
-        "unknown_cost_requests": unknown_cost,
-        "llm_loops": {str(k): v for k, v in sorted(loops.items())},
-        "tool_success_rate": round(1 - tool_failures / tool_calls, 4) if tool_calls else None,
-        "shadow": _shadow(shadows, shadow_spend),
+        "unknown_cost_requests": totals.unknown_cost,
+        "llm_loops": {str(k): v for k, v in sorted(totals.loops.items())},
+        "tool_success_rate": totals.tool_success_rate,
+        "shadow": _shadow(shadows, totals.shadow_spend),
         "feedback": _feedback(db, since, by_route.get("rule", 0), caller, include_demo),
-        "timeline": {day: timeline[day] for day in sorted(timeline)},  # requests per day (UTC) and route
+        "timeline": {day: totals.timeline[day] for day in sorted(totals.timeline)},  # per day (UTC) and route
         "groups": _overlay_groups(db, since, caller, include_demo)
         if by == "overlay"
-        else {"by": by or "day", "rows": _rows(groups)},
+        else {"by": by or "day", "rows": _rows(totals.groups)},
         # The window's rows a router on the demo provider wrote (synthetic weather): counted above only when
         # include_demo says so, and said either way.
         "demo_rows": demo_rows(db, since, caller),
         "include_demo": include_demo,
     }
+
+
+class _Totals:
+    """The window's groups of rows summed, as savings_report says them: by route, outcome, day and BY's group."""
+
+    def __init__(self, by: str) -> None:
+        self.by = by
+        self.by_route = dict.fromkeys(ROUTES, 0)
+        self.actual = self.baseline = self.shadow_spend = 0.0
+        self.unknown_cost = self.tool_calls = self.tool_failures = 0
+        self.loops: Counter[int] = Counter()
+        self.outcomes: Counter[str] = Counter()
+        self.timeline: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(ROUTES, 0))
+        self.groups: dict[str, dict[str, float]] = defaultdict(
+            lambda: {"requests": 0, "actual_cost_usd": 0.0, "baseline_cost_usd": 0.0}
+        )
+
+    def add(self, g: dict[str, Any], estimate: Baseline) -> None:
+        """One group of rows a user asked (G), its baseline priced by ESTIMATE."""
+        n = g["requests"]
+        self.by_route[g["route"]] = self.by_route.get(g["route"], 0) + n
+        self.timeline[g["day"]][g["route"]] = self.timeline[g["day"]].get(g["route"], 0) + n
+        self.outcomes[g["outcome"]] += n
+        group = self.groups[_group_key(g, self.by)]
+        group["requests"] += n
+        if g["outcome"] != "ok":
+            return  # failed or empty: no money was spent and none saved; counted and shown apart
+        self.unknown_cost += n - g["priced"]
+        base = estimate.of(g)
+        self.actual += g["cost_usd"]
+        self.baseline += base
+        if g["route"] == "llm" and g["llm_loops"] >= 0:
+            self.loops[g["llm_loops"]] += n
+        self.tool_calls += g["tool_calls"]
+        self.tool_failures += g["tool_failures"]
+        group["actual_cost_usd"] += g["cost_usd"]
+        group["baseline_cost_usd"] += base
+
+    def add_shadow(self, g: dict[str, Any]) -> None:
+        """One group of shadow runs: spent, though no user saw it, in the total and in its group alike."""
+        self.shadow_spend += g["cost_usd"]
+        self.actual += g["cost_usd"]
+        self.groups[_group_key(g, self.by)]["actual_cost_usd"] += g["cost_usd"]
+
+    @property
+    def tool_success_rate(self) -> float | None:
+        return round(1 - self.tool_failures / self.tool_calls, 4) if self.tool_calls else None
 
 
 def _percentiles(latencies: dict[str, dict[float, int]]) -> dict[str, dict[str, float | None]]:
