@@ -283,6 +283,7 @@ def test_a_ledger_from_an_older_schema_migrates(tmp_path):
                 "m012_reason_code",
                 "m013_fleet_overlay",
                 "m014_demo",
+                "m015_pending_feedback_once",
             ]
         )
         # The row stored before the rollup existed is in it once, beside the one written after.

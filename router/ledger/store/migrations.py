@@ -304,6 +304,13 @@ def m014_demo(db: sqlite3.Connection) -> None:
     db.execute(_model_latency_trigger(f"{MODEL_TIMED.format(r='NEW')} AND {counted}"))
 
 
+def m015_pending_feedback_once(db: sqlite3.Connection) -> None:
+    # Nothing in SQLite: PostgreSQL's pending-feedback trigger could delete a verdict it had not applied (see
+    # postgres_db); SQLite's runs under the one write lock, which no verdict commits beside. The name is here so
+    # both ledgers record the same list.
+    del db
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_requests,
     m002_agent_health,
@@ -319,6 +326,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m012_reason_code,
     m013_fleet_overlay,
     m014_demo,
+    m015_pending_feedback_once,
 ]
 
 

@@ -190,6 +190,35 @@ def _tenancy_statements() -> tuple[str, ...]:
     )
 
 
+def _pending_feedback_once_statements() -> tuple[str, ...]:
+    # m010's trigger applied the pending verdicts in one statement and deleted them in the next: under READ
+    # COMMITTED each has its own snapshot, so a verdict committed between the two was deleted, never applied,
+    # while its request was told "kept". The verdicts are taken (deleted) and applied in one statement now:
+    # what is deleted is what is applied, and a verdict that comes later waits for feedback.py to settle it.
+    # SQLite has nothing to mend: its one writer at a time runs the trigger's two statements alone.
+    return (
+        f"""CREATE OR REPLACE FUNCTION requests_pending_feedback() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock_shared({PENDING_LOCK});
+            IF EXISTS (SELECT 1 FROM pending_feedback) THEN  -- nearly always empty: one look a batch
+                WITH taken AS (
+                    DELETE FROM pending_feedback AS p USING inserted AS i WHERE p.request_id = i.id
+                    RETURNING p.request_id, p.caller, p.verdict, p.comment, p.datetime_utc, p.expires,
+                        i.caller AS row_caller
+                )
+                INSERT INTO feedback AS f (request_id, verdict, comment, datetime_utc)
+                SELECT DISTINCT ON (t.request_id) t.request_id, t.verdict, t.comment, t.datetime_utc
+                FROM taken AS t
+                WHERE (t.caller = '' OR t.caller = t.row_caller) AND t.expires > extract(epoch FROM clock_timestamp())
+                ORDER BY t.request_id, t.datetime_utc DESC
+                ON CONFLICT (request_id) DO UPDATE SET verdict = excluded.verdict, comment = excluded.comment,
+                    datetime_utc = excluded.datetime_utc;
+            END IF;
+            RETURN NULL;
+        END $$""",
+    )
+
+
 def _model_time_statements() -> tuple[str, ...]:
     # What m011_model_time does in SQLite, for PostgreSQL: the column, and its histogram kept by a
     # statement-level trigger over the rows an INSERT really inserted, keys upserted in order.
@@ -283,6 +312,7 @@ POSTGRES_MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m012_reason_code", ("ALTER TABLE requests ADD COLUMN reason_code text",)),
     ("m013_fleet_overlay", _fleet_overlay_statements()),
     ("m014_demo", _demo_statements()),
+    ("m015_pending_feedback_once", _pending_feedback_once_statements()),
 ]  # fmt: skip
 
 
