@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections import defaultdict
 from typing import Any, ClassVar, NamedTuple
 
-from hybrid_weather.rules import Place
+from hybrid_weather.rules import CHINA_TZ_NAME, Place
 
 from ..errors import ConfigurationError, MalformedResponse, NotCovered, UpstreamRejected
 from .horizon import Horizon
@@ -120,9 +120,16 @@ def _geocoded(
     """The Place a geocoder found for WORD inside WITHIN, named with it as a township is (下塘镇（合肥市长丰县）)."""
     parent = within.place
     return Place(
-        parent.name + word, f"{word}（{parent.name}）", "geocoded", latitude, longitude, timezone, parent.country,
-        adcode, parent.adcode,
-    )  # fmt: skip
+        parent.name + word,
+        f"{word}（{parent.name}）",
+        "geocoded",
+        latitude,
+        longitude,
+        timezone,
+        parent.country,
+        adcode,
+        parent.adcode,
+    )
 
 
 class WeatherProvider(ABC):
@@ -434,7 +441,7 @@ class AMapProvider(_HTTPProvider):
         adcode, (longitude, latitude) = places.pop()
         if within is not None:
             return _geocoded(name, within, latitude, longitude, within.place.timezone, adcode)
-        return Place(name, name, "geocoded", latitude, longitude, "Asia/Shanghai", "CN", adcode, adcode)
+        return Place(name, name, "geocoded", latitude, longitude, CHINA_TZ_NAME, "CN", adcode, adcode)
 
     def _envelope(self, url: str, params: dict[str, str], deadline: float) -> dict[str, Any]:
         """AMap's answer at URL, its status envelope checked: a key refused is a ConfigurationError, any other
