@@ -545,13 +545,13 @@ class Gazetteer:
         shan4, and 单位 is no typo of 汕尾); BY_CHARACTERS reads every word character by character (what
         rules/build_data.py asks, to find those words).
         """
-        for suffix in UNIT_SUFFIXES:
-            if word.endswith(suffix) and len(word) > 2:
-                word = word[: -len(suffix)]
-                break
+        said = next((suffix for suffix in UNIT_SUFFIXES if word.endswith(suffix) and len(word) > 2), "")
+        word = word.removesuffix(said)
         if not 2 <= len(word) <= 5:
             return None
-        return self._repair(word, by_characters=True) if by_characters else self._pinyin_repairs(word)
+        place = self._repair(word, by_characters=True) if by_characters else self._pinyin_repairs(word)
+        # 府新区 is no slip of 阜新市: a repair changes the sounds said, not the kind of unit (杭洲市 → 杭州市).
+        return place if place is None or place.name.endswith(said) else None
 
     def sounds_like(self, word: str) -> Place | None:
         """The province or prefecture WORD, as said (no suffix taken off: 深镇 is 深圳 misheard), sounds like."""

@@ -473,3 +473,51 @@ def test_a_feature_every_city_has_said_without_a_city_is_asked_about_never_geoco
     assert (decision.route, decision.reason_code, decision.unknown_place) == ("clarify", "feature_without_city", None)
     # With its city, the feature is inside it, as any landmark is.
     assert cities(router, f"上海{said}") == ["上海市"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "赣江新区明天天气",  # 赣州's 赣江街道 has the stem; the zone is elsewhere
+        "湘江新区明天会下雨吗",  # 永州's 湘江乡 likewise
+        "两江新区后天天气",
+        "天府新区明天冷吗",  # 府新 sounds like 阜新, a 市, not a 区
+    ],
+)
+def test_a_zone_named_after_no_unit_is_asked_not_a_township_or_a_sound_alike(router, text):
+    decision = router.route(text, today=TODAY)
+    assert decision.route == "clarify" and decision.reason_code == "unknown_place" and decision.cities == []
+    assert decision.unknown_place.endswith("新区")
+
+
+@pytest.mark.parametrize(
+    ("text", "city"),
+    [
+        ("滨海新区明天天气", "天津市滨海新区"),  # a unit of that very name
+        ("南沙新区明天天气", "广州市南沙区"),  # a zone of the unit it is named after, inside it
+        ("杭洲市明天天气", "杭州市"),  # a slip keeps the suffix said
+    ],
+)
+def test_a_zone_of_a_unit_and_a_slip_that_keeps_its_suffix_are_read(router, text, city):
+    assert cities(router, text) == [city]
+
+
+@pytest.mark.parametrize(
+    ("text", "city"),
+    [
+        ("定州明天天气", "保定市定州市"),  # the statistics bureau's counties the 2016-17 snapshot lacked
+        ("辛集市明天会下雨吗", "石家庄市辛集市"),
+        ("临平区明天天气", "杭州市临平区"),
+        ("深圳龙华区明天天气", "深圳市龙华区"),
+        ("深圳光明区明天天气", "深圳市光明区"),
+        ("深圳龙华区观澜街道明天天气", "深圳市龙华区观澜街道"),  # its townships under it, not under 光明区
+    ],
+)
+def test_counties_of_the_statistics_bureau_the_snapshot_lacked(router, text, city):
+    assert cities(router, text) == [city]
+
+
+def test_a_district_name_two_cities_now_hold_is_asked():
+    with HybridRouter(provider="demo", ledger="off") as router:
+        decision = router.route("龙华区明天天气", today=TODAY)
+    assert decision.route == "clarify" and {p.name for p in decision.ambiguous[1]} >= {"深圳市龙华区", "海口市龙华区"}

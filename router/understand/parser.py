@@ -56,6 +56,9 @@ _MAX_PLACE_ATTEMPT_CHARS = 6
 _CANDIDATES_SHOWN = 3
 # The levels of administrative divisions: said under a place that does not hold them, a path that disagrees.
 _DIVISIONS = frozenset({"province", "prefecture", "county", "township"})
+#: The place suffixes (lexicon place_suffixes) that name a zone of its own, not a site of the place before
+#: (平遥古城 is in 平遥; 赣江新区 is no part of 赣州's 赣江街道): said after a name no unit holds, not proved.
+_ZONE_SUFFIXES = frozenset({"新区", "开发区", "高新区"})
 #: The recoveries of a question the reading does not decide, in the order tried (QueryParser._decide_text).
 RECOVERIES = ("general_remark", "asked_in_context", "misheard_place", "sound_alike", "shared_character")
 _ASK_FOR_PLACE = "请问您想查询哪个城市的天气？"
@@ -898,6 +901,16 @@ class QueryParser:
         if beside and (inner := gazetteer.within(self._place_beside(reading, first, last), word)) is not None:
             return PlaceMatch((inner,), "local")  # 长丰县下塘镇: of the towns of that name, the one in 长丰县
         match = found.get(word) or gazetteer.lookup_local(word, minor=False)
+        zone = tokens[last + 1] if last + 1 < len(tokens) and tokens[last + 1] in _ZONE_SUFFIXES else None
+        if zone is not None and not (match and any(p.name.endswith(word + zone) for p in match.candidates)):
+            # 赣江新区, 湘江新区: a zone named after a river or a region, not the township of that stem (赣州's
+            # 赣江街道) nor a sound-alike; one no list holds is asked about, and the geocoder may find it.
+            return clarify(
+                f"unknown place: {word}{zone}",
+                f"没有找到“{word}{zone}”这个地点，请换个说法，例如它所在的城市或区县。",
+                unknown_place=word + zone,
+                code="unknown_place",
+            )
         if match is None:
             return self._repair_place(word, tokens, first, last) or gazetteer.lookup_local(word)
         if all(p.level == "township" and not p.name.endswith(word) for p in match.candidates):
