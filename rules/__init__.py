@@ -15,7 +15,7 @@ from .china_time import (
     weekday_char,
 )
 from .dates import DateSpan, find_dates, parse_number
-from .gazetteer import TOWNSHIP_SUFFIXES, Gazetteer, Place, PlaceLevel, PlaceMatch
+from .gazetteer import ABOVE_TOWNSHIP, TOWNSHIP_SUFFIXES, Gazetteer, Place, PlaceLevel, PlaceMatch
 from .geo import great_circle_km
 from .lexicon import ASPECTS, WEATHER_ADVICE, Aspect, Lexicon, ThresholdSide
 from .normalize import MAX_QUERY_CHARS, MAX_QUESTION_CHARS, asked_as_a_not_a, has_a_minus_sign, normalize
@@ -23,6 +23,7 @@ from .privacy import contains_personal_data, mask_personal_data
 from .reader import Reader, Reading, Threshold, Tokens
 
 __all__ = [
+    "ABOVE_TOWNSHIP",
     "ASPECTS",
     "CHINA_TZ",
     "CHINA_TZ_NAME",

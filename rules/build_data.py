@@ -85,9 +85,9 @@ WORLD_COLUMNS = ["name", "names", "en", "country", "lat", "lon", "tz", "populati
 TOWN_SUFFIXES = ("街道", "镇", "乡", "村", "区", "市")
 MUNICIPALITIES = ("11", "12", "31", "50")
 LEVEL_PROVINCE, LEVEL_PREFECTURE, LEVEL_COUNTY = 1, 2, 3
-# Rows in adcodes.csv that are bookkeeping groups, not places.
 #: How far from its prefecture's seat GeoNames' place of a county's name may be to be taken for its seat.
 MAX_SEAT_KM = 250
+# Rows in adcodes.csv that are bookkeeping groups, not places.
 PLACEHOLDER_NAMES = {"市辖区", "县", "省直辖县级行政区划", "自治区直辖县级行政区划"}
 CJK = re.compile(r"^[\u4e00-\u9fff]+$")
 
@@ -264,8 +264,8 @@ def reconcile_with_the_bureau(
         if not near:
             continue
         lat, lon = min(near)[1]
-        units[code] = {"code": code, "name": name, "level": LEVEL_COUNTY, "parent": parent["code"], "lat": lat,
-                       "lon": lon}  # fmt: skip
+        units[code] = {"code": code, "name": name, "level": LEVEL_COUNTY, "parent": parent["code"]}
+        units[code] |= {"lat": lat, "lon": lon}
 
 
 def _county_stem(name: str) -> str:

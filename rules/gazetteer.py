@@ -42,6 +42,8 @@ _LEVEL_RANK: dict[str, int] = {
 UNIT_SUFFIXES = ("市", "省", "区", "县", "镇", "乡")
 #: The suffixes of a division below the county (下塘镇, 良渚街道): one said after a county or city lies in it.
 TOWNSHIP_SUFFIXES = ("镇", "乡", "街道")
+#: The levels a township may be said after, as where it lies (杭州市青禾镇, 长丰县下塘镇).
+ABOVE_TOWNSHIP: frozenset[PlaceLevel] = frozenset({"province", "prefecture", "county"})
 _MAX_READING_COMBINATIONS = 64
 #: Towns with at least this many people recorded are taken as meant before a homophone-typo repair.
 TOWN_MIN_POPULATION = 10_000

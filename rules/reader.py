@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from .dates import DateSpan, date_words, find_dates, parse_number
 from .gazetteer import (
+    ABOVE_TOWNSHIP,
     SPEAKS_CANTONESE,
     TOWNSHIP_SUFFIXES,
     UNIT_SUFFIXES,
@@ -31,8 +32,6 @@ from .tokenizer import Tokenizer
 _LATIN_WINDOW = 3
 
 _UNIT_SUFFIX_SET = frozenset(UNIT_SUFFIXES)
-#: The levels a township may be said after, as where it lies (杭州市青禾镇, 长丰县下塘镇).
-_ABOVE_TOWNSHIP = frozenset({"province", "prefecture", "county"})
 # How many tokens on either side of a run not understood a township's name may take in: the tokenizer cuts a
 # name it does not know into the words it does (肥东|经济|开发区|管理|委员会).
 _TOWNSHIP_REACH = 4
@@ -473,7 +472,7 @@ class Reader:
         # 杭州市青禾镇: a county or a city before a township's suffix is where the township lies, not part of its
         # name (新北京市 is one made-up name; 杭州市 | 青禾镇 is a path, whose child no list holds).
         parent_at = {
-            index for index, _, match in found.places if all(p.level in _ABOVE_TOWNSHIP for p in match.candidates)
+            index for index, _, match in found.places if all(p.level in ABOVE_TOWNSHIP for p in match.candidates)
         }
         measures = self.lexicon.measures
         for end, token in enumerate(tokens):

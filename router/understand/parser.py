@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from hybrid_weather.agent.weather import Horizon
 from hybrid_weather.rules import (
+    ABOVE_TOWNSHIP,
     FIRST_DAY,
     LAST_DAY,
     TOWNSHIP_SUFFIXES,
@@ -985,7 +986,7 @@ class QueryParser:
         if not word.endswith(TOWNSHIP_SUFFIXES) or len(word.removesuffix("街道")) < 2:
             return None
         match = next((m for index, _, m in reading.places if index == first - 1), None)
-        if match is None or match.ambiguous or match.candidates[0].level not in ("province", "prefecture", "county"):
+        if match is None or match.ambiguous or match.candidates[0].level not in ABOVE_TOWNSHIP:
             return None
         return match.candidates[0]
 
